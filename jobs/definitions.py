@@ -1,0 +1,111 @@
+"""Defining jobs: the schedule object of the API and the admin, and pause/resume."""
+
+from datetime import datetime
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
+
+from . import schedules
+from .models import Job, ScheduleType
+
+
+def parse_schedule(spec):
+    """Validate a schedule object ({"type": "cron", ...}) and return it normalised."""
+    if not isinstance(spec, dict):
+        raise ValidationError({"schedule": "Must be an object with a 'type'."})
+    kind = spec.get("type")
+    keys = {"cron": {"type", "cron", "timezone"}, "interval": {"type", "every_seconds"},
+            "once": {"type", "run_at"}, "manual": {"type"}}
+    if kind not in keys:
+        raise ValidationError({"schedule": f"'type' must be one of {', '.join(keys)}."})
+    extra = set(spec) - keys[kind]
+    if extra:
+        raise ValidationError({"schedule": f"A {kind} schedule takes no {', '.join(sorted(extra))}: "
+                                           "give exactly one kind of schedule."})
+    if kind == "cron":
+        expression = " ".join(str(spec.get("cron") or "").split())
+        zone = spec.get("timezone") or "UTC"
+        errors = {}
+        for name, check, value in (("cron", schedules.validate_cron, expression),
+                                   ("timezone", schedules.validate_timezone, zone)):
+            try:
+                check(value)
+            except ValidationError as exc:
+                errors[name] = exc.messages
+        if errors:
+            raise ValidationError(errors)
+        return {"type": "cron", "cron": expression, "timezone": zone}
+    if kind == "interval":
+        every = spec.get("every_seconds")
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ValidationError({"every_seconds": "Must be a whole number of seconds, at least 1."})
+        return {"type": "interval", "every_seconds": every}
+    if kind == "once":
+        run_at = spec.get("run_at")
+        parsed = run_at if isinstance(run_at, datetime) else parse_datetime(str(run_at or ""))
+        if parsed is None:
+            raise ValidationError({"run_at": "Must be an ISO 8601 date and time."})
+        if timezone.is_naive(parsed):
+            raise ValidationError({"run_at": "Must include a UTC offset or Z."})
+        return {"type": "once", "run_at": parsed}
+    return {"type": "manual"}
+
+
+def schedule_of(job):
+    if job.schedule_type == ScheduleType.CRON:
+        return {"type": "cron", "cron": job.cron_expression, "timezone": str(job.crontab.timezone)}
+    if job.schedule_type == ScheduleType.INTERVAL:
+        return {"type": "interval", "every_seconds": int(job.every_seconds)}
+    if job.schedule_type == ScheduleType.ONCE:
+        return {"type": "once", "run_at": job.clocked.clocked_time.isoformat()}
+    return {"type": "manual"}
+
+
+def apply_schedule(job, spec):
+    """Point ``job`` at django-celery-beat schedule rows for ``spec`` and compute its next slot.
+
+    Schedule rows are shared (get_or_create), never edited in place, as django-celery-beat does.
+    The job is not saved.
+    """
+    spec = parse_schedule(spec)
+    job.schedule_type = spec["type"]
+    job.crontab = job.interval = job.clocked = None
+    if spec["type"] == "cron":
+        minute, hour, dom, month, dow = spec["cron"].split()
+        job.crontab, _ = CrontabSchedule.objects.get_or_create(
+            minute=minute, hour=hour, day_of_month=dom, month_of_year=month, day_of_week=dow,
+            timezone=spec["timezone"])
+    elif spec["type"] == "interval":
+        job.interval, _ = IntervalSchedule.objects.get_or_create(every=spec["every_seconds"],
+                                                                 period=IntervalSchedule.SECONDS)
+    elif spec["type"] == "once":
+        job.clocked, _ = ClockedSchedule.objects.get_or_create(clocked_time=spec["run_at"])
+    job.next_run_at = None
+    job.next_run_at = job.first_slot()
+    return job
+
+
+def save_job(job, schedule=None):
+    """Validate and save a job, applying ``schedule`` when given. Raises ValidationError."""
+    with transaction.atomic():
+        if schedule is not None:
+            apply_schedule(job, schedule)
+        job.full_clean()
+        job.save()
+    return job
+
+
+def pause(job):
+    Job.objects.filter(pk=job.pk).update(enabled=False)
+    job.enabled = False
+
+
+def resume(job):
+    """Enable the job again from now on: slots that fell while it was paused are not run."""
+    job.enabled = True
+    job.next_run_at = None
+    job.next_run_at = job.first_slot()
+    Job.objects.filter(pk=job.pk).update(enabled=True, next_run_at=job.next_run_at)

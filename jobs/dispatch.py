@@ -1,0 +1,123 @@
+"""The scheduler's work each tick: turn due slots into runs, and advance each job's next slot.
+
+The cost of a tick follows the number of *due* jobs: they come from the partial index on
+``Job.next_run_at``, rows locked with SKIP LOCKED so two schedulers can never work on the same job
+at once, and the runs are inserted in bulk with ON CONFLICT DO NOTHING against the one-run-per-slot
+constraint, which fences a second leader or a restarted one.
+"""
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from . import runs
+from .models import CatchupPolicy, Job, JobRun, RunStatus, RunTrigger
+
+logger = logging.getLogger(__name__)
+
+MAX_SLOTS_PER_JOB = 1000  # slots examined for one job in one tick, after a long downtime
+
+
+@dataclass
+class TickReport:
+    due_jobs: int = 0
+    runs_created: int = 0
+    slots_skipped: int = 0
+    published: list = field(default_factory=list)  # (run id, scheduled_for) of runs published
+
+
+def plan_slots(job, now, grace):
+    """Split the job's due slots into those to run and those to record as skipped.
+
+    A slot no more than ``grace`` late is on time and always runs. Older ones were missed (the
+    scheduler was down or behind), and the job's catch-up policy decides what becomes of them.
+    Returns (slots to run, slots to skip, the next slot after now or None).
+    """
+    due, slot = [], job.next_run_at
+    while slot is not None and slot <= now and len(due) < MAX_SLOTS_PER_JOB:
+        due.append(slot)
+        slot = job.slot_after(slot)
+    if slot is not None and slot <= now:  # more than MAX_SLOTS_PER_JOB behind: jump ahead
+        slot = job.slot_after(now)
+    on_time = [s for s in due if now - s <= grace]
+    missed = [s for s in due if now - s > grace]
+    if job.catchup_policy == CatchupPolicy.ALL:
+        keep = missed[-job.catchup_max:] if job.catchup_max else []
+    elif job.catchup_policy == CatchupPolicy.LATEST:
+        keep = missed[-1:] if missed and not on_time else []
+    else:
+        keep = []
+    skipped = [s for s in missed if s not in keep]
+    return keep + on_time, skipped, slot
+
+
+def dispatch_due(now=None, batch=None):
+    now = now or timezone.now()
+    batch = batch or settings.JOBS_DISPATCH_BATCH
+    grace = timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS)
+    report = TickReport()
+    with transaction.atomic():
+        jobs = list(
+            Job.objects.filter(enabled=True, next_run_at__lte=now)
+            .order_by("next_run_at")
+            .select_related("crontab", "interval", "clocked")
+            .select_for_update(skip_locked=True, of=("self",))[:batch]
+        )
+        if not jobs:
+            return report
+        report.due_jobs = len(jobs)
+        rows = []
+        for job in jobs:
+            to_run, to_skip, next_slot = plan_slots(job, now, grace)
+            for slot in to_run:
+                rows.append((job, slot, RunStatus.QUEUED, ""))
+            for slot in to_skip:
+                rows.append((job, slot, RunStatus.SKIPPED, f"missed: catch-up policy '{job.catchup_policy}'"))
+            job.next_run_at = next_slot
+        created = insert_runs(rows, now)
+        by_job = {job.pk: job for job in jobs}
+        for run_id, job_id, status in created:
+            job = by_job[job_id]
+            job.last_run_id = max(run_id, job.last_run_id or 0)
+            if status == RunStatus.QUEUED:
+                report.runs_created += 1
+                runs.publish_on_commit(run_id, 1, job)
+                report.published.append(run_id)
+            else:
+                report.slots_skipped += 1
+        Job.objects.bulk_update(jobs, ["next_run_at", "last_run"], batch_size=1000)
+    return report
+
+
+_COLUMNS = (
+    "job_id", "status", "trigger", "scheduled_for", "attempt", "max_attempts", "created_at",
+    "queued_at", "finished_at", "publish_count", "worker", "output", "output_bytes", "error", "reason",
+)
+
+
+def insert_runs(rows, now):
+    """Insert runs, leaving alone any slot that already has one. Returns (id, job_id, status)."""
+    created = []
+    table = JobRun._meta.db_table
+    placeholders = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
+    for start in range(0, len(rows), 500):
+        chunk = rows[start:start + 500]
+        params = []
+        for job, slot, status, reason in chunk:
+            queued_at = now if status == RunStatus.QUEUED else None
+            finished_at = now if status == RunStatus.SKIPPED else None
+            params += [job.pk, status, RunTrigger.SCHEDULE, slot, 1, job.max_attempts, now,
+                       queued_at, finished_at, 0, "", "", 0, "", reason]
+        sql = (
+            f"INSERT INTO {table} ({', '.join(_COLUMNS)}) VALUES "
+            + ", ".join([placeholders] * len(chunk))
+            + " ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id, job_id, status"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            created += cursor.fetchall()
+    return created

@@ -1,0 +1,38 @@
+import json
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.core.exceptions import ValidationError
+
+from .. import registry
+from . import JobTimedOut, Outcome
+
+
+def validate(job):
+    if registry.get_function(job.target) is None:
+        known = ", ".join(registry.registered_names()) or "none"
+        raise ValidationError(
+            {"target": f"No registered function named '{job.target}'. Registered: {known}."}
+        )
+    if not isinstance(job.args, list):
+        raise ValidationError({"args": "Must be a JSON list."})
+    if not isinstance(job.kwargs, dict):
+        raise ValidationError({"kwargs": "Must be a JSON object."})
+
+
+def execute(context):
+    job = context.job
+    func = registry.get_function(job.target)
+    if func is None:
+        raise LookupError(f"function {job.target!r} is no longer registered on this worker")
+    kwargs = dict(job.kwargs)
+    if registry.wants_context(func):
+        kwargs["context"] = context
+    try:
+        result = func(*job.args, **kwargs)
+    except SoftTimeLimitExceeded:
+        raise JobTimedOut(f"Timed out after {job.timeout_seconds} s") from None
+    try:
+        json.dumps(result)
+    except (TypeError, ValueError):
+        result = repr(result)
+    return Outcome(result=result)

@@ -1,0 +1,84 @@
+"""Shell commands, each in its own process group so a timeout kills the whole tree."""
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+from . import JobFailed, JobTimedOut, Outcome
+from .output import OutputTail
+
+
+def validate(job):
+    if not settings.JOBS_COMMANDS_ENABLED:
+        raise ValidationError({"kind": "Command jobs are switched off (JOBS_COMMANDS_ENABLED)."})
+    if not job.target.strip():
+        raise ValidationError({"target": "A command job needs a command."})
+    env = job.environment
+    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        raise ValidationError({"environment": "Must be a JSON object of string names to string values."})
+
+
+def _kill_group(process, sig):
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def execute(context):
+    job = context.job
+    env = {**os.environ, **job.environment, "JOB_RUN_ID": str(context.run_id),
+           "JOB_ATTEMPT": str(context.attempt), "JOB_IDEMPOTENCY_KEY": context.idempotency_key}
+    tail = OutputTail(settings.JOBS_OUTPUT_MAX_BYTES)
+    process = subprocess.Popen(
+        job.target, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, env=env, start_new_session=True,
+    )
+    reader = threading.Thread(target=_drain, args=(process.stdout, tail), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + context.timeout_seconds
+    stop_reason = None
+    while process.poll() is None:
+        if time.monotonic() >= deadline:
+            stop_reason = "timeout"
+        elif context.cancelled is not None and context.cancelled.is_set():
+            stop_reason = "cancelled"
+        if stop_reason:
+            _terminate(process)
+            break
+        time.sleep(0.05)
+    # Whatever the command left behind in its group goes with it, so nothing outlives the run
+    # and no grandchild holding the pipe keeps the reader waiting.
+    _kill_group(process, signal.SIGKILL)
+    reader.join(timeout=2)
+    output = tail.text()
+    if stop_reason == "timeout":
+        raise JobTimedOut(f"Timed out after {job.timeout_seconds} s; process group killed", output, tail.total)
+    if stop_reason == "cancelled":
+        raise JobFailed("Stopped: the run was cancelled or taken over", output, tail.total)
+    if process.returncode != 0:
+        code = process.returncode
+        what = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+        raise JobFailed(f"Command failed: {what}", output, tail.total)
+    return Outcome(output=output, output_bytes=tail.total)
+
+
+def _terminate(process):
+    _kill_group(process, signal.SIGTERM)
+    try:
+        process.wait(timeout=settings.JOBS_KILL_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        pass
+    _kill_group(process, signal.SIGKILL)
+    process.wait()
+
+
+def _drain(stream, tail):
+    for chunk in iter(lambda: stream.read1(65536), b""):
+        tail.write(chunk)
+    stream.close()

@@ -1,0 +1,377 @@
+"""Jobs, their runs, and the attempts of each run: the record of what is due and what ran."""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
+
+from . import schedules
+
+
+class JobKind(models.TextChoices):
+    CALLABLE = "callable", "Registered function"
+    COMMAND = "command", "Shell command"
+    HTTP = "http", "HTTP call"
+
+
+class ScheduleType(models.TextChoices):
+    CRON = "cron", "Cron"
+    INTERVAL = "interval", "Fixed interval"
+    ONCE = "once", "Once"
+    MANUAL = "manual", "Manual only"
+
+
+class CatchupPolicy(models.TextChoices):
+    NONE = "none", "Skip missed slots"
+    LATEST = "latest", "Run the most recent missed slot"
+    ALL = "all", "Run every missed slot (bounded)"
+
+
+class RunStatus(models.TextChoices):
+    PENDING = "pending"
+    QUEUED = "queued"
+    RUNNING = "running"
+    RETRYING = "retrying"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    LOST = "lost"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_STATUSES = frozenset(
+    {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.SKIPPED, RunStatus.CANCELLED}
+)
+ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRYING})
+
+
+class RunTrigger(models.TextChoices):
+    SCHEDULE = "schedule"
+    MANUAL = "manual"
+
+
+class AttemptOutcome(models.TextChoices):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    LOST = "lost"
+    CANCELLED = "cancelled"
+
+
+def _positive(name):
+    return Q(**{f"{name}__gt": 0})
+
+
+class Job(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+    )
+    group = models.ForeignKey(
+        "auth.Group", null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+    )
+    tags = models.JSONField(default=list, blank=True)
+
+    kind = models.CharField(max_length=16, choices=JobKind.choices)
+    target = models.TextField(help_text="The registered function's name, the shell command, or the URL.")
+    args = models.JSONField(default=list, blank=True)
+    kwargs = models.JSONField(default=dict, blank=True)
+    environment = models.JSONField(
+        default=dict, blank=True, help_text="Environment variables for a command job."
+    )
+    http_method = models.CharField(max_length=8, default="GET", blank=True)
+    http_headers = models.JSONField(default=dict, blank=True)
+    http_body = models.TextField(blank=True)
+    http_ok_statuses = models.JSONField(
+        default=list, blank=True, help_text="Accepted status codes; empty means any 2xx."
+    )
+
+    schedule_type = models.CharField(max_length=16, choices=ScheduleType.choices, default=ScheduleType.MANUAL)
+    crontab = models.ForeignKey(CrontabSchedule, null=True, blank=True, on_delete=models.PROTECT)
+    interval = models.ForeignKey(IntervalSchedule, null=True, blank=True, on_delete=models.PROTECT)
+    clocked = models.ForeignKey(ClockedSchedule, null=True, blank=True, on_delete=models.PROTECT)
+    catchup_policy = models.CharField(
+        max_length=8, choices=CatchupPolicy.choices, default=CatchupPolicy.LATEST
+    )
+    catchup_max = models.PositiveIntegerField(
+        default=10, help_text="With the 'all' policy, the most missed slots run after downtime."
+    )
+
+    enabled = models.BooleanField(default=True)
+    queue = models.CharField(max_length=100, blank=True, default="")
+    max_retries = models.PositiveIntegerField(default=0, validators=[MaxValueValidator(100)])
+    retry_backoff_seconds = models.FloatField(default=10, validators=[MinValueValidator(0)])
+    retry_backoff_max_seconds = models.FloatField(default=600, validators=[MinValueValidator(0)])
+    retry_jitter = models.BooleanField(default=True)
+    timeout_seconds = models.PositiveIntegerField(default=3600, validators=[MinValueValidator(1)])
+    sla_seconds = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
+
+    next_run_at = models.DateTimeField(null=True, blank=True, editable=False)
+    last_run = models.ForeignKey(
+        "JobRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=JobKind.values), name="job_kind_valid"),
+            models.CheckConstraint(
+                name="job_exactly_one_schedule",
+                condition=(
+                    Q(schedule_type=ScheduleType.CRON, crontab__isnull=False, interval__isnull=True, clocked__isnull=True)
+                    | Q(schedule_type=ScheduleType.INTERVAL, crontab__isnull=True, interval__isnull=False, clocked__isnull=True)
+                    | Q(schedule_type=ScheduleType.ONCE, crontab__isnull=True, interval__isnull=True, clocked__isnull=False)
+                    | Q(schedule_type=ScheduleType.MANUAL, crontab__isnull=True, interval__isnull=True, clocked__isnull=True)
+                ),
+            ),
+            models.CheckConstraint(condition=_positive("timeout_seconds"), name="job_timeout_positive"),
+            models.CheckConstraint(
+                condition=Q(sla_seconds__isnull=True) | _positive("sla_seconds"), name="job_sla_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(retry_backoff_seconds__gte=0) & Q(retry_backoff_max_seconds__gte=0),
+                name="job_backoff_not_negative",
+            ),
+        ]
+        indexes = [
+            # The scheduler's tick: Job.objects.filter(enabled=True, next_run_at__lte=now)
+            # .order_by("next_run_at"); only enabled jobs with a next slot are in the index.
+            models.Index(
+                fields=["next_run_at"],
+                name="job_due_idx",
+                condition=Q(enabled=True, next_run_at__isnull=False),
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def effective_queue(self):
+        return self.queue or settings.JOBS_DEFAULT_QUEUE
+
+    @property
+    def max_attempts(self):
+        return self.max_retries + 1
+
+    def clean(self):
+        from .executors import get_executor
+
+        errors = {}
+        if self.timeout_seconds and self.timeout_seconds > settings.JOBS_MAX_TIMEOUT_SECONDS:
+            errors["timeout_seconds"] = (
+                f"At most {settings.JOBS_MAX_TIMEOUT_SECONDS} seconds (JOBS_MAX_TIMEOUT_SECONDS)."
+            )
+        if self.kind in JobKind.values:
+            try:
+                get_executor(self.kind).validate(self)
+            except ValidationError as exc:
+                errors.update(exc.update_error_dict({}))
+        if errors:
+            raise ValidationError(errors)
+
+    # --- schedule
+
+    def describe_schedule(self):
+        if self.schedule_type == ScheduleType.CRON and self.crontab:
+            expr = self.cron_expression
+            return f"{schedules.describe_cron(expr)} ({expr}, {self.crontab.timezone})"
+        if self.schedule_type == ScheduleType.INTERVAL and self.interval:
+            return f"Every {self.every_seconds:g} seconds"
+        if self.schedule_type == ScheduleType.ONCE and self.clocked:
+            return f"Once at {self.clocked.clocked_time.isoformat()}"
+        return "Manual only"
+
+    @property
+    def cron_expression(self):
+        c = self.crontab
+        return f"{c.minute} {c.hour} {c.day_of_month} {c.month_of_year} {c.day_of_week}"
+
+    @property
+    def every_seconds(self):
+        period_seconds = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1, "microseconds": 1e-6}
+        return self.interval.every * period_seconds[self.interval.period]
+
+    def slot_after(self, after):
+        """The first slot strictly after ``after``, or None when there is none."""
+        if self.schedule_type == ScheduleType.CRON:
+            return schedules.next_cron_slot(self.cron_expression, str(self.crontab.timezone), after)
+        if self.schedule_type == ScheduleType.INTERVAL:
+            return schedules.next_interval_slot(self.every_seconds, self.next_run_at or after, after)
+        if self.schedule_type == ScheduleType.ONCE:
+            run_at = self.clocked.clocked_time
+            return run_at if run_at > after else None
+        return None
+
+    def upcoming_slots(self, count=5, after=None):
+        slots, cursor = [], after or timezone.now()
+        while len(slots) < count:
+            cursor = self.slot_after(cursor)
+            if cursor is None:
+                break
+            slots.append(cursor)
+        return slots
+
+    def first_slot(self, now=None):
+        """The slot a newly enabled or edited schedule starts from: never one in the past,
+        except a one-time job whose moment has passed but which has not run yet."""
+        now = now or timezone.now()
+        if self.schedule_type == ScheduleType.ONCE:
+            if self.pk and self.runs.filter(trigger=RunTrigger.SCHEDULE).exists():
+                return None
+            return self.clocked.clocked_time
+        if self.schedule_type == ScheduleType.INTERVAL:
+            # Saving a schedule never runs the job at once (stock beat does: celery#2531).
+            return now + timedelta(seconds=self.every_seconds)
+        if self.schedule_type == ScheduleType.CRON:
+            return self.slot_after(now)
+        return None
+
+
+class JobRun(models.Model):
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs")
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING)
+    trigger = models.CharField(max_length=16, choices=RunTrigger.choices, default=RunTrigger.SCHEDULE)
+    scheduled_for = models.DateTimeField()
+    attempt = models.PositiveIntegerField(default=1)
+    max_attempts = models.PositiveIntegerField(default=1)
+    triggered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    publish_count = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=255, blank=True)
+    output = models.TextField(blank=True)
+    output_bytes = models.BigIntegerField(default=0, help_text="Bytes the job wrote, kept or not.")
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    reason = models.CharField(max_length=255, blank=True, help_text="Why a run was skipped or cancelled.")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # One run per slot: a second scheduler, a restart or a retried tick cannot add another.
+            models.UniqueConstraint(fields=["job", "scheduled_for"], name="run_one_per_slot"),
+            models.CheckConstraint(condition=Q(status__in=RunStatus.values), name="run_status_valid"),
+            models.CheckConstraint(condition=Q(attempt__gte=1), name="run_attempt_positive"),
+        ]
+        indexes = [
+            # Run history of one job, newest first: job.runs.order_by("-created_at").
+            models.Index(fields=["job", "-created_at"], name="run_job_recent_idx"),
+            # Run history filtered by status, newest first: JobRun.objects.filter(status=...).
+            models.Index(fields=["status", "-created_at"], name="run_status_recent_idx"),
+            # The monitor and the retry dispatcher only look at unfinished runs:
+            # JobRun.objects.filter(status__in=ACTIVE_STATUSES, ...).
+            models.Index(
+                fields=["status", "next_attempt_at"],
+                name="run_active_idx",
+                condition=Q(status__in=["pending", "queued", "running", "retrying"]),
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.job.name} #{self.pk} ({self.status})"
+
+    @property
+    def idempotency_key(self):
+        return f"{self.pk}:{self.attempt}"
+
+    @property
+    def is_terminal(self):
+        return self.status in TERMINAL_STATUSES
+
+    @property
+    def duration(self):
+        if self.started_at and self.finished_at:
+            return self.finished_at - self.started_at
+        return None
+
+    @property
+    def task_id(self):
+        return task_id_for(self.pk, self.attempt)
+
+    def transition(self, to, *, frm, **fields):
+        """Move this run to ``to`` if it is still in one of ``frm`` (and at this attempt).
+
+        The conditional UPDATE makes two processes unable to both move the same run; returns
+        whether this one did.
+        """
+        updated = JobRun.objects.filter(pk=self.pk, status__in=list(frm), attempt=self.attempt).update(
+            status=to, **fields
+        )
+        if updated:
+            self.status = to
+            for name, value in fields.items():
+                setattr(self, name, value)
+        return bool(updated)
+
+
+def task_id_for(run_id, attempt):
+    return f"run-{run_id}-{attempt}"
+
+
+class JobAttempt(models.Model):
+    run = models.ForeignKey(JobRun, on_delete=models.CASCADE, related_name="attempts")
+    number = models.PositiveIntegerField()
+    outcome = models.CharField(max_length=16, choices=AttemptOutcome.choices, default=AttemptOutcome.RUNNING)
+    task_id = models.CharField(max_length=255)
+    worker = models.CharField(max_length=255, blank=True)
+    pid = models.PositiveIntegerField(null=True, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    traceback = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["run", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "number"], name="attempt_one_per_number"),
+            models.CheckConstraint(condition=Q(outcome__in=AttemptOutcome.values), name="attempt_outcome_valid"),
+        ]
+
+    def __str__(self):
+        return f"attempt {self.number} of run {self.run_id}"
+
+
+class DeliveryCounter(models.Model):
+    """Counts of events that leave no row of their own, such as dropped duplicate deliveries."""
+
+    name = models.CharField(max_length=100, unique=True)
+    value = models.BigIntegerField(default=0)
+
+    @classmethod
+    def increment(cls, name, by=1):
+        updated = cls.objects.filter(name=name).update(value=models.F("value") + by)
+        if not updated:
+            obj, created = cls.objects.get_or_create(name=name, defaults={"value": by})
+            if not created:
+                cls.objects.filter(name=name).update(value=models.F("value") + by)
+
+    @classmethod
+    def get(cls, name):
+        return cls.objects.filter(name=name).values_list("value", flat=True).first() or 0
+
+
+def backoff_delay(job, attempt, rand):
+    """Delay before the attempt after ``attempt``: exponential, capped, with full jitter."""
+    delay = min(job.retry_backoff_max_seconds, job.retry_backoff_seconds * (2 ** (attempt - 1)))
+    if job.retry_jitter:
+        # "Equal jitter": half fixed, half random, so gaps still grow with each attempt.
+        delay = delay / 2 + rand() * delay / 2
+    return timedelta(seconds=delay)

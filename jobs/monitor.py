@@ -1,0 +1,82 @@
+"""Repairs what the broker and the workers lose; runs on the scheduler leader.
+
+- a ``running`` attempt whose heartbeat is older than a few intervals is ``lost`` (its worker died,
+  SIGKILL fires no Celery signal) and is retried or failed per the job's policy;
+- a ``running`` attempt past its hard timeout plus grace is ``timed_out`` (Celery's own limit
+  is a backstop that may not have fired);
+- a ``queued`` run that no worker claimed in time is published again when the broker holds fewer
+  messages than the database has queued runs (the broker lost them: a Redis restart without
+  persistence, a FLUSHALL);
+"""
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Count
+from django.utils import timezone
+
+from . import runs
+from .leader import redis_client
+from .models import JobRun, RunStatus
+
+logger = logging.getLogger(__name__)
+
+
+def check_once(now=None):
+    now = now or timezone.now()
+    report = {
+        "lost": mark_lost(now),
+        "timed_out": mark_overdue(now),
+        "republished": republish_unclaimed(now),
+    }
+    if any(report.values()):
+        logger.info("monitor: %s", report)
+    return report
+
+
+def mark_lost(now):
+    stale_before = now - timedelta(seconds=settings.JOBS_HEARTBEAT_SECONDS * settings.JOBS_LOST_AFTER_HEARTBEATS)
+    lost = 0
+    for run in JobRun.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=stale_before).only("pk", "attempt", "worker", "heartbeat_at"):
+        silence = (now - run.heartbeat_at).total_seconds()
+        if runs.record_failure(run.pk, run.attempt, f"Lost: no heartbeat from {run.worker} for {silence:.0f} s",
+                               lost=True):
+            lost += 1
+    return lost
+
+
+def mark_overdue(now):
+    grace = settings.JOBS_KILL_GRACE_SECONDS * 2 + 10
+    overdue = 0
+    running = JobRun.objects.filter(status=RunStatus.RUNNING).select_related("job").only(
+        "pk", "attempt", "started_at", "job__timeout_seconds")
+    for run in running:
+        if run.started_at and now - run.started_at > timedelta(seconds=run.job.timeout_seconds + grace):
+            if runs.record_failure(run.pk, run.attempt, "Timed out: still running past the hard timeout",
+                                   timed_out=True):
+                overdue += 1
+    return overdue
+
+
+def republish_unclaimed(now):
+    deadline = now - timedelta(seconds=settings.JOBS_REPUBLISH_AFTER_SECONDS)
+    stale = JobRun.objects.filter(status=RunStatus.QUEUED, queued_at__lt=deadline).select_related("job")
+    if not stale.exists():
+        return 0
+    queued_per_queue = dict(
+        JobRun.objects.filter(status=RunStatus.QUEUED).values_list("job__queue").annotate(n=Count("pk"))
+    )
+    client = redis_client()
+    republished = 0
+    for run in stale.order_by("queued_at")[:1000]:
+        queue = run.job.effective_queue
+        in_db = queued_per_queue.get(run.job.queue, 0)
+        if client.llen(queue) >= in_db:
+            continue  # every queued run still has a message waiting; the workers are just busy
+        moved = JobRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED, attempt=run.attempt).update(
+            queued_at=now, publish_count=run.publish_count + 1)
+        if moved:
+            runs.publish(run.pk, run.attempt, run.job)
+            republished += 1
+    return republished

@@ -1,0 +1,172 @@
+"""The life of a run: create, publish, claim, record the outcome, retry, lose, cancel.
+
+Every state change is a conditional UPDATE through ``JobRun.transition`` (or an equivalent
+filtered update), so two processes can never both move a run, and a worker that comes back after
+its attempt was declared lost cannot overwrite what the monitor decided.
+"""
+
+import logging
+import random
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from .models import (
+    AttemptOutcome,
+    DeliveryCounter,
+    Job,
+    JobAttempt,
+    JobRun,
+    RunStatus,
+    RunTrigger,
+    backoff_delay,
+    task_id_for,
+)
+
+logger = logging.getLogger(__name__)
+
+DUPLICATES_DROPPED = "duplicate_deliveries_dropped"
+
+
+def publish(run_id, attempt, job):
+    from .tasks import execute_run
+
+    # Celery's hard limit is a backstop behind our own timeout handling (the soft limit for
+    # functions, the process-group kill for commands).
+    grace = settings.JOBS_KILL_GRACE_SECONDS
+    execute_run.apply_async(
+        args=[run_id, attempt],
+        task_id=task_id_for(run_id, attempt),
+        queue=job.effective_queue,
+        soft_time_limit=job.timeout_seconds if job.kind == "callable" else None,
+        time_limit=job.timeout_seconds + 2 * grace + 5,
+    )
+
+
+def publish_on_commit(run_id, attempt, job):
+    transaction.on_commit(lambda: _publish_logged(run_id, attempt, job))
+
+
+def _publish_logged(run_id, attempt, job):
+    try:
+        publish(run_id, attempt, job)
+    except Exception:
+        # The run stays queued in the database; the monitor publishes it again.
+        logger.exception("could not publish run %s attempt %s; the monitor will retry", run_id, attempt)
+
+
+def run_now(job, user=None):
+    """Create a manual run of ``job`` and publish it once the row is committed."""
+    now = timezone.now()
+    with transaction.atomic():
+        run = JobRun.objects.create(
+            job=job, trigger=RunTrigger.MANUAL, scheduled_for=now, status=RunStatus.QUEUED,
+            queued_at=now, max_attempts=job.max_attempts, triggered_by=user,
+        )
+        Job.objects.filter(pk=job.pk).update(last_run=run)
+        publish_on_commit(run.pk, run.attempt, job)
+    return run
+
+
+def claim(run_id, attempt, worker, pid):
+    """Take the run for this attempt; None when another delivery already has it or it is over."""
+    now = timezone.now()
+    with transaction.atomic():
+        claimed = JobRun.objects.filter(pk=run_id, attempt=attempt, status=RunStatus.QUEUED).update(
+            status=RunStatus.RUNNING, worker=worker, heartbeat_at=now,
+            started_at=now, finished_at=None,
+        )
+        if not claimed:
+            DeliveryCounter.increment(DUPLICATES_DROPPED)
+            return None
+        JobAttempt.objects.create(
+            run_id=run_id, number=attempt, task_id=task_id_for(run_id, attempt),
+            worker=worker, pid=pid, started_at=now, heartbeat_at=now,
+        )
+    return JobRun.objects.select_related("job").get(pk=run_id)
+
+
+def heartbeat(run_id, attempt):
+    """Refresh the attempt's heartbeat; False when the run is no longer this attempt's to run."""
+    now = timezone.now()
+    alive = JobRun.objects.filter(pk=run_id, attempt=attempt, status=RunStatus.RUNNING).update(heartbeat_at=now)
+    if alive:
+        JobAttempt.objects.filter(run_id=run_id, number=attempt).update(heartbeat_at=now)
+    return bool(alive)
+
+
+def record_success(run_id, attempt, output="", output_bytes=0, result=None):
+    now = timezone.now()
+    with transaction.atomic():
+        moved = JobRun.objects.filter(pk=run_id, attempt=attempt, status=RunStatus.RUNNING).update(
+            status=RunStatus.SUCCEEDED, finished_at=now, output=output, output_bytes=output_bytes,
+            result=result, error="",
+        )
+        if moved:
+            _finish_attempt(run_id, attempt, AttemptOutcome.SUCCEEDED, now)
+    return bool(moved)
+
+
+def record_failure(run_id, attempt, error, traceback="", output="", output_bytes=0, timed_out=False,
+                   lost=False):
+    """Record a failed attempt: retry it after a backoff when attempts are left, else finish the run."""
+    now = timezone.now()
+    outcome = AttemptOutcome.LOST if lost else AttemptOutcome.TIMED_OUT if timed_out else AttemptOutcome.FAILED
+    with transaction.atomic():
+        run = (
+            JobRun.objects.select_for_update(of=("self",)).select_related("job")
+            .filter(pk=run_id, attempt=attempt, status=RunStatus.RUNNING).first()
+        )
+        if run is None:
+            return None
+        fields = {"error": error, "output": output or run.output, "output_bytes": output_bytes or run.output_bytes}
+        if attempt < run.max_attempts:
+            delay = backoff_delay(run.job, attempt, random.random)
+            run.transition(RunStatus.RETRYING, frm=[RunStatus.RUNNING], next_attempt_at=now + delay, **fields)
+        else:
+            final = RunStatus.TIMED_OUT if timed_out else RunStatus.FAILED
+            run.transition(final, frm=[RunStatus.RUNNING], finished_at=now, **fields)
+        _finish_attempt(run_id, attempt, outcome, now, error=error, traceback=traceback)
+    return run.status
+
+
+def _finish_attempt(run_id, attempt, outcome, now, error="", traceback=""):
+    JobAttempt.objects.filter(run_id=run_id, number=attempt, outcome=AttemptOutcome.RUNNING).update(
+        outcome=outcome, finished_at=now, error=error, traceback=traceback
+    )
+
+
+def queue_due_retries(now=None, limit=1000):
+    """Move runs whose backoff has passed to their next attempt and publish them."""
+    now = now or timezone.now()
+    published = 0
+    due = list(
+        JobRun.objects.filter(status=RunStatus.RETRYING, next_attempt_at__lte=now)
+        .select_related("job").order_by("next_attempt_at")[:limit]
+    )
+    for run in due:
+        with transaction.atomic():
+            moved = JobRun.objects.filter(pk=run.pk, attempt=run.attempt, status=RunStatus.RETRYING).update(
+                status=RunStatus.QUEUED, attempt=F("attempt") + 1, queued_at=now, next_attempt_at=None
+            )
+            if moved:
+                publish_on_commit(run.pk, run.attempt + 1, run.job)
+                published += 1
+    return published
+
+
+def cancel(run, reason="cancelled"):
+    """Cancel a run that has not finished. Idempotent: a finished run is left as it is."""
+    now = timezone.now()
+    with transaction.atomic():
+        moved = JobRun.objects.filter(
+            pk=run.pk, status__in=[RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRYING]
+        ).update(status=RunStatus.CANCELLED, finished_at=now, reason=reason[:255])
+        if moved:
+            JobAttempt.objects.filter(run_id=run.pk, outcome=AttemptOutcome.RUNNING).update(
+                outcome=AttemptOutcome.CANCELLED, finished_at=now
+            )
+    run.refresh_from_db()
+    return bool(moved)

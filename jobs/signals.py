@@ -1,0 +1,53 @@
+"""Celery signal handlers. None of them may raise into Celery (an exception in a prerun handler
+drops the task, celery#1582; in a failure handler it can leave the message unacked, celery#3488)."""
+
+import functools
+import logging
+
+from celery.exceptions import TimeLimitExceeded
+from celery.signals import task_failure, task_postrun, task_prerun
+from django.db import close_old_connections
+
+logger = logging.getLogger(__name__)
+
+TASK_NAME = "jobs.execute_run"
+
+
+def never_raises(handler):
+    @functools.wraps(handler)
+    def wrapper(*args, **kwargs):
+        try:
+            handler(*args, **kwargs)
+        except Exception:
+            logger.exception("signal handler %s failed", handler.__name__)
+
+    return wrapper
+
+
+@task_prerun.connect
+@never_raises
+def drop_stale_connections_before(sender=None, **kwargs):
+    # A worker child keeps its connection between tasks; one that died with a database restart
+    # must not fail the next run.
+    close_old_connections()
+
+
+@task_postrun.connect
+@never_raises
+def drop_stale_connections_after(sender=None, **kwargs):
+    close_old_connections()
+
+
+@task_failure.connect
+@never_raises
+def record_hard_time_limit(sender=None, exception=None, args=None, einfo=None, **kwargs):
+    """Celery's hard time limit kills the pool child, so the task body never records the
+    outcome; the parent process fires this signal and we record the timeout here."""
+    if getattr(sender, "name", None) != TASK_NAME or not isinstance(exception, TimeLimitExceeded):
+        return
+    from . import runs
+
+    run_id, attempt = args
+    close_old_connections()
+    runs.record_failure(run_id, attempt, f"Killed at the hard time limit ({exception})",
+                        traceback=str(einfo or ""), timed_out=True)
