@@ -52,10 +52,11 @@ def mark_overdue(now):
     running = JobRun.objects.filter(status=RunStatus.RUNNING).select_related("job").only(
         "pk", "attempt", "started_at", "job__timeout_seconds")
     for run in running:
-        if run.started_at and now - run.started_at > timedelta(seconds=run.job.timeout_seconds + grace):
-            if runs.record_failure(run.pk, run.attempt, "Timed out: still running past the hard timeout",
-                                   timed_out=True):
-                overdue += 1
+        past_deadline = run.started_at and now - run.started_at > timedelta(seconds=run.job.timeout_seconds + grace)
+        if past_deadline and runs.record_failure(
+            run.pk, run.attempt, "Timed out: still running past the hard timeout", timed_out=True
+        ):
+            overdue += 1
     return overdue
 
 

@@ -1,5 +1,6 @@
 """Shell commands, each in its own process group so a timeout kills the whole tree."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -24,10 +25,8 @@ def validate(job):
 
 
 def _kill_group(process, sig):
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def execute(context):
@@ -70,10 +69,8 @@ def execute(context):
 
 def _terminate(process):
     _kill_group(process, signal.SIGTERM)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=settings.JOBS_KILL_GRACE_SECONDS)
-    except subprocess.TimeoutExpired:
-        pass
     _kill_group(process, signal.SIGKILL)
     process.wait()
 
