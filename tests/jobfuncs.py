@@ -1,0 +1,32 @@
+"""Job functions used by the tests. Each appends its idempotency key to a ledger file, so a test
+can see how many times a run's side effect happened."""
+
+import os
+import time
+
+from jobs.registry import job_function
+
+
+def _append(ledger, line):
+    fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (line + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+@job_function("test.ledger")
+def ledger(path, seconds=0.0, context=None):
+    _append(path, f"start {context.idempotency_key} {time.time()}")
+    time.sleep(float(seconds))
+    _append(path, f"end {context.idempotency_key} {time.time()}")
+    return {"key": context.idempotency_key}
+
+
+@job_function("test.flaky")
+def flaky(fail_times, path=None, context=None):
+    if path:
+        _append(path, f"attempt {context.idempotency_key} {time.time()}")
+    if context.attempt <= int(fail_times):
+        raise RuntimeError(f"failing attempt {context.attempt} on purpose")
+    return {"succeeded_on": context.attempt}
