@@ -13,6 +13,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from notifications import outbox
+
 from .models import (
     AttemptOutcome,
     DeliveryCounter,
@@ -106,6 +108,7 @@ def record_success(run_id, attempt, output="", output_bytes=0, result=None):
         )
         if moved:
             _finish_attempt(run_id, attempt, AttemptOutcome.SUCCEEDED, now)
+            outbox.record_event(JobRun.objects.select_related("job").get(pk=run_id), "succeeded")
     return bool(moved)
 
 
@@ -125,9 +128,11 @@ def record_failure(run_id, attempt, error, traceback="", output="", output_bytes
         if attempt < run.max_attempts:
             delay = backoff_delay(run.job, attempt, random.random)
             run.transition(RunStatus.RETRYING, frm=[RunStatus.RUNNING], next_attempt_at=now + delay, **fields)
+            outbox.record_event(run, "attempt_failed")
         else:
             final = RunStatus.TIMED_OUT if timed_out else RunStatus.FAILED
             run.transition(final, frm=[RunStatus.RUNNING], finished_at=now, **fields)
+            outbox.record_event(run, "timed_out" if timed_out else "failed")
         _finish_attempt(run_id, attempt, outcome, now, error=error, traceback=traceback)
     return run.status
 
