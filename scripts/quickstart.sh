@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Set up and start the whole service on the embedded defaults: web (http://127.0.0.1:8000/admin/),
+# a worker, beat (the scheduler) and Flower (http://127.0.0.1:5555), with SQLite and the local Redis.
+# Ctrl-C stops all four.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p var
+python3 -m venv .venv
+.venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
+bash scripts/services.sh
+
+# Secrets: taken from the environment, or made once for this checkout and kept in var/ (not in git).
+[ -s var/secret_key ] || .venv/bin/python -c "import secrets; print(secrets.token_urlsafe(50))" > var/secret_key
+[ -s var/admin_password ] || .venv/bin/python -c "import secrets; print(secrets.token_urlsafe(12))" > var/admin_password
+chmod 600 var/secret_key var/admin_password
+export SECRET_KEY="${SECRET_KEY:-$(cat var/secret_key)}"
+export ADMIN_USER="${ADMIN_USER:-admin}"
+export ADMIN_PASSWORD="${ADMIN_PASSWORD:-$(cat var/admin_password)}"
+export FLOWER_BASIC_AUTH="${FLOWER_BASIC_AUTH:-$ADMIN_USER:$ADMIN_PASSWORD}"
+export PYTHONUNBUFFERED=1
+
+.venv/bin/python manage.py migrate --noinput -v 0
+.venv/bin/python manage.py collectstatic --noinput -v 0
+.venv/bin/python manage.py shell -c "
+import os
+from django.contrib.auth import get_user_model
+User = get_user_model()
+user, created = User.objects.get_or_create(username=os.environ['ADMIN_USER'], defaults={'is_staff': True, 'is_superuser': True})
+if created:
+    user.set_password(os.environ['ADMIN_PASSWORD']); user.save()
+" >/dev/null
+
+cat <<TXT
+
+  Job scheduler is starting.
+    admin:  http://127.0.0.1:8000/admin/   user: $ADMIN_USER   password: $ADMIN_PASSWORD
+    API:    http://127.0.0.1:8000/api/
+    Flower: http://127.0.0.1:5555/         (same user and password)
+  Ctrl-C stops web, worker, beat and Flower.
+
+TXT
+exec .venv/bin/honcho start -f Procfile

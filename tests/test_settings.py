@@ -1,0 +1,37 @@
+"""A bad configuration value stops the service at start with a message naming the variable."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import REPO
+
+
+def start_with(**env):
+    full = {**os.environ, "SECRET_KEY": "x", **env}
+    return subprocess.run([sys.executable, "-c", "import django; django.setup()"], cwd=REPO, env=full,
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"JOBS_HEARTBEAT_SECONDS": "often"}, "JOBS_HEARTBEAT_SECONDS must be a number"),
+        ({"DEBUG": "maybe"}, "DEBUG must be a boolean"),
+        ({"REDIS_URL": "localhost:6379"}, "REDIS_URL must be a URL starting with one of redis://"),
+        ({"JOBS_MAX_TIMEOUT_SECONDS": "7200", "CELERY_VISIBILITY_TIMEOUT": "3600"},
+         "CELERY_VISIBILITY_TIMEOUT (3600s) must be longer than JOBS_MAX_TIMEOUT_SECONDS (7200s)"),
+        ({"SECRET_KEY": "", "DEBUG": "false"}, "SECRET_KEY must be set"),
+    ],
+)
+def test_it_refuses_to_start_with_a_bad_value(env, message):
+    result = start_with(**env)
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_it_starts_with_the_defaults():
+    result = start_with(DATABASE_URL="sqlite:///tmp-never-created.sqlite3")
+    assert result.returncode == 0, result.stderr
