@@ -7,6 +7,7 @@ constraint, which fences a second leader or a restarted one.
 """
 
 import logging
+import random
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -15,7 +16,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from . import runs
-from .models import CatchupPolicy, Job, JobRun, RunStatus, RunTrigger
+from .models import ACTIVE_STATUSES, CatchupPolicy, Job, JobRun, OverlapPolicy, RunStatus, RunTrigger
 
 logger = logging.getLogger(__name__)
 
@@ -71,13 +72,18 @@ def dispatch_due(now=None, batch=None):
             return report
         report.due_jobs = len(jobs)
         rows = []
+        busy = active_runs_by_job([job.pk for job in jobs if job.overlap_policy != OverlapPolicy.ALLOW])
         for job in jobs:
             to_run, to_skip, next_slot = plan_slots(job, now, grace)
             for slot in to_run:
-                rows.append((job, slot, RunStatus.QUEUED, ""))
+                rows.append(place_slot(job, slot, busy, now))
             for slot in to_skip:
-                rows.append((job, slot, RunStatus.SKIPPED, f"missed: catch-up policy '{job.catchup_policy}'"))
+                rows.append((job, slot, RunStatus.SKIPPED, f"missed: catch-up policy '{job.catchup_policy}'", None))
             job.next_run_at = next_slot
+        replaced = [run_id for job in jobs if job.overlap_policy == OverlapPolicy.REPLACE
+                    for run_id in busy.get(job.pk, [])]
+        for run in JobRun.objects.filter(pk__in=replaced):
+            runs.cancel(run, reason="replaced by a newer slot (overlap policy 'replace')")
         created = insert_runs(rows, now)
         by_job = {job.pk: job for job in jobs}
         for run_id, job_id, status in created:
@@ -93,9 +99,35 @@ def dispatch_due(now=None, batch=None):
     return report
 
 
+def active_runs_by_job(job_ids):
+    """{job id: [ids of its runs still queued, running, retrying or waiting]} for these jobs."""
+    busy = {}
+    if job_ids:
+        active = JobRun.objects.filter(job_id__in=job_ids, status__in=ACTIVE_STATUSES).values_list("job_id", "pk")
+        for job_id, run_id in active:
+            busy.setdefault(job_id, []).append(run_id)
+    return busy
+
+
+def place_slot(job, slot, busy, now):
+    """The row for a slot that is to run, after the job's overlap policy and jitter."""
+    earlier = busy.get(job.pk)
+    if earlier and job.overlap_policy == OverlapPolicy.SKIP:
+        return (job, slot, RunStatus.SKIPPED, f"overlap: run #{earlier[0]} was still active", None)
+    if earlier and job.overlap_policy == OverlapPolicy.QUEUE:
+        return (job, slot, RunStatus.PENDING, f"waiting for run #{earlier[0]} (overlap policy 'queue')", None)
+    if job.overlap_policy in (OverlapPolicy.SKIP, OverlapPolicy.QUEUE):
+        busy[job.pk] = ["this tick"]
+    if job.jitter_seconds:
+        start_at = max(slot, now) + timedelta(seconds=random.uniform(0, job.jitter_seconds))
+        return (job, slot, RunStatus.PENDING, "jitter", start_at)
+    return (job, slot, RunStatus.QUEUED, "", None)
+
+
 _COLUMNS = (
     "job_id", "status", "trigger", "scheduled_for", "attempt", "max_attempts", "created_at",
-    "queued_at", "finished_at", "publish_count", "worker", "output", "output_bytes", "error", "reason",
+    "queued_at", "finished_at", "next_attempt_at", "publish_count", "worker", "output", "output_bytes", "error",
+    "reason",
 )
 
 
@@ -107,11 +139,11 @@ def insert_runs(rows, now):
     for start in range(0, len(rows), 500):
         chunk = rows[start:start + 500]
         params = []
-        for job, slot, status, reason in chunk:
+        for job, slot, status, reason, start_at in chunk:
             queued_at = now if status == RunStatus.QUEUED else None
             finished_at = now if status == RunStatus.SKIPPED else None
             params += [job.pk, status, RunTrigger.SCHEDULE, slot, 1, job.max_attempts, now,
-                       queued_at, finished_at, 0, "", "", 0, "", reason]
+                       queued_at, finished_at, start_at, 0, "", "", 0, "", reason]
         sql = (
             f"INSERT INTO {table} ({', '.join(_COLUMNS)}) VALUES "
             + ", ".join([placeholders] * len(chunk))

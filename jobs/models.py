@@ -32,6 +32,13 @@ class CatchupPolicy(models.TextChoices):
     ALL = "all", "Run every missed slot (bounded)"
 
 
+class OverlapPolicy(models.TextChoices):
+    ALLOW = "allow", "Run both"
+    SKIP = "skip", "Skip the new slot"
+    QUEUE = "queue", "Start the new slot when the earlier run ends"
+    REPLACE = "replace", "Cancel the earlier run, start the new slot"
+
+
 class RunStatus(models.TextChoices):
     PENDING = "pending"
     QUEUED = "queued"
@@ -103,6 +110,18 @@ class Job(models.Model):
     )
     catchup_max = models.PositiveIntegerField(
         default=10, help_text="With the 'all' policy, the most missed slots run after downtime."
+    )
+
+    overlap_policy = models.CharField(
+        max_length=8, choices=OverlapPolicy.choices, default=OverlapPolicy.ALLOW,
+        help_text="What happens when a slot comes due while an earlier run is still queued or running.",
+    )
+    start_deadline_seconds = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="A scheduled run that cannot start within this many seconds of its slot is skipped as missed.",
+    )
+    jitter_seconds = models.PositiveIntegerField(
+        default=0, help_text="Start each scheduled run up to this many seconds after its slot, at random.",
     )
 
     enabled = models.BooleanField(default=True)

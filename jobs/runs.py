@@ -73,12 +73,16 @@ def run_now(job, user=None):
 
 
 def claim(run_id, attempt, worker, pid):
-    """Take the run for this attempt; None when another delivery already has it or it is over."""
+    """Take the run for this attempt; None when another delivery already has it, it is over, or it
+    missed its start deadline."""
     now = timezone.now()
+    run = JobRun.objects.select_related("job").filter(pk=run_id, attempt=attempt, status=RunStatus.QUEUED).first()
+    if run is not None and miss_if_past_deadline(run, now):
+        return None
     with transaction.atomic():
-        claimed = JobRun.objects.filter(pk=run_id, attempt=attempt, status=RunStatus.QUEUED).update(
-            status=RunStatus.RUNNING, worker=worker, heartbeat_at=now,
-            started_at=now, finished_at=None,
+        claimed = run is not None and run.transition(
+            RunStatus.RUNNING, frm=[RunStatus.QUEUED], worker=worker, heartbeat_at=now, started_at=now,
+            finished_at=None,
         )
         if not claimed:
             DeliveryCounter.increment(DUPLICATES_DROPPED)
@@ -87,7 +91,7 @@ def claim(run_id, attempt, worker, pid):
             run_id=run_id, number=attempt, task_id=task_id_for(run_id, attempt),
             worker=worker, pid=pid, started_at=now, heartbeat_at=now,
         )
-    return JobRun.objects.select_related("job").get(pk=run_id)
+    return run
 
 
 def heartbeat(run_id, attempt):
@@ -160,6 +164,56 @@ def queue_due_retries(now=None, limit=1000):
                 publish_on_commit(run.pk, run.attempt + 1, run.job)
                 published += 1
     return published
+
+
+def release_pending(now=None, limit=1000):
+    """Queue waiting runs whose time has come: a jittered run once its start time passed, a run
+    held back by the 'queue' overlap policy once no earlier run of its job is active."""
+    now = now or timezone.now()
+    jittered = JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__lte=now)
+    held = JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__isnull=True).exclude(
+        job__runs__status__in=[RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRYING])
+    released, seen_jobs = 0, set()
+    for run in (jittered | held).select_related("job").order_by("scheduled_for")[:limit]:
+        if run.next_attempt_at is None:
+            if run.job_id in seen_jobs:
+                continue  # one held run per job at a time: the next waits for this one
+            seen_jobs.add(run.job_id)
+        with transaction.atomic():
+            if run.transition(RunStatus.QUEUED, frm=[RunStatus.PENDING], queued_at=now, next_attempt_at=None,
+                              reason=""):
+                publish_on_commit(run.pk, run.attempt, run.job)
+                released += 1
+    return released
+
+
+def skip_past_deadline(now=None):
+    """Skip scheduled runs still waiting to start past their job's start deadline (a 'missed' event)."""
+    now = now or timezone.now()
+    skipped = 0
+    waiting = JobRun.objects.filter(
+        status__in=[RunStatus.PENDING, RunStatus.QUEUED], attempt=1, trigger=RunTrigger.SCHEDULE,
+        job__start_deadline_seconds__isnull=False,
+    ).select_related("job")
+    for run in waiting:
+        if miss_if_past_deadline(run, now):
+            skipped += 1
+    return skipped
+
+
+def miss_if_past_deadline(run, now):
+    deadline = run.job.start_deadline_seconds
+    if not deadline or run.trigger != RunTrigger.SCHEDULE or run.attempt != 1:
+        return False
+    late = (now - run.scheduled_for).total_seconds()
+    if late <= deadline:
+        return False
+    with transaction.atomic():
+        moved = run.transition(RunStatus.SKIPPED, frm=[RunStatus.PENDING, RunStatus.QUEUED], finished_at=now,
+                               reason=f"missed: not started within {deadline} s of its slot ({late:.0f} s late)")
+        if moved:
+            outbox.record_event(run, "missed")
+    return moved
 
 
 def cancel(run, reason="cancelled"):

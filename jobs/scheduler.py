@@ -32,6 +32,8 @@ class JobScheduler(DatabaseScheduler):
             close_old_connections()
             report = dispatch.dispatch_due()
             runs.queue_due_retries()
+            runs.release_pending()
+            runs.skip_past_deadline()
             if report.due_jobs:
                 logger.info("dispatched %s runs (%s skipped) for %s due jobs",
                             report.runs_created, report.slots_skipped, report.due_jobs)

@@ -7,7 +7,7 @@ import traceback as tb
 
 from celery import shared_task
 from django.conf import settings
-from django.db import connection
+from django.db import close_old_connections, connection
 
 from . import runs
 from .executors import JobFailed, JobTimedOut, RunContext, get_executor
@@ -34,6 +34,9 @@ class Heartbeat(threading.Thread):
                         return
                 except Exception:
                     logger.warning("heartbeat of run %s failed; retrying", self.run_id, exc_info=True)
+                    # Drop a connection the database closed (a restart): this thread's health
+                    # check already ran, so Django would otherwise reuse it broken forever.
+                    close_old_connections()
         finally:
             connection.close()
 
@@ -58,13 +61,18 @@ def execute_run(self, run_id, attempt):
         outcome = get_executor(run.job.kind).execute(context)
     except JobFailed as exc:
         beat.finish()
+        close_old_connections()
         runs.record_failure(run_id, attempt, str(exc), traceback=tb.format_exc(), output=exc.output,
                             output_bytes=exc.output_bytes, timed_out=isinstance(exc, JobTimedOut))
         raise
     except BaseException as exc:
         beat.finish()
+        close_old_connections()
         runs.record_failure(run_id, attempt, f"{type(exc).__name__}: {exc}", traceback=tb.format_exc())
         raise
     beat.finish()
+    # The job may have run for hours: re-check the connection (health check) before recording,
+    # so a database restart meanwhile does not lose the outcome.
+    close_old_connections()
     runs.record_success(run_id, attempt, outcome.output, outcome.output_bytes, outcome.result)
     return {"run_id": run_id, "attempt": attempt, "result": outcome.result}

@@ -144,6 +144,8 @@ JOBS_LEADER_KEY = env_str("JOBS_LEADER_KEY", "scheduler:leader")
 JOBS_NODE_NAME = env_str("JOBS_NODE_NAME", "")
 JOBS_COMMANDS_ENABLED = env_bool("JOBS_COMMANDS_ENABLED", True)
 JOBS_CALLABLE_MODULES = env_list("JOBS_CALLABLE_MODULES", ["jobs.builtin"])
+NOTIFY_DIGEST_THRESHOLD = env_int("NOTIFY_DIGEST_THRESHOLD", 20, 1)
+NOTIFY_HTTP_TIMEOUT_SECONDS = env_float("NOTIFY_HTTP_TIMEOUT_SECONDS", 5.0, 0.1)
 
 # --- Celery: settings for at-least-once delivery
 REDIS_URL = env_url("REDIS_URL", "redis://127.0.0.1:6379/0", ("redis", "rediss"))

@@ -1,0 +1,206 @@
+"""JSON shapes of jobs and runs. Jobs are validated by the model (``Job.full_clean`` through
+``definitions.save_job``), and Django's per-field errors become the API's per-field 400s."""
+
+from datetime import UTC
+
+from django.contrib.auth.models import Group
+from django.core.exceptions import NON_FIELD_ERRORS
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.settings import api_settings
+
+from .. import definitions, schedules
+from ..models import Job, JobAttempt, JobRun
+from .permissions import sees_everything
+
+# Keys of ``parse_schedule``'s errors that describe a part of the schedule object.
+SCHEDULE_KEYS = {"schedule", "type", "cron", "timezone", "every_seconds", "run_at"}
+
+MAX_INTERVAL_SECONDS = 2**31 - 1  # IntervalSchedule.every is a 32-bit integer
+
+SCHEDULE_SCHEMA = {
+    "type": "object",
+    "description": (
+        'One of {"type": "cron", "cron": "*/5 * * * *", "timezone": "Europe/Berlin"}, '
+        '{"type": "interval", "every_seconds": 60}, {"type": "once", "run_at": "<ISO 8601>"} '
+        'or {"type": "manual"}. Omitted on create: manual. Omitted on update: unchanged.'
+    ),
+    "properties": {
+        "type": {"type": "string", "enum": ["cron", "interval", "once", "manual"]},
+        "cron": {"type": "string", "example": "*/5 * * * *"},
+        "timezone": {"type": "string", "example": "Europe/Berlin"},
+        "every_seconds": {"type": "integer", "minimum": 1},
+        "run_at": {"type": "string", "format": "date-time"},
+    },
+    "required": ["type"],
+}
+
+
+def field_errors(exc):
+    """A Django ValidationError as DRF's {field: [messages]}, schedule parts nested under
+    ``schedule``."""
+    if not hasattr(exc, "error_dict"):
+        return {api_settings.NON_FIELD_ERRORS_KEY: exc.messages}
+    errors, schedule = {}, {}
+    for name, messages in exc.message_dict.items():
+        if name == NON_FIELD_ERRORS:
+            errors[api_settings.NON_FIELD_ERRORS_KEY] = messages
+        elif name in SCHEDULE_KEYS:
+            schedule[name] = messages
+        else:
+            errors[name] = messages
+    if schedule:
+        errors["schedule"] = schedule.get("schedule") if set(schedule) == {"schedule"} else schedule
+    return errors
+
+
+@extend_schema_field(SCHEDULE_SCHEMA)
+class ScheduleField(serializers.Field):
+    """The job's schedule as one object, read with ``schedule_of`` and checked with
+    ``parse_schedule``; it is applied to the job when the job is saved."""
+
+    def __init__(self, **kwargs):
+        super().__init__(source="*", required=False, **kwargs)
+
+    def to_representation(self, job):
+        return definitions.schedule_of(job)
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict) and not isinstance(data.get("timezone", ""), str):
+            raise serializers.ValidationError({"timezone": ["Must be a string such as Europe/Berlin."]})
+        try:
+            spec = definitions.parse_schedule(data)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(field_errors(exc)["schedule"]) from None
+        # Inputs parse_schedule lets through that would fail when saved (a 500): a timezone that
+        # is not a string (above), an interval too long for IntervalSchedule.every, a moment that
+        # is out of range in UTC, and a cron expression no date matches (0 0 31 2 *).
+        if spec["type"] == "once":
+            try:
+                spec["run_at"].astimezone(UTC)
+            except OverflowError:
+                raise serializers.ValidationError({"run_at": ["Out of range."]}) from None
+        if spec["type"] == "interval" and spec["every_seconds"] > MAX_INTERVAL_SECONDS:
+            raise serializers.ValidationError({"every_seconds": [f"At most {MAX_INTERVAL_SECONDS} seconds."]})
+        if spec["type"] == "cron":
+            try:
+                schedules.next_cron_slot(spec["cron"], spec["timezone"], timezone.now())
+            except Exception:  # croniter raises several types for a date that never comes
+                raise serializers.ValidationError({"cron": ["This expression matches no date."]}) from None
+        return {"schedule": spec}
+
+
+class LastRunSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = JobRun
+        fields = ["id", "status", "scheduled_for", "finished_at"]
+
+
+class JobSerializer(serializers.ModelSerializer):
+    schedule = ScheduleField()
+    owner = serializers.CharField(source="owner.username", read_only=True, allow_null=True)
+    group = serializers.SlugRelatedField(
+        slug_field="name", queryset=Group.objects.all(), required=False, allow_null=True,
+        help_text="A group of yours whose members may also see and run the job.",
+    )
+    last_run = LastRunSerializer(read_only=True, allow_null=True)
+
+    class Meta:
+        model = Job
+        fields = [
+            "id", "name", "description", "tags", "kind", "target", "args", "kwargs", "environment",
+            "http_method", "http_headers", "http_body", "http_ok_statuses", "schedule",
+            "catchup_policy", "catchup_max", "enabled", "queue", "max_retries", "retry_backoff_seconds",
+            "retry_backoff_max_seconds", "retry_jitter", "timeout_seconds", "sla_seconds",
+            "next_run_at", "last_run", "owner", "group", "created_at", "updated_at",
+        ]
+        read_only_fields = ["next_run_at", "created_at", "updated_at"]
+
+    def validate_args(self, value):
+        if not isinstance(value, list):
+            raise serializers.ValidationError("Must be a JSON list.")
+        return value
+
+    def validate_kwargs(self, value):
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("Must be a JSON object.")
+        return value
+
+    def validate_tags(self, value):
+        if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
+            raise serializers.ValidationError("Must be a JSON list of strings.")
+        return value
+
+    def validate_environment(self, value):
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("Must be a JSON object.")
+        return value
+
+    def validate_group(self, group):
+        user = self.context["request"].user
+        if group is not None and not sees_everything(user) and not user.groups.filter(pk=group.pk).exists():
+            raise serializers.ValidationError(f"You are not a member of the group '{group.name}'.")
+        return group
+
+    def create(self, validated_data):
+        schedule = validated_data.pop("schedule", None) or {"type": "manual"}
+        return self._save(Job(**validated_data), schedule)
+
+    def update(self, job, validated_data):
+        schedule = validated_data.pop("schedule", None)
+        was_enabled = job.enabled
+        for name, value in validated_data.items():
+            setattr(job, name, value)
+        if schedule is None and job.enabled and not was_enabled:
+            # Enabling through an edit is a resume: start from now, do not run the paused slots.
+            job.next_run_at = None
+            job.next_run_at = job.first_slot()
+        return self._save(job, schedule)
+
+    def _save(self, job, schedule):
+        try:
+            return definitions.save_job(job, schedule)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(field_errors(exc)) from None
+
+
+class AttemptSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = JobAttempt
+        fields = ["number", "outcome", "worker", "pid", "started_at", "finished_at", "heartbeat_at",
+                  "error", "traceback"]
+
+
+class RunSerializer(serializers.ModelSerializer):
+    """A run in the history list: everything but its output (see the run's own page for that)."""
+
+    job_name = serializers.CharField(source="job.name", read_only=True)
+    duration_seconds = serializers.SerializerMethodField()
+    idempotency_key = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = JobRun
+        fields = [
+            "id", "job", "job_name", "status", "trigger", "attempt", "max_attempts", "scheduled_for",
+            "created_at", "queued_at", "started_at", "finished_at", "duration_seconds", "worker",
+            "output_bytes", "error", "reason", "result", "idempotency_key",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(OpenApiTypes.FLOAT)
+    def get_duration_seconds(self, run):
+        duration = run.duration
+        return duration.total_seconds() if duration is not None else None
+
+
+class RunDetailSerializer(RunSerializer):
+    """One run with its output (the kept tail, ``output_bytes`` is what was written) and attempts."""
+
+    attempts = AttemptSerializer(many=True, read_only=True)
+
+    class Meta(RunSerializer.Meta):
+        fields = [*RunSerializer.Meta.fields, "output", "attempts"]
+        read_only_fields = fields

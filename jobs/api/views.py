@@ -1,0 +1,233 @@
+"""The API's views: jobs (CRUD, run now, pause, resume) and runs (history, detail, cancel)."""
+
+from datetime import UTC, datetime, time
+
+from django.db import connection, transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+
+from .. import definitions, runs
+from ..models import Job, JobKind, JobRun, RunStatus
+from .permissions import may_manage_command_jobs, touches_command_job, visible_jobs, visible_runs
+from .serializers import JobSerializer, RunDetailSerializer, RunSerializer
+
+MAX_BODY_BYTES = 256 * 1024
+
+
+class RequestTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = f"The request body is larger than {MAX_BODY_BYTES // 1024} KB."
+    default_code = "request_too_large"
+
+
+class Pagination(PageNumberPagination):
+    page_size_query_param = "page_size"
+    max_page_size = 500
+
+
+class ApiViewSet:
+    """What every viewset of the API shares: a cap on the request body and the pagination."""
+
+    pagination_class = Pagination
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            raise ValidationError({"detail": "Content-Length is not a number."}) from None
+        if length > MAX_BODY_BYTES:
+            raise RequestTooLarge()
+
+
+def bool_param(params, name):
+    value = params[name].strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no"):
+        return False
+    raise ValidationError({name: ["Must be true or false."]})
+
+
+def choice_param(params, name, choices):
+    value = params[name]
+    if value not in choices:
+        raise ValidationError({name: [f"Must be one of {', '.join(choices)}."]})
+    return value
+
+
+def int_param(params, name):
+    try:
+        return int(params[name])
+    except ValueError:
+        raise ValidationError({name: ["Must be a whole number."]}) from None
+
+
+def datetime_param(params, name):
+    """An ISO 8601 date and time (or a date, meaning its midnight); naive means UTC."""
+    value = params[name].strip().replace(" ", "+")  # an unescaped + in a query string reads as a space
+    try:
+        moment = parse_datetime(value)
+        if moment is None and (day := parse_date(value)) is not None:
+            moment = datetime.combine(day, time.min)
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise ValidationError({name: ["Must be an ISO 8601 date and time, such as 2025-01-31T12:00:00Z."]})
+    return timezone.make_aware(moment, UTC) if timezone.is_naive(moment) else moment
+
+
+def with_tag(jobs, tag):
+    if connection.features.supports_json_field_contains:
+        return jobs.filter(tags__contains=[tag])
+    # SQLite has no JSON containment: match in Python on the (small) set of visible jobs.
+    return jobs.filter(pk__in=[pk for pk, tags in jobs.values_list("pk", "tags") if tag in (tags or [])])
+
+
+@extend_schema_view(
+    list=extend_schema(
+        description="Jobs you own, of your groups (all of them for staff), by name.",
+        parameters=[
+            OpenApiParameter("name", OpenApiTypes.STR, description="Exact name."),
+            OpenApiParameter("enabled", OpenApiTypes.BOOL),
+            OpenApiParameter("kind", OpenApiTypes.STR, enum=JobKind.values),
+            OpenApiParameter("tag", OpenApiTypes.STR, description="Jobs carrying this tag."),
+        ],
+    ),
+    create=extend_schema(description="Define a job; you become its owner. Command jobs need staff "
+                                     "or the jobs.change_job permission."),
+    update=extend_schema(description="Replace a job's fields; without `schedule` the schedule is kept."),
+    partial_update=extend_schema(description="Change some fields; with `schedule` it is applied again "
+                                             "and `next_run_at` recomputed."),
+)
+class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
+    serializer_class = JobSerializer
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the types
+            return Job.objects.none()
+        jobs = visible_jobs(self.request.user).select_related(
+            "owner", "group", "last_run", "crontab", "interval", "clocked")
+        if self.action in ("update", "partial_update"):
+            # Held until the edit commits: the scheduler skips a locked job (SKIP LOCKED) and run
+            # now waits, so neither's write to next_run_at or last_run is overwritten by the edit.
+            return jobs.select_for_update(of=("self",))
+        if self.action != "list":
+            return jobs
+        params = self.request.query_params
+        if "name" in params:
+            jobs = jobs.filter(name=params["name"])
+        if "enabled" in params:
+            jobs = jobs.filter(enabled=bool_param(params, "enabled"))
+        if "kind" in params:
+            jobs = jobs.filter(kind=choice_param(params, "kind", JobKind.values))
+        if "tag" in params:
+            jobs = with_tag(jobs, params["tag"])
+        return jobs
+
+    def check_command_permission(self, job, data):
+        if touches_command_job(job, data) and not may_manage_command_jobs(self.request.user):
+            raise PermissionDenied("Only staff or users with the jobs.change_job permission may "
+                                   "create, change or delete command jobs.")
+
+    def create(self, request, *args, **kwargs):
+        self.check_command_permission(None, request.data)
+        with transaction.atomic():
+            return super().create(request, *args, **kwargs)
+
+    def perform_create(self, serializer):
+        serializer.save(owner=self.request.user)
+
+    def update(self, request, *args, **kwargs):
+        with transaction.atomic():
+            self.check_command_permission(self.get_object(), request.data)
+            return super().update(request, *args, **kwargs)
+
+    def destroy(self, request, *args, **kwargs):
+        self.check_command_permission(self.get_object(), None)
+        return super().destroy(request, *args, **kwargs)
+
+    @extend_schema(request=None, responses={202: RunDetailSerializer},
+                   description="Run the job now (a manual run, queued at once). The `Location` header "
+                               "points at the new run.")
+    @action(detail=True, methods=["post"])
+    def run(self, request, pk=None):
+        job = self.get_object()
+        run = runs.run_now(job, user=request.user)
+        data = RunDetailSerializer(run, context=self.get_serializer_context()).data
+        location = reverse("api:run-detail", args=[run.pk], request=request)
+        return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
+
+    @extend_schema(request=None, responses=JobSerializer,
+                   description="Stop the job's schedule. Runs already queued still run; run now still works.")
+    @action(detail=True, methods=["post"])
+    def pause(self, request, pk=None):
+        job = self.get_object()
+        definitions.pause(job)
+        return Response(self.get_serializer(job).data)
+
+    @extend_schema(request=None, responses=JobSerializer,
+                   description="Restart the job's schedule from now on: slots that fell while it was "
+                               "paused are not run.")
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        job = self.get_object()
+        definitions.resume(job)
+        return Response(self.get_serializer(job).data)
+
+
+@extend_schema_view(
+    list=extend_schema(
+        description="Run history of the jobs you can see, newest first. The list leaves out each run's "
+                    "`output` and `attempts`: read them on the run itself.",
+        parameters=[
+            OpenApiParameter("job", OpenApiTypes.INT, description="A job's id."),
+            OpenApiParameter("status", OpenApiTypes.STR, enum=RunStatus.values),
+            OpenApiParameter("since", OpenApiTypes.DATETIME, description="Created at or after (ISO 8601)."),
+            OpenApiParameter("until", OpenApiTypes.DATETIME, description="Created before (ISO 8601)."),
+        ],
+    ),
+    retrieve=extend_schema(description="One run, with its output, error, worker, timings and attempts."),
+)
+class RunViewSet(ApiViewSet, viewsets.ReadOnlyModelViewSet):
+    def get_serializer_class(self):
+        return RunSerializer if self.action == "list" else RunDetailSerializer
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return JobRun.objects.none()
+        found = visible_runs(self.request.user).select_related("job")
+        if self.action != "list":
+            return found.prefetch_related("attempts")
+        params = self.request.query_params
+        if "job" in params:
+            found = found.filter(job_id=int_param(params, "job"))
+        if "status" in params:
+            found = found.filter(status=choice_param(params, "status", RunStatus.values))
+        if "since" in params:
+            found = found.filter(created_at__gte=datetime_param(params, "since"))
+        if "until" in params:
+            found = found.filter(created_at__lt=datetime_param(params, "until"))
+        return found
+
+    @extend_schema(
+        request=None, responses=RunDetailSerializer,
+        description="Cancel a queued, retrying or running run (a running attempt is stopped by its "
+                    "worker). Idempotent: a run that has already finished, however it finished, is "
+                    "answered with 200 and left unchanged. `detail` says which happened.",
+    )
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        run = self.get_object()
+        cancelled = runs.cancel(run, reason=f"Cancelled by {request.user.get_username()} through the API")
+        data = RunDetailSerializer(run, context=self.get_serializer_context()).data
+        data["detail"] = "Cancelled." if cancelled else f"The run is already {run.status}; nothing changed."
+        return Response(data)

@@ -1,0 +1,154 @@
+"""manage.py jobs list | show NAME | run NAME [--wait] | pause NAME | resume NAME"""
+
+import time
+from zoneinfo import ZoneInfo
+
+from django.core.management.base import BaseCommand, CommandError
+
+from jobs import definitions, runs
+from jobs.models import Job, RunStatus, ScheduleType
+
+EXIT_FAILED = 1
+EXIT_WAIT_TIMED_OUT = 2
+
+
+def table(headers, rows):
+    """A plain text table, columns padded to their widest cell."""
+    rows = [[str(cell) for cell in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    return "\n".join(lines)
+
+
+def when(moment):
+    return moment.astimezone(ZoneInfo("UTC")).strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "-"
+
+
+def format_duration(delta):
+    return f"{delta.total_seconds():.1f}s" if delta is not None else "-"
+
+
+def find_job(name):
+    job = Job.objects.select_related("crontab", "interval", "clocked", "last_run", "owner").filter(name=name).first()
+    if job is None:
+        raise CommandError(f"No job named {name!r}. See `manage.py jobs list` for the names.")
+    return job
+
+
+class Command(BaseCommand):
+    help = "List, show, run, pause and resume jobs."
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+        sub.add_parser("list", help="All jobs with their schedule, next run and last run.")
+        show = sub.add_parser("show", help="One job: its fields, schedule, next and last runs.")
+        show.add_argument("name")
+        run = sub.add_parser("run", help="Run a job now (a manual run).")
+        run.add_argument("name")
+        run.add_argument("--wait", action="store_true",
+                         help="Wait for the run to finish; exit 0 if it succeeded, 1 if not, 2 on timeout.")
+        run.add_argument("--timeout", type=float, default=600.0, help="Seconds to wait with --wait.")
+        for action in ("pause", "resume"):
+            sub.add_parser(action, help=f"{action.capitalize()} a job's schedule.").add_argument("name")
+
+    def handle(self, *args, action, **options):
+        getattr(self, f"handle_{action}")(**options)
+
+    def handle_list(self, **options):
+        jobs = Job.objects.select_related("crontab", "interval", "clocked", "last_run").order_by("name")
+        rows = [
+            (job.name, job.kind, job.describe_schedule(), "yes" if job.enabled else "no",
+             when(job.next_run_at) if job.enabled else "- (paused)",
+             job.last_run.status if job.last_run else "-")
+            for job in jobs
+        ]
+        if not rows:
+            self.stdout.write("No jobs.")
+            return
+        self.stdout.write(table(["NAME", "KIND", "SCHEDULE", "ENABLED", "NEXT RUN", "LAST RUN"], rows))
+
+    def handle_show(self, name, **options):
+        job = find_job(name)
+        fields = [
+            ("name", job.name), ("description", job.description or "-"), ("owner", job.owner or "-"),
+            ("tags", job.tags), ("kind", job.kind), ("target", job.target), ("args", job.args),
+            ("kwargs", job.kwargs),
+        ]
+        if job.kind == "command":
+            fields.append(("environment", job.environment))
+        if job.kind == "http":
+            fields += [("http_method", job.http_method), ("http_headers", job.http_headers),
+                       ("http_body", job.http_body or "-"), ("http_ok_statuses", job.http_ok_statuses or "any 2xx")]
+        fields += [
+            ("schedule", job.describe_schedule()), ("schedule object", definitions.schedule_of(job)),
+            ("enabled", job.enabled), ("catchup", f"{job.catchup_policy} (max {job.catchup_max})"),
+            ("overlap_policy", job.overlap_policy),
+            ("start_deadline_seconds", job.start_deadline_seconds or "-"),
+            ("jitter_seconds", job.jitter_seconds),
+            ("queue", job.effective_queue), ("max_retries", job.max_retries),
+            ("retry_backoff", f"{job.retry_backoff_seconds:g}s, at most {job.retry_backoff_max_seconds:g}s, "
+                              f"jitter {'on' if job.retry_jitter else 'off'}"),
+            ("timeout_seconds", job.timeout_seconds), ("sla_seconds", job.sla_seconds or "-"),
+            ("next_run_at", when(job.next_run_at)),
+        ]
+        width = max(len(label) for label, _ in fields)
+        for label, value in fields:
+            self.stdout.write(f"{label.ljust(width)}  {value}")
+
+        self.stdout.write("\nNext 5 runs:")
+        zone = ZoneInfo(str(job.crontab.timezone)) if job.schedule_type == ScheduleType.CRON else None
+        slots = job.upcoming_slots(5) if job.enabled else []
+        for slot in slots:
+            local = f"  ({slot.astimezone(zone).strftime('%Y-%m-%d %H:%M:%S %Z')})" if zone else ""
+            self.stdout.write(f"  {when(slot)}{local}")
+        if not slots:
+            self.stdout.write("  none" + ("" if job.enabled else " (paused)"))
+
+        self.stdout.write("\nLast 5 runs:")
+        recent = list(job.runs.order_by("-created_at", "-id")[:5])
+        if not recent:
+            self.stdout.write("  none")
+            return
+        self.stdout.write(table(
+            ["ID", "STATUS", "TRIGGER", "ATTEMPT", "SCHEDULED FOR", "DURATION", "WORKER"],
+            [(r.pk, r.status, r.trigger, f"{r.attempt}/{r.max_attempts}", when(r.scheduled_for),
+              format_duration(r.duration), r.worker or "-") for r in recent],
+        ))
+
+    def handle_run(self, name, wait, timeout, **options):
+        job = find_job(name)
+        run = runs.run_now(job)
+        self.stdout.write(f"Run {run.pk} of {job.name} queued.")
+        if not wait:
+            return
+        deadline = time.monotonic() + timeout
+        while not run.is_terminal:
+            if time.monotonic() > deadline:
+                raise CommandError(f"Run {run.pk} is still {run.status} after {timeout:g}s.",
+                                   returncode=EXIT_WAIT_TIMED_OUT)
+            time.sleep(0.5)
+            run.refresh_from_db()
+        self.stdout.write(f"status: {run.status}")
+        self.stdout.write(f"attempts: {run.attempt}/{run.max_attempts}")
+        self.stdout.write(f"worker: {run.worker or '-'}")
+        self.stdout.write(f"duration: {format_duration(run.duration)}")
+        if run.result is not None:
+            self.stdout.write(f"result: {run.result}")
+        self.stdout.write("output:" + (f"\n{run.output}" if run.output else " (none)"))
+        if run.error:
+            self.stdout.write(f"error: {run.error}")
+        if run.status != RunStatus.SUCCEEDED:
+            raise CommandError(f"Run {run.pk} ended {run.status}.", returncode=EXIT_FAILED)
+
+    def handle_pause(self, name, **options):
+        job = find_job(name)
+        definitions.pause(job)
+        self.stdout.write(f"Paused {job.name}.")
+
+    def handle_resume(self, name, **options):
+        job = find_job(name)
+        definitions.resume(job)
+        self.stdout.write(f"Resumed {job.name}; next run {when(job.next_run_at)}.")
+

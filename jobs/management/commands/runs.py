@@ -1,0 +1,67 @@
+"""manage.py runs list [--job NAME] [--status S] [--since ISO|1h] [--limit N]"""
+
+import re
+from datetime import UTC, datetime, time, timedelta
+
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+
+from jobs.models import Job, JobRun, RunStatus
+
+from .jobs import format_duration, table, when
+
+UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_since(text, now=None):
+    """'30m', '1h', '2d' back from now, or an ISO 8601 date or date and time (UTC when naive)."""
+    now = now or timezone.now()
+    relative = re.fullmatch(r"(\d+)\s*([smhdw])", text.strip())
+    if relative:
+        return now - timedelta(**{UNITS[relative[2]]: int(relative[1])})
+    try:
+        moment = parse_datetime(text)
+        if moment is None and parse_date(text):
+            moment = datetime.combine(parse_date(text), time())
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise CommandError(f"--since {text!r}: give an ISO 8601 date or time, or an age such as 30m, 1h, 2d.")
+    return moment if timezone.is_aware(moment) else moment.replace(tzinfo=UTC)
+
+
+class Command(BaseCommand):
+    help = "Run history, newest first."
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+        listing = sub.add_parser("list", help="Runs, newest first.")
+        listing.add_argument("--job", help="Only the runs of the job with this name.")
+        listing.add_argument("--status", choices=RunStatus.values, help="Only runs in this status.")
+        listing.add_argument("--since", help="Only runs created since: ISO 8601, or an age such as 1h, 2d.")
+        listing.add_argument("--limit", type=int, default=50, help="At most this many runs (default 50).")
+
+    def handle(self, *args, action, job=None, status=None, since=None, limit=50, **options):
+        runs = JobRun.objects.select_related("job").order_by("-created_at", "-id")
+        if job is not None:
+            if not Job.objects.filter(name=job).exists():
+                raise CommandError(f"No job named {job!r}. See `manage.py jobs list` for the names.")
+            runs = runs.filter(job__name=job)
+        if status:
+            runs = runs.filter(status=status)
+        if since:
+            runs = runs.filter(created_at__gte=parse_since(since))
+        if limit < 1:
+            raise CommandError("--limit must be at least 1.")
+        rows = [
+            (r.pk, r.job.name, r.status, r.trigger, f"{r.attempt}/{r.max_attempts}", when(r.scheduled_for),
+             when(r.started_at), format_duration(r.duration), r.worker or "-")
+            for r in runs[:limit]
+        ]
+        if not rows:
+            self.stdout.write("No runs.")
+            return
+        self.stdout.write(table(
+            ["ID", "JOB", "STATUS", "TRIGGER", "ATTEMPT", "SCHEDULED FOR", "STARTED", "DURATION", "WORKER"], rows
+        ))

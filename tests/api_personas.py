@@ -1,0 +1,39 @@
+"""People and a job for the API tests: the job's owner, a teammate in the job's group, an outsider
+in another group, and a staff member."""
+
+from dataclasses import dataclass
+
+from django.contrib.auth.models import Group, User
+from rest_framework.test import APIClient
+
+from jobs.definitions import save_job
+from jobs.models import Job
+
+
+@dataclass
+class Personas:
+    owner: User
+    teammate: User
+    outsider: User
+    staff: User
+    team: Group
+    job: Job
+
+    def client(self, user):
+        client = APIClient()
+        client.force_authenticate(user)
+        return client
+
+
+def make_personas():
+    team, others = Group.objects.create(name="team"), Group.objects.create(name="others")
+    owner = User.objects.create_user("owner")
+    teammate = User.objects.create_user("teammate")
+    outsider = User.objects.create_user("outsider")
+    staff = User.objects.create_user("staff", is_staff=True)
+    owner.groups.add(team)
+    teammate.groups.add(team)
+    outsider.groups.add(others)
+    job = save_job(Job(name="nightly-report", kind="callable", target="builtin.echo", owner=owner, group=team,
+                       tags=["reports"]), {"type": "cron", "cron": "0 3 * * *", "timezone": "Europe/Berlin"})
+    return Personas(owner, teammate, outsider, staff, team, job)

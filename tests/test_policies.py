@@ -1,0 +1,148 @@
+"""Per-job policies: catch-up after downtime, overlap, start deadline, jitter."""
+
+from datetime import timedelta
+
+import pytest
+from django.test import override_settings
+from django.utils import timezone
+
+from jobs import dispatch, runs
+from jobs.definitions import save_job
+from jobs.models import Job, JobRun, RunStatus
+
+from .conftest import wait_for
+
+
+def interval_job(name, every=60, target="builtin.noop", **fields):
+    return save_job(Job(name=name, kind="callable", target=target, **fields),
+                    {"type": "interval", "every_seconds": every})
+
+
+def statuses(job):
+    return list(job.runs.order_by("scheduled_for").values_list("status", flat=True))
+
+
+def behind_by(job, slots, every=60):
+    """Pretend the scheduler was down: the job's next slot lies ``slots`` periods in the past."""
+    Job.objects.filter(pk=job.pk).update(next_run_at=timezone.now() - timedelta(seconds=every * slots - 1))
+    job.refresh_from_db()
+
+
+@pytest.mark.django_db
+@override_settings(JOBS_MISFIRE_GRACE_SECONDS=5)
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("none", ["skipped", "skipped", "skipped"]),
+        ("latest", ["skipped", "skipped", "queued"]),
+        ("all", ["queued", "queued", "queued"]),
+    ],
+)
+def test_it_applies_the_catch_up_policy_to_slots_missed_while_down(policy, expected):
+    job = interval_job(f"catchup-{policy}", catchup_policy=policy)
+    behind_by(job, 3)
+
+    dispatch.dispatch_due()
+
+    assert statuses(job) == expected
+    skipped = job.runs.filter(status=RunStatus.SKIPPED).first()
+    if skipped:
+        assert skipped.reason == f"missed: catch-up policy '{policy}'"
+    job.refresh_from_db()
+    assert job.next_run_at > timezone.now()
+
+
+@pytest.mark.django_db
+def test_a_second_dispatch_of_the_same_slots_adds_nothing():
+    job = interval_job("twice", catchup_policy="all")
+    behind_by(job, 2)
+    slot = job.next_run_at
+
+    dispatch.dispatch_due()
+    Job.objects.filter(pk=job.pk).update(next_run_at=slot)  # a stale second leader
+    dispatch.dispatch_due()
+
+    assert job.runs.count() == 2
+
+
+@pytest.mark.django_db
+def test_jitter_holds_a_run_back_by_at_most_its_jitter():
+    job = interval_job("jittery", jitter_seconds=30)
+    behind_by(job, 1)
+
+    dispatch.dispatch_due()
+
+    run = job.runs.get()
+    assert run.status == RunStatus.PENDING
+    # The slot is a little late already, so the jitter counts from the moment it was dispatched.
+    assert run.created_at <= run.next_attempt_at <= run.created_at + timedelta(seconds=30)
+    assert runs.release_pending(now=run.next_attempt_at - timedelta(seconds=0.001)) == 0
+    assert runs.release_pending(now=run.next_attempt_at) == 1
+    run.refresh_from_db()
+    assert run.status == RunStatus.QUEUED
+
+
+def ledger_intervals(ledger):
+    starts = {key: float(ts) for _, key, ts in ledger.lines("start")}
+    ends = {key: float(ts) for _, key, ts in ledger.lines("end")}
+    return sorted((starts[k], ends.get(k, float("inf"))) for k in starts)
+
+
+def assert_never_concurrent(ledger):
+    spans = ledger_intervals(ledger)
+    for (_, end), (next_start, _) in zip(spans, spans[1:], strict=False):
+        assert next_start >= end
+
+
+def test_the_skip_policy_records_overlapping_slots_as_skipped(processes, ledger):
+    job = interval_job("skip-overlap", every=1, target="test.ledger", overlap_policy="skip",
+                       kwargs={"path": ledger.path, "seconds": 2.5})
+    processes.worker()
+    processes.beat()
+
+    wait_for(lambda: job.runs.filter(status=RunStatus.SUCCEEDED).count() >= 2, timeout=40, message="two runs")
+    Job.objects.filter(pk=job.pk).update(enabled=False)
+
+    skipped = job.runs.filter(status=RunStatus.SKIPPED)
+    assert skipped.count() >= 2
+    assert all(r.reason.startswith("overlap: run #") for r in skipped)
+    assert_never_concurrent(ledger)
+
+
+def test_the_queue_policy_runs_overlapping_slots_one_after_another(processes, ledger):
+    job = interval_job("queue-overlap", every=1, target="test.ledger", overlap_policy="queue",
+                       kwargs={"path": ledger.path, "seconds": 1.5})
+    processes.worker()
+    processes.beat()
+
+    wait_for(lambda: job.runs.filter(status=RunStatus.SUCCEEDED).count() >= 3, timeout=40, message="three runs")
+    Job.objects.filter(pk=job.pk).update(enabled=False)
+
+    assert not job.runs.filter(status=RunStatus.SKIPPED).exists()
+    assert_never_concurrent(ledger)
+
+
+def test_the_replace_policy_cancels_the_earlier_run(processes):
+    job = save_job(Job(name="replace-overlap", kind="command", target="sleep 30", overlap_policy="replace"),
+                   {"type": "interval", "every_seconds": 2})
+    processes.worker()
+    processes.beat()
+
+    cancelled = wait_for(lambda: job.runs.filter(status=RunStatus.CANCELLED).first(), timeout=30,
+                         message="a replaced run")
+    Job.objects.filter(pk=job.pk).update(enabled=False)
+
+    assert cancelled.reason == "replaced by a newer slot (overlap policy 'replace')"
+    assert job.runs.filter(scheduled_for__gt=cancelled.scheduled_for).exists()
+
+
+def test_a_run_that_cannot_start_by_its_deadline_is_skipped_as_missed(processes):
+    job = interval_job("deadline", every=2, start_deadline_seconds=1)
+    processes.beat()  # no worker: nothing can start
+
+    missed = wait_for(lambda: job.runs.filter(status=RunStatus.SKIPPED).first(), timeout=30,
+                      message="a missed run")
+    Job.objects.filter(pk=job.pk).update(enabled=False)
+
+    assert missed.reason.startswith("missed: not started within 1 s of its slot")
+    assert JobRun.objects.filter(job=job, status=RunStatus.RUNNING).count() == 0
