@@ -1,6 +1,6 @@
 """Defining jobs: the schedule object of the API and the admin, and pause/resume."""
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -10,6 +10,8 @@ from django_celery_beat.models import ClockedSchedule, CrontabSchedule, Interval
 
 from . import schedules
 from .models import Job, ScheduleType
+
+MAX_INTERVAL_SECONDS = 10 * 365 * 86400  # IntervalSchedule.every is a 32-bit integer
 
 
 def parse_schedule(spec):
@@ -40,8 +42,9 @@ def parse_schedule(spec):
         return {"type": "cron", "cron": expression, "timezone": zone}
     if kind == "interval":
         every = spec.get("every_seconds")
-        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
-            raise ValidationError({"every_seconds": "Must be a whole number of seconds, at least 1."})
+        if isinstance(every, bool) or not isinstance(every, int) or not 1 <= every <= MAX_INTERVAL_SECONDS:
+            raise ValidationError(
+                {"every_seconds": f"Must be a whole number of seconds from 1 to {MAX_INTERVAL_SECONDS}."})
         return {"type": "interval", "every_seconds": every}
     if kind == "once":
         run_at = spec.get("run_at")
@@ -50,6 +53,10 @@ def parse_schedule(spec):
             raise ValidationError({"run_at": "Must be an ISO 8601 date and time."})
         if timezone.is_naive(parsed):
             raise ValidationError({"run_at": "Must include a UTC offset or Z."})
+        try:
+            parsed = parsed.astimezone(UTC)
+        except (OverflowError, ValueError):
+            raise ValidationError({"run_at": "Is out of the range of dates."}) from None
         return {"type": "once", "run_at": parsed}
     return {"type": "manual"}
 

@@ -14,11 +14,13 @@ Slots are strictly increasing instants, so no wall-clock slot can fire twice.
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterError, croniter
 from django.core.exceptions import ValidationError
 
 
 def validate_cron(expression):
+    if not isinstance(expression, str):
+        raise ValidationError("A cron expression is a string.")
     fields = expression.split()
     if len(fields) != 5:
         raise ValidationError(
@@ -26,9 +28,15 @@ def validate_cron(expression):
         )
     if not croniter.is_valid(expression):
         raise ValidationError(f"'{expression}' is not a valid cron expression.")
+    try:
+        next_cron_slot(expression, "UTC", datetime.now(UTC))
+    except (ValueError, KeyError, CroniterError):
+        raise ValidationError(f"'{expression}' never matches a date.") from None
 
 
 def validate_timezone(name):
+    if not isinstance(name, str):
+        raise ValidationError("A timezone is a string such as 'Europe/Berlin'.")
     try:
         ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):

@@ -12,5 +12,6 @@ export REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379/15}"
 export JOBS_CALLABLE_MODULES="jobs.builtin,tests.jobfuncs"
 export JOBS_HEARTBEAT_SECONDS=1
 export PYTHONPATH="$PWD"
+mkdir -p staticfiles
 .venv/bin/ruff check .
 exec .venv/bin/python -m pytest "$@"

@@ -80,3 +80,17 @@ def test_a_valid_cron_job_is_saved_with_its_timezone_and_next_slot():
     assert job.cron_expression == "30 2 * * *"
     assert CrontabSchedule.objects.count() == 1
     assert "02:30" in job.describe_schedule()
+
+
+@pytest.mark.parametrize(
+    ("schedule", "field", "message"),
+    [
+        ({"type": "cron", "cron": "0 0 31 2 *"}, "cron", "never matches a date"),
+        ({"type": "cron", "cron": "0 3 * * *", "timezone": 5}, "timezone", "A timezone is a string"),
+        ({"type": "interval", "every_seconds": 10**12}, "every_seconds", "Must be a whole number of seconds"),
+        ({"type": "once", "run_at": "0001-01-01T00:00:00+05:00"}, "run_at", "out of the range of dates"),
+    ],
+)
+def test_it_rejects_schedules_that_parse_but_cannot_be_stored_or_never_fire(schedule, field, message):
+    errors = errors_of(callable_job(), schedule)
+    assert message in errors[field][0]
