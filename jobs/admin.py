@@ -65,13 +65,7 @@ class RecentRunsFormSet(BaseInlineFormSet):
         return super().get_queryset()[:RECENT_RUNS_ON_JOB_PAGE]
 
 
-class RecentRunInline(admin.TabularInline):
-    model = JobRun
-    formset = RecentRunsFormSet
-    verbose_name_plural = f"latest {RECENT_RUNS_ON_JOB_PAGE} runs"
-    fields = ("run", "status_badge", "trigger", "attempt", "scheduled_for", "started_at", "finished_at", "worker")
-    readonly_fields = fields
-    show_change_link = True
+class ReadOnlyInline(admin.TabularInline):
     can_delete = False
     extra = 0
     max_num = 0
@@ -84,6 +78,15 @@ class RecentRunInline(admin.TabularInline):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class RecentRunInline(ReadOnlyInline):
+    model = JobRun
+    formset = RecentRunsFormSet
+    verbose_name_plural = f"latest {RECENT_RUNS_ON_JOB_PAGE} runs"
+    fields = ("run", "status_badge", "trigger", "attempt", "scheduled_for", "started_at", "finished_at", "worker")
+    readonly_fields = fields
+    show_change_link = True
 
     @admin.display(description="run")
     def run(self, run):
@@ -208,23 +211,11 @@ def clone_job(job):
     return job
 
 
-class AttemptInline(admin.TabularInline):
+class AttemptInline(ReadOnlyInline):
     model = JobAttempt
     fields = ("number", "outcome", "worker", "pid", "started_at", "finished_at", "heartbeat_at", "error",
               "traceback_pre")
     readonly_fields = fields
-    can_delete = False
-    extra = 0
-    max_num = 0
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="traceback")
     def traceback_pre(self, attempt):
