@@ -99,6 +99,17 @@ def dispatch_due(now=None, batch=None):
     return report
 
 
+def seconds_until_next_due(now=None):
+    """Seconds until the earliest next slot of an enabled job (from the due-jobs index)."""
+    next_at = (
+        Job.objects.filter(enabled=True, next_run_at__isnull=False)
+        .order_by("next_run_at").values_list("next_run_at", flat=True).first()
+    )
+    if next_at is None:
+        return float("inf")
+    return (next_at - (now or timezone.now())).total_seconds()
+
+
 def active_runs_by_job(job_ids):
     """{job id: [ids of its runs still queued, running, retrying or waiting]} for these jobs."""
     busy = {}

@@ -65,15 +65,18 @@ def republish_unclaimed(now):
     stale = JobRun.objects.filter(status=RunStatus.QUEUED, queued_at__lt=deadline).select_related("job")
     if not stale.exists():
         return 0
-    queued_per_queue = dict(
-        JobRun.objects.filter(status=RunStatus.QUEUED).values_list("job__queue").annotate(n=Count("pk"))
-    )
+    queued_per_queue = {}
+    for queue, count in JobRun.objects.filter(status=RunStatus.QUEUED).values_list("job__queue").annotate(n=Count("pk")):
+        name = queue or settings.JOBS_DEFAULT_QUEUE
+        queued_per_queue[name] = queued_per_queue.get(name, 0) + count
     client = redis_client()
+    depth = {}
     republished = 0
     for run in stale.order_by("queued_at")[:1000]:
         queue = run.job.effective_queue
-        in_db = queued_per_queue.get(run.job.queue, 0)
-        if client.llen(queue) >= in_db:
+        if queue not in depth:
+            depth[queue] = client.llen(queue)
+        if depth[queue] >= queued_per_queue.get(queue, 0):
             continue  # every queued run still has a message waiting; the workers are just busy
         moved = JobRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED, attempt=run.attempt).update(
             queued_at=now, publish_count=run.publish_count + 1)

@@ -12,6 +12,8 @@ from django.conf import settings
 from django.db import close_old_connections
 from django_celery_beat.schedulers import DatabaseScheduler
 
+from notifications import sending, watch
+
 from . import dispatch, monitor, runs
 from .leader import Leadership
 
@@ -40,6 +42,8 @@ class JobScheduler(DatabaseScheduler):
             if time.monotonic() - self._last_monitor >= settings.JOBS_MONITOR_SECONDS:
                 self._last_monitor = time.monotonic()
                 monitor.check_once()
+                watch.check()
+                sending.send_due()
         except Exception:
             # A database or broker outage must not kill beat; the next tick tries again.
             logger.exception("scheduler tick failed; retrying")
@@ -47,7 +51,9 @@ class JobScheduler(DatabaseScheduler):
             return tick_seconds
         if report.due_jobs >= settings.JOBS_DISPATCH_BATCH:
             return 0  # a burst larger than one batch: go on at once
-        return min(super().tick(*args, **kwargs), tick_seconds)
+        # Wake up when the next job is due rather than at the next whole tick, so an idle
+        # scheduler dispatches within milliseconds of a slot.
+        return max(0.0, min(super().tick(*args, **kwargs), tick_seconds, dispatch.seconds_until_next_due()))
 
     def close(self):
         try:

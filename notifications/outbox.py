@@ -1,9 +1,184 @@
-"""Where run events enter the notification system (filled in by the notifications app)."""
+"""Where run events enter the notification system.
+
+``record_event`` runs inside the caller's transaction (the one that moved the run), turns the event
+into ``Delivery`` rows through the rules, and publishes the send tasks only after the commit. It
+never does network I/O and never raises into the caller: a broken notification setup must not fail
+or roll back a run.
+
+Incidents: a failure (``failed``/``timed_out``) of a job whose previous finished run also failed is
+recorded as ``suppressed`` (the incident is already open, people have been told); the first success
+after a failure adds a ``recovered`` event.
+
+Flood control: once a channel has ``NOTIFY_DIGEST_THRESHOLD`` deliveries in the current minute,
+further ones of that minute are recorded as ``folded`` and attached to one ``digest`` delivery for
+the channel and minute, sent when the minute is over. Concurrent transactions may each pass the
+threshold check, so a burst can overshoot it by a few messages.
+"""
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+logger = logging.getLogger(__name__)
+
+INCIDENT_EVENTS = ("failed", "timed_out")
+ERROR_EXCERPT_CHARS = 2000
 
 
 def record_event(run, event, **details):
     """Record that ``event`` happened to ``run``, inside the caller's transaction.
 
-    Events: failed, attempt_failed, timed_out, succeeded (and, from the monitor, sla_overrun,
-    missed). Must never raise into the caller and never do network I/O.
+    Events: failed, attempt_failed, timed_out, succeeded (from jobs.runs), sla_overrun,
+    finished_late, missed (from notifications.watch). Returns the number of deliveries planned.
     """
+    try:
+        # A savepoint: an error in here must not break the caller's transaction.
+        with transaction.atomic():
+            return _record(run, event, details, timezone.now())
+    except Exception:
+        logger.exception("could not record the %s event of run %s", event, getattr(run, "pk", None))
+        return 0
+
+
+def _record(run, event, details, now):
+    from .models import Delivery, DeliveryStatus
+
+    events = [event]
+    previous = _previous_outcome(run) if event in (*INCIDENT_EVENTS, "succeeded") else None
+    if event == "succeeded" and previous in INCIDENT_EVENTS:
+        events.append("recovered")
+    suppressed = event in INCIDENT_EVENTS and previous in INCIDENT_EVENTS
+
+    rows = []
+    for name in events:
+        for channel in _channels_for(run, name):
+            row = Delivery(
+                event=name, channel=channel, run=run, job=run.job, created_at=now, next_attempt_at=now,
+                queued_at=now, dedup_key=dedup_key(name, run, channel), payload=payload_for(run, name, details),
+                status=DeliveryStatus.SUPPRESSED if suppressed else DeliveryStatus.PENDING,
+            )
+            if suppressed:
+                row.next_attempt_at = row.queued_at = None
+            elif _over_threshold(channel, now):
+                _fold(row, now)
+            rows.append(row)
+    if not rows:
+        return 0
+    # A repeated event (a duplicate task, a second monitor pass) hits the unique dedup_key: no-op.
+    Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+    keys = [r.dedup_key for r in rows if r.status == DeliveryStatus.PENDING]
+    if keys:
+        transaction.on_commit(lambda: enqueue_pending(keys))
+    return len(rows)
+
+
+def dedup_key(event, run, channel):
+    if event == "attempt_failed":
+        return f"{event}:{run.pk}:{run.attempt}:{channel.pk}"
+    return f"{event}:{run.pk}:{channel.pk}"
+
+
+def _previous_outcome(run):
+    """The status of the job's last finished run created before this one (skipped and cancelled
+    runs say nothing about the job's health), or None."""
+    from jobs.models import JobRun, RunStatus
+
+    outcomes = [RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT]
+    # Ordered by created_at, not finished_at, so the job's history index (run_job_recent_idx)
+    # finds it without sorting all the job's runs.
+    previous = JobRun.objects.filter(job_id=run.job_id, status__in=outcomes, created_at__lte=run.created_at)
+    return previous.exclude(pk=run.pk).order_by("-created_at", "-id").values_list("status", flat=True).first()
+
+
+def _channels_for(run, event):
+    from .models import Channel, Delivery, Rule
+
+    if event == "finished_late":
+        # The follow-up goes to whoever heard about the overrun.
+        ids = Delivery.objects.filter(run=run, event="sla_overrun").values_list("channel_id", flat=True)
+        return list(Channel.objects.filter(pk__in=ids))
+    # Rules are few; matching in Python also works on SQLite, which has no JSON "contains".
+    rules = Rule.objects.filter(enabled=True, channel__enabled=True).select_related("channel")
+    channels = {}
+    for rule in rules:
+        if event in (rule.events or []) and rule.matches(run.job):
+            channels[rule.channel_id] = rule.channel
+    return list(channels.values())
+
+
+def _minute(now):
+    return now.replace(second=0, microsecond=0)
+
+
+def _over_threshold(channel, now):
+    from .models import Delivery, DeliveryStatus
+
+    sent_alone = Delivery.objects.filter(channel=channel, created_at__gte=_minute(now)).exclude(
+        status__in=[DeliveryStatus.FOLDED, DeliveryStatus.SUPPRESSED]).exclude(event="digest")
+    return sent_alone.count() >= settings.NOTIFY_DIGEST_THRESHOLD
+
+
+def _fold(row, now):
+    """Attach ``row`` to its channel's digest of this minute, creating the digest if needed."""
+    from .models import Delivery, DeliveryStatus
+
+    minute = _minute(now)
+    send_at = minute + timedelta(minutes=1)
+    digest, created = Delivery.objects.get_or_create(
+        dedup_key=f"digest:{row.channel.pk}:{minute:%Y%m%dT%H%M}",
+        defaults={"event": "digest", "channel": row.channel, "created_at": now, "next_attempt_at": send_at,
+                  "payload": {"event": "digest", "minute": minute.isoformat()}},
+    )
+    if created:
+        transaction.on_commit(lambda: enqueue(digest.pk, eta=send_at))
+    row.status = DeliveryStatus.FOLDED
+    row.digest = digest
+    row.next_attempt_at = row.queued_at = None
+
+
+def enqueue_pending(keys):
+    from .models import Delivery, DeliveryStatus
+
+    due = Delivery.objects.filter(dedup_key__in=keys, status=DeliveryStatus.PENDING)
+    for pk in due.values_list("pk", flat=True):
+        enqueue(pk)
+
+
+def enqueue(delivery_id, eta=None):
+    from .tasks import send_delivery
+
+    try:
+        send_delivery.apply_async(args=[delivery_id], queue=settings.JOBS_DEFAULT_QUEUE, eta=eta)
+    except Exception:
+        # The row stays pending; sending.send_due publishes it again.
+        logger.exception("could not publish delivery %s; send_due will retry", delivery_id)
+
+
+def payload_for(run, event, details):
+    """A snapshot of the run at the moment of the event: what the message will say."""
+    job = run.job
+    return {
+        "event": event,
+        "job": {"id": job.pk, "name": job.name},
+        "run": {
+            "id": run.pk,
+            "status": run.status,
+            "attempt": run.attempt,
+            "max_attempts": run.max_attempts,
+            "scheduled_for": _iso(run.scheduled_for),
+            "started_at": _iso(run.started_at),
+            "finished_at": _iso(run.finished_at),
+            "worker": run.worker,
+            "error": (run.error or "")[:ERROR_EXCERPT_CHARS],
+            "reason": run.reason,
+        },
+        "sla_seconds": job.sla_seconds,
+        "details": {k: v for k, v in details.items() if isinstance(v, str | int | float | bool | type(None))},
+    }
+
+
+def _iso(value):
+    return value.isoformat() if value else None

@@ -1,0 +1,170 @@
+"""Channels (where alerts go), rules (which run events go to which channel) and deliveries (one
+row per message to send: an outbox, written in the same transaction as the run event)."""
+
+from urllib.parse import urlparse
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class ChannelKind(models.TextChoices):
+    EMAIL = "email", "Email"
+    SLACK = "slack", "Slack"
+    WEBHOOK = "webhook", "Webhook"
+
+
+class Event(models.TextChoices):
+    FAILED = "failed", "Run failed (final)"
+    ATTEMPT_FAILED = "attempt_failed", "Attempt failed (will retry)"
+    TIMED_OUT = "timed_out", "Run timed out"
+    SLA_OVERRUN = "sla_overrun", "Still running past its SLA"
+    FINISHED_LATE = "finished_late", "Finished after overrunning its SLA"
+    MISSED = "missed", "Scheduled run missed"
+    RECOVERED = "recovered", "Recovered after a failure"
+    SUCCEEDED = "succeeded", "Run succeeded"
+    DIGEST = "digest", "Digest of many notifications"
+    TEST = "test", "Test notification"
+
+
+# What a rule can subscribe to; digests and tests are made by the system, not by rules.
+RULE_EVENTS = [(value, label) for value, label in Event.choices if value not in ("digest", "test")]
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending"
+    SENDING = "sending"
+    SENT = "sent"
+    FAILED = "failed"
+    GIVEN_UP = "given_up"
+    FOLDED = "folded", "Folded into a digest"
+    SUPPRESSED = "suppressed", "Suppressed (incident already open)"
+
+
+class Channel(models.Model):
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=ChannelKind.choices)
+    config = models.JSONField(
+        default=dict, blank=True,
+        help_text='email: {"recipients": ["ops@example.com"]}; slack: {"url": "https://hooks.slack.com/..."}; '
+                  'webhook: {"url": "https://...", "secret": "optional, signs the body"}',
+    )
+    enabled = models.BooleanField(default=True)
+    last_error = models.TextField(blank=True)
+    disabled_reason = models.TextField(blank=True, help_text="Set when a permanent error disabled the channel.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(kind__in=ChannelKind.values), name="channel_kind_valid"),
+        ]
+
+    def __str__(self):
+        return f"{self.name} ({self.kind})"
+
+    def clean(self):
+        config = self.config if isinstance(self.config, dict) else None
+        if config is None:
+            raise ValidationError({"config": "Must be a JSON object."})
+        if self.kind == ChannelKind.EMAIL:
+            recipients = config.get("recipients")
+            if not isinstance(recipients, list) or not recipients or not all(
+                isinstance(r, str) and "@" in r for r in recipients
+            ):
+                raise ValidationError({"config": 'An email channel needs {"recipients": ["someone@example.com"]}.'})
+        elif self.kind in (ChannelKind.SLACK, ChannelKind.WEBHOOK):
+            url = config.get("url")
+            if not isinstance(url, str) or urlparse(url).scheme not in ("http", "https") or not urlparse(url).netloc:
+                raise ValidationError({"config": 'This channel needs {"url": "https://..."}.'})
+            if "secret" in config and not isinstance(config["secret"], str):
+                raise ValidationError({"config": "The webhook secret must be a string."})
+
+
+class RuleScope(models.TextChoices):
+    ALL = "all", "All jobs"
+    TAG = "tag", "Jobs with a tag"
+    JOB = "job", "One job"
+
+
+class Rule(models.Model):
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="rules")
+    events = models.JSONField(default=list, help_text="Event names, e.g. [\"failed\", \"timed_out\"].")
+    scope = models.CharField(max_length=8, choices=RuleScope.choices, default=RuleScope.ALL)
+    tag = models.CharField(max_length=100, blank=True)
+    job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                name="rule_scope_has_its_target",
+                condition=Q(scope=RuleScope.ALL) | Q(scope=RuleScope.TAG) & ~Q(tag="")
+                | Q(scope=RuleScope.JOB, job__isnull=False),
+            ),
+        ]
+
+    def __str__(self):
+        target = {"all": "all jobs", "tag": f"tag {self.tag}", "job": f"job {self.job}"}[self.scope]
+        return f"{', '.join(self.events)} of {target} → {self.channel.name}"
+
+    def clean(self):
+        allowed = {value for value, _ in RULE_EVENTS}
+        if not isinstance(self.events, list) or not self.events or not set(self.events) <= allowed:
+            raise ValidationError({"events": f"A non-empty list of: {', '.join(sorted(allowed))}."})
+        if self.scope == RuleScope.TAG and not self.tag:
+            raise ValidationError({"tag": "Name the tag."})
+        if self.scope == RuleScope.JOB and not self.job_id:
+            raise ValidationError({"job": "Pick the job."})
+
+    def matches(self, job):
+        if self.scope == RuleScope.TAG:
+            return self.tag in (job.tags or [])
+        if self.scope == RuleScope.JOB:
+            return self.job_id == job.pk
+        return True
+
+
+class Delivery(models.Model):
+    event = models.CharField(max_length=32, choices=Event.choices)
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="deliveries")
+    run = models.ForeignKey("jobs.JobRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    # When to send next; while "sending", when the claim expires (the sender died).
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # When a send task was last published for it; send_due publishes again only after a while.
+    queued_at = models.DateTimeField(null=True, blank=True)
+    dedup_key = models.CharField(max_length=200, unique=True)
+    payload = models.JSONField(default=dict)
+    digest = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="folded")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "deliveries"
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=DeliveryStatus.values), name="delivery_status_valid"),
+        ]
+        indexes = [
+            # sending.send_due: Delivery.objects.filter(status__in=[pending, sending],
+            # next_attempt_at__lte=now); only unfinished deliveries are in the index.
+            models.Index(
+                fields=["next_attempt_at"],
+                name="delivery_due_idx",
+                condition=Q(status__in=["pending", "sending"]),
+            ),
+            # Flood control counts a channel's deliveries of the current minute:
+            # Delivery.objects.filter(channel=..., created_at__gte=minute_start).
+            models.Index(fields=["channel", "created_at"], name="delivery_channel_recent_idx"),
+            # watch.check asks whether a run already has a delivery of an event:
+            # Delivery.objects.filter(run=OuterRef("pk"), event="sla_overrun").
+            models.Index(fields=["run", "event"], name="delivery_run_event_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.event} → {self.channel.name} ({self.status})"

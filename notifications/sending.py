@@ -1,0 +1,96 @@
+"""Send deliveries: claim one with a conditional update, call its channel's transport, record the
+outcome. Transient errors are retried with exponential backoff up to ``MAX_ATTEMPTS``; permanent
+ones fail the delivery at once and disable the channel with the reason shown on it."""
+
+import logging
+from datetime import timedelta
+
+from django.db.models import F, Q
+from django.utils import timezone
+
+from .models import Delivery, DeliveryStatus
+from .transports import TransportError, get_transport
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 5
+BACKOFF_BASE_SECONDS = 2
+BACKOFF_MAX_SECONDS = 300
+# A delivery left "sending" this long lost its sender (a killed worker): send it again.
+SENDING_LEASE = timedelta(seconds=120)
+# send_due publishes a pending delivery again only when its last task is this old.
+REQUEUE_AFTER = timedelta(seconds=60)
+
+
+def backoff(attempts):
+    return timedelta(seconds=min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS ** attempts))
+
+
+def send_delivery(delivery_id, now=None):
+    """Send one due delivery; returns its new status, or None when it was not ours to send."""
+    now = now or timezone.now()
+    claimed = Delivery.objects.filter(pk=delivery_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now).update(
+        status=DeliveryStatus.SENDING, attempts=F("attempts") + 1, next_attempt_at=now + SENDING_LEASE)
+    if not claimed:
+        return None
+    delivery = Delivery.objects.select_related("channel").get(pk=delivery_id)
+    channel = delivery.channel
+    try:
+        if not channel.enabled:
+            raise TransportError(f"channel disabled: {channel.disabled_reason or 'by a person'}", permanent=True)
+        get_transport(channel.kind).send(channel, delivery)
+    except TransportError as exc:
+        return _record_error(delivery, exc.message, exc.permanent, timezone.now())
+    except Exception as exc:
+        logger.exception("delivery %s: unexpected error in the %s transport", delivery_id, channel.kind)
+        return _record_error(delivery, f"{type(exc).__name__}: {exc}", False, timezone.now())
+    _finish(delivery, DeliveryStatus.SENT, sent_at=timezone.now(), last_error="", next_attempt_at=None)
+    if channel.last_error:
+        type(channel).objects.filter(pk=channel.pk).update(last_error="")
+    return DeliveryStatus.SENT
+
+
+def _record_error(delivery, message, permanent, now):
+    channel = delivery.channel
+    if permanent:
+        logger.warning("delivery %s to %s failed for good: %s", delivery.pk, channel, message)
+        if channel.enabled:
+            type(channel).objects.filter(pk=channel.pk).update(
+                last_error=message, disabled_reason=message, enabled=False)
+        return _finish(delivery, DeliveryStatus.FAILED, last_error=message, next_attempt_at=None)
+    type(channel).objects.filter(pk=channel.pk).update(last_error=message)
+    if delivery.attempts >= MAX_ATTEMPTS:
+        logger.warning("delivery %s to %s given up after %s attempts: %s", delivery.pk, channel,
+                       delivery.attempts, message)
+        return _finish(delivery, DeliveryStatus.GIVEN_UP, last_error=message, next_attempt_at=None)
+    return _finish(delivery, DeliveryStatus.PENDING, last_error=message, queued_at=None,
+                   next_attempt_at=now + backoff(delivery.attempts))
+
+
+def _finish(delivery, status, **fields):
+    # Only the claim that is still ours may write: send_due may have taken back an expired claim.
+    Delivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.SENDING, attempts=delivery.attempts).update(
+        status=status, **fields)
+    return status
+
+
+def send_due(now=None, limit=500):
+    """Publish a send task for each delivery whose time has come (a retry after backoff, a digest at
+    the end of its minute, a task the broker lost, a sender that died). Never sends inline, so a
+    slow endpoint cannot hold up the caller (the scheduler tick). Returns how many were published."""
+    from .outbox import enqueue
+
+    now = now or timezone.now()
+    Delivery.objects.filter(status=DeliveryStatus.SENDING, next_attempt_at__lte=now).update(
+        status=DeliveryStatus.PENDING, queued_at=None, last_error="the sender stopped answering; sending again")
+    due = (
+        Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+        .filter(Q(queued_at__isnull=True) | Q(queued_at__lt=now - REQUEUE_AFTER))
+        .order_by("next_attempt_at").values_list("pk", "queued_at")[:limit]
+    )
+    published = 0
+    for pk, queued_at in due:
+        if Delivery.objects.filter(pk=pk, status=DeliveryStatus.PENDING, queued_at=queued_at).update(queued_at=now):
+            enqueue(pk)
+            published += 1
+    return published

@@ -1,0 +1,50 @@
+"""Generic webhooks: a JSON document, signed with HMAC-SHA256 when the channel has a secret.
+
+Body (UTF-8 JSON)::
+
+    {"event": "failed",
+     "job": {"id": 7, "name": "nightly-report"},
+     "run": {"id": 42, "status": "failed", "attempt": 3, "scheduled_for": "<ISO 8601>",
+             "started_at": "<ISO 8601>|null", "finished_at": "<ISO 8601>|null", "error": "..."},
+     "sent_at": "<ISO 8601>"}
+
+A digest carries ``"runs": [{"event", "job", "run"}, ...]`` instead of ``job`` and ``run``.
+Header ``X-Signature: sha256=<hex>`` is HMAC-SHA256(secret, raw body): verify it over the bytes
+received, before parsing them.
+"""
+
+import hashlib
+import hmac
+import json
+
+from django.utils import timezone
+
+from ..render import folded_payloads
+from .http import post
+
+RUN_FIELDS = ("id", "status", "attempt", "scheduled_for", "started_at", "finished_at", "error")
+
+
+def body_for(delivery, now=None):
+    sent_at = (now or timezone.now()).isoformat()
+    if delivery.event == "digest":
+        runs = [_summary(p) for p in folded_payloads(delivery)]
+        return {"event": "digest", "runs": runs, "sent_at": sent_at}
+    return {**_summary(delivery.payload), "sent_at": sent_at}
+
+
+def _summary(payload):
+    run = payload.get("run") or {}
+    return {"event": payload.get("event"), "job": payload.get("job"), "run": {k: run.get(k) for k in RUN_FIELDS}}
+
+
+def signature(secret, body):
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def send(channel, delivery):
+    body = json.dumps(body_for(delivery)).encode()
+    headers = {"Content-Type": "application/json"}
+    if channel.config.get("secret"):
+        headers["X-Signature"] = signature(channel.config["secret"], body)
+    post(channel.config["url"], body, headers)

@@ -1,0 +1,138 @@
+"""What must hold after every chaos scenario, whatever the fault was.
+
+- one run per (job, slot), and no slot of an interval job missing between two instants;
+- every run reaches a terminal state within a stated bound;
+- attempts numbered 1..run.attempt without gaps, at most one of them succeeded;
+- no run executed twice at the same time (from the ledger the test jobs write);
+- every succeeded run's effect is in the ledger;
+- duplicates counted, so the test asserts how many the fault forced (none, mostly).
+"""
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from jobs.models import AttemptOutcome, JobRun, RunStatus, RunTrigger
+
+from ..conftest import wait_for
+
+
+@dataclass
+class Verdict:
+    runs: int = 0
+    succeeded: int = 0
+    duplicate_executions: int = 0  # the same attempt (idempotency key) started more than once
+    duplicate_effects: int = 0  # a run whose effect completed more than once (over all its attempts)
+    problems: list = field(default_factory=list)
+
+    @property
+    def duplicates(self):
+        return self.duplicate_executions + self.duplicate_effects
+
+
+def wait_terminal(queryset, timeout):
+    """Wait until every run of ``queryset`` is terminal; the bound is the scenario's promise."""
+    wait_for(lambda: not queryset.exclude(status__in=_terminal()).exists(), timeout=timeout,
+             message=f"every run terminal (still active: {_active(queryset)})")
+
+
+def _terminal():
+    return [RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.SKIPPED, RunStatus.CANCELLED]
+
+
+def _active(queryset):
+    return list(queryset.exclude(status__in=_terminal()).values_list("pk", "status", "attempt")[:10])
+
+
+def check(queryset, ledger=None, terminal_within=30, expect_succeeded=True):
+    """Check the invariants over the runs of ``queryset``; raise AssertionError listing what broke.
+    Returns the Verdict, whose duplicate counts the test asserts."""
+    wait_terminal(queryset, terminal_within)
+    runs = list(queryset.prefetch_related("attempts").order_by("pk"))
+    verdict = Verdict(runs=len(runs))
+    slots = Counter((run.job_id, run.scheduled_for) for run in runs)
+    verdict.problems += [f"slot {slot} has {n} runs" for slot, n in slots.items() if n > 1]
+    executions = _executions(ledger) if ledger else {}
+    for run in runs:
+        verdict.problems += _check_attempts(run)
+        if run.status == RunStatus.SUCCEEDED:
+            verdict.succeeded += 1
+        elif expect_succeeded:
+            verdict.problems.append(f"run {run.pk} ended {run.status}: {run.error[:200]}")
+        if ledger is not None:
+            _check_ledger(run, executions, verdict)
+    assert not verdict.problems, "invariants broken:\n" + "\n".join(verdict.problems)
+    return verdict
+
+
+def _check_attempts(run):
+    problems = []
+    attempts = sorted(run.attempts.all(), key=lambda a: a.number)
+    numbers = [a.number for a in attempts]
+    started = run.status not in (RunStatus.SKIPPED, RunStatus.CANCELLED) or numbers
+    if started and numbers != list(range(1, run.attempt + 1)):
+        problems.append(f"run {run.pk} at attempt {run.attempt} has attempts {numbers}")
+    won = [a.number for a in attempts if a.outcome == AttemptOutcome.SUCCEEDED]
+    if len(won) > 1:
+        problems.append(f"run {run.pk} has {len(won)} succeeded attempts")
+    if run.status == RunStatus.SUCCEEDED and won != [run.attempt]:
+        problems.append(f"run {run.pk} succeeded but its succeeded attempts are {won}")
+    problems += [f"run {run.pk} attempt {a.number} still running" for a in attempts
+                 if a.outcome == AttemptOutcome.RUNNING and run.is_terminal]
+    return problems
+
+
+def _executions(ledger):
+    """{run id: [(key, start, end or None)]} from the ledger's start/end lines, in order."""
+    opened = defaultdict(list)
+    per_run = defaultdict(list)
+    for kind, key, stamp in ledger.lines():
+        moment = datetime.fromtimestamp(float(stamp), tz=UTC)
+        if kind == "start":
+            opened[key].append(len(per_run[key.split(":")[0]]))
+            per_run[key.split(":")[0]].append([key, moment, None])
+        elif kind == "end" and opened[key]:
+            per_run[key.split(":")[0]][opened[key].pop(0)][2] = moment
+    return per_run
+
+
+def _check_ledger(run, executions, verdict):
+    mine = executions.get(str(run.pk), [])
+    keys = Counter(key for key, _, _ in mine)
+    verdict.duplicate_executions += sum(n - 1 for n in keys.values())
+    verdict.duplicate_effects += max(0, sum(1 for _, _, end in mine if end) - 1)
+    if run.status == RunStatus.SUCCEEDED and not any(
+        key == run.idempotency_key and end for key, _, end in mine
+    ):
+        verdict.problems.append(f"run {run.pk} succeeded but its effect is not in the ledger")
+    # An execution killed before its end line lasted, as far as the system knows, until its
+    # attempt was declared over; a later attempt must not start before that.
+    over_at = {f"{run.pk}:{a.number}": a.finished_at for a in run.attempts.all()}
+    spans = sorted((start, end or over_at.get(key) or start, key) for key, start, end in mine)
+    for (start_a, end_a, key_a), (start_b, _, key_b) in zip(spans, spans[1:], strict=False):
+        if start_b < end_a:
+            verdict.problems.append(f"run {run.pk}: {key_b} started at {start_b} while {key_a} "
+                                    f"({start_a}..{end_a}) was still running")
+
+
+def check_slots(job, first, last):
+    """Every slot of the interval ``job`` in [first, last] has exactly one scheduled run."""
+    every = timedelta(seconds=job.every_seconds)
+    slots = list(job.runs.filter(trigger=RunTrigger.SCHEDULE, scheduled_for__gte=first, scheduled_for__lte=last)
+                 .order_by("scheduled_for").values_list("scheduled_for", "status"))
+    moments = [slot for slot, _ in slots]
+    problems = []
+    if len(moments) != len(set(moments)):
+        problems.append("a slot has two runs")
+    if not moments or moments[0] - first >= every or last - moments[-1] >= every:
+        problems.append(f"slots {moments[:1]}..{moments[-1:]} do not cover {first}..{last}")
+    gaps = [(a, b) for a, b in zip(moments, moments[1:], strict=False) if b - a != every]
+    problems += [f"gap between slots {a} and {b}" for a, b in gaps]
+    skipped = [slot for slot, status in slots if status == RunStatus.SKIPPED]
+    problems += [f"slot {slot} was skipped" for slot in skipped]
+    assert not problems, "slot invariants broken:\n" + "\n".join(problems)
+    return len(moments)
+
+
+def runs_of(*jobs):
+    return JobRun.objects.filter(job__in=jobs)
