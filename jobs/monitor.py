@@ -82,5 +82,6 @@ def republish_unclaimed(now):
             queued_at=now, publish_count=run.publish_count + 1)
         if moved:
             runs.publish(run.pk, run.attempt, run.job)
+            depth[queue] += 1
             republished += 1
     return republished
