@@ -7,14 +7,20 @@
 - a ``queued`` run that no worker claimed in time is published again when the broker holds fewer
   messages than the database has queued runs (the broker lost them: a Redis restart without
   persistence, a FLUSHALL);
+- a run that waited unstarted (``pending`` or ``queued``) longer than ``JOBS_MAX_WAIT_SECONDS`` (no
+  worker consumes its queue) is ``failed``, so no state lasts forever: ``running`` is bounded by
+  heartbeats and the timeout, ``retrying`` by its backoff, waiting states by this.
 """
 
 import logging
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
+
+from notifications import outbox
 
 from . import runs
 from .leader import redis_client
@@ -29,6 +35,7 @@ def check_once(now=None):
         "lost": mark_lost(now),
         "timed_out": mark_overdue(now),
         "republished": republish_unclaimed(now),
+        "never_started": fail_never_started(now),
     }
     if any(report.values()):
         logger.info("monitor: %s", report)
@@ -58,6 +65,21 @@ def mark_overdue(now):
         ):
             overdue += 1
     return overdue
+
+
+def fail_never_started(now):
+    limit = settings.JOBS_MAX_WAIT_SECONDS
+    waiting = JobRun.objects.filter(status__in=[RunStatus.PENDING, RunStatus.QUEUED],
+                                    created_at__lt=now - timedelta(seconds=limit)).select_related("job")
+    failed = 0
+    for run in waiting[:1000]:
+        with transaction.atomic():
+            if run.transition(RunStatus.FAILED, frm=[RunStatus.PENDING, RunStatus.QUEUED], finished_at=now,
+                              error=f"Never started: waited more than {limit:.0f} s (JOBS_MAX_WAIT_SECONDS); "
+                                    f"is a worker consuming queue '{run.job.effective_queue}'?"):
+                outbox.record_event(run, "failed")
+                failed += 1
+    return failed
 
 
 def republish_unclaimed(now):

@@ -1,5 +1,6 @@
 """Per-job policies: catch-up after downtime, overlap, start deadline, jitter."""
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -146,3 +147,29 @@ def test_a_run_that_cannot_start_by_its_deadline_is_skipped_as_missed(processes)
 
     assert missed.reason.startswith("missed: not started within 1 s of its slot")
     assert JobRun.objects.filter(job=job, status=RunStatus.RUNNING).count() == 0
+
+
+@pytest.mark.timeout(120)
+def test_it_catches_up_on_the_latest_slot_after_beat_was_down_for_three_intervals(processes):
+    job = interval_job("down-and-up", every=2, catchup_policy="latest")
+    processes.worker()
+    beat = processes.beat(JOBS_MISFIRE_GRACE_SECONDS="0.5")
+    wait_for(lambda: job.runs.filter(status=RunStatus.SUCCEEDED).count() >= 2, timeout=30, message="two runs")
+
+    processes.kill(beat)
+    beat.wait(timeout=10)
+    last_before = job.runs.order_by("-scheduled_for").first().scheduled_for
+    time.sleep(7)  # three slots come and go with no scheduler
+    processes.beat(JOBS_MISFIRE_GRACE_SECONDS="0.5")
+    wait_for(lambda: job.runs.filter(scheduled_for__gt=last_before + timedelta(seconds=8)).exists(),
+             timeout=30, message="runs after the restart")
+    Job.objects.filter(pk=job.pk).update(enabled=False)
+
+    missed = list(job.runs.filter(scheduled_for__gt=last_before, scheduled_for__lte=last_before + timedelta(seconds=8))
+                  .order_by("scheduled_for").values_list("status", "reason"))
+    slots = list(job.runs.order_by("scheduled_for").values_list("scheduled_for", flat=True))
+    assert all((b - a) == timedelta(seconds=2) for a, b in zip(slots, slots[1:], strict=False))  # no slot without a record
+    statuses_while_down = [status for status, _ in missed]
+    assert statuses_while_down.count("skipped") >= 2
+    assert statuses_while_down[-1] != "skipped"  # the latest missed slot ran
+    assert all(reason == "missed: catch-up policy 'latest'" for status, reason in missed if status == "skipped")

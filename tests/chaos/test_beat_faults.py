@@ -79,18 +79,18 @@ def test_it_duplicates_no_slot_when_a_frozen_leader_comes_back(processes, ledger
     scoreboard.record("4 SIGSTOP leader past TTL", slot_count, verdict.succeeded, verdict.duplicates, recovered)
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(150)
 def test_it_creates_one_run_per_slot_with_two_beats_side_by_side(processes, ledger, scoreboard):
-    # The issue asks for a minute; 20 s (about 20 slots, with ticks five times a second on each
-    # beat) keeps the suite short and already races the two schedulers a hundred times.
+    # Each beat has a lock of its own, so both lead and both dispatch every tick for a minute:
+    # only the one-run-per-slot constraint stands between them and duplicate runs.
     job = every_second_job("two-beats", ledger)
     processes.worker()
-    processes.beat(name="ba")
-    processes.beat(name="bb")
+    processes.beat(name="ba", JOBS_LEADER_KEY="lock-a")
+    processes.beat(name="bb", JOBS_LEADER_KEY="lock-b")
     wait_for_runs(job, 1)
-    time.sleep(20)
+    time.sleep(60)
 
     slot_count, verdict = pause_and_check(job, ledger)
-    assert slot_count >= 15
+    assert slot_count >= 55
     assert verdict.duplicates == 0
-    scoreboard.record("5 two beats for 20 s", slot_count, verdict.succeeded, verdict.duplicates)
+    scoreboard.record("5 two leading beats for 60 s", slot_count, verdict.succeeded, verdict.duplicates)

@@ -1,0 +1,33 @@
+"""The monitor's bounds on states that could otherwise last forever."""
+
+from datetime import timedelta
+
+import pytest
+from django.test import override_settings
+from django.utils import timezone
+
+from jobs import monitor
+from jobs.definitions import save_job
+from jobs.models import Job, JobRun, RunStatus
+
+pytestmark = pytest.mark.django_db
+
+
+@override_settings(JOBS_MAX_WAIT_SECONDS=600)
+def test_it_fails_a_run_that_no_worker_started_within_the_bound():
+    job = save_job(Job(name="orphan", kind="callable", target="builtin.noop", queue="nobody-listens"),
+                   {"type": "manual"})
+    now = timezone.now()
+    old = JobRun.objects.create(job=job, status=RunStatus.QUEUED, scheduled_for=now - timedelta(hours=1),
+                                created_at=now - timedelta(seconds=601), queued_at=now - timedelta(seconds=601))
+    fresh = JobRun.objects.create(job=job, status=RunStatus.QUEUED, scheduled_for=now, created_at=now, queued_at=now)
+
+    assert monitor.fail_never_started(now) == 1
+
+    old.refresh_from_db()
+    fresh.refresh_from_db()
+    assert old.status == RunStatus.FAILED
+    assert "Never started: waited more than 600 s" in old.error
+    assert "queue 'nobody-listens'" in old.error
+    assert fresh.status == RunStatus.QUEUED
+    assert monitor.fail_never_started(now) == 0
