@@ -19,7 +19,7 @@ from django_celery_beat.schedulers import DatabaseScheduler
 
 from notifications import sending, watch
 
-from . import dispatch, monitor, runs
+from . import dispatch, metrics, monitor, runs
 from .leader import Leadership
 
 logger = logging.getLogger(__name__)
@@ -53,6 +53,7 @@ class JobScheduler(DatabaseScheduler):
                 runs.release_pending()
                 runs.skip_past_deadline()
                 self._periodic_delay = super().tick(*args, **kwargs)
+                metrics.record_tick(self.leadership.client)
             if now >= self._next_monitor:
                 self._next_monitor = now + settings.JOBS_MONITOR_SECONDS
                 monitor.check_once()
