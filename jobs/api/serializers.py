@@ -57,6 +57,24 @@ def field_errors(exc):
     return errors
 
 
+def contains_nul(value):
+    """Whether a JSON value holds a NUL character, which PostgreSQL rejects (a 500 if saved)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(contains_nul(item) for item in value)
+    return False
+
+
+class GroupField(serializers.SlugRelatedField):
+    def to_internal_value(self, data):
+        if contains_nul(data):
+            self.fail("does_not_exist", slug_name=self.slug_field, value=data)
+        return super().to_internal_value(data)
+
+
 @extend_schema_field(SCHEDULE_SCHEMA)
 class ScheduleField(serializers.Field):
     """The job's schedule as one object, read with ``schedule_of`` and checked with
@@ -102,7 +120,7 @@ class LastRunSerializer(serializers.ModelSerializer):
 class JobSerializer(serializers.ModelSerializer):
     schedule = ScheduleField()
     owner = serializers.CharField(source="owner.username", read_only=True, allow_null=True)
-    group = serializers.SlugRelatedField(
+    group = GroupField(
         slug_field="name", queryset=Group.objects.all(), required=False, allow_null=True,
         help_text="A group of yours whose members may also see and run the job.",
     )
@@ -113,11 +131,19 @@ class JobSerializer(serializers.ModelSerializer):
         fields = [
             "id", "name", "description", "tags", "kind", "target", "args", "kwargs", "environment",
             "http_method", "http_headers", "http_body", "http_ok_statuses", "schedule",
-            "catchup_policy", "catchup_max", "enabled", "queue", "max_retries", "retry_backoff_seconds",
+            "catchup_policy", "catchup_max", "overlap_policy", "start_deadline_seconds", "jitter_seconds",
+            "enabled", "queue", "max_retries", "retry_backoff_seconds",
             "retry_backoff_max_seconds", "retry_jitter", "timeout_seconds", "sla_seconds",
             "next_run_at", "last_run", "owner", "group", "created_at", "updated_at",
         ]
         read_only_fields = ["next_run_at", "created_at", "updated_at"]
+
+    def validate(self, attrs):
+        nul = [name for name in ("tags", "args", "kwargs", "environment", "http_headers", "http_ok_statuses")
+               if contains_nul(attrs.get(name))]
+        if nul:
+            raise serializers.ValidationError({name: ["Must not contain NUL (\\u0000) characters."] for name in nul})
+        return attrs
 
     def validate_args(self, value):
         if not isinstance(value, list):

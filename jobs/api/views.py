@@ -82,7 +82,20 @@ def datetime_param(params, name):
         moment = None
     if moment is None:
         raise ValidationError({name: ["Must be an ISO 8601 date and time, such as 2025-01-31T12:00:00Z."]})
-    return timezone.make_aware(moment, UTC) if timezone.is_naive(moment) else moment
+    if timezone.is_naive(moment):
+        return timezone.make_aware(moment, UTC)
+    try:
+        # In UTC: PostgreSQL rejects UTC offsets beyond 15:59 that Python accepts (a 500).
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise ValidationError({name: ["Is out of the range of dates."]}) from None
+
+
+def text_param(params, name):
+    value = params[name]
+    if "\x00" in value:  # PostgreSQL text cannot hold NUL: a 500 if it reached a query
+        raise ValidationError({name: ["Must not contain NUL characters."]})
+    return value
 
 
 def with_tag(jobs, tag):
@@ -124,13 +137,13 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
             return jobs
         params = self.request.query_params
         if "name" in params:
-            jobs = jobs.filter(name=params["name"])
+            jobs = jobs.filter(name=text_param(params, "name"))
         if "enabled" in params:
             jobs = jobs.filter(enabled=bool_param(params, "enabled"))
         if "kind" in params:
             jobs = jobs.filter(kind=choice_param(params, "kind", JobKind.values))
         if "tag" in params:
-            jobs = with_tag(jobs, params["tag"])
+            jobs = with_tag(jobs, text_param(params, "tag"))
         return jobs
 
     def check_command_permission(self, job, data):

@@ -1,11 +1,13 @@
-"""manage.py jobs list | show NAME | run NAME [--wait] | pause NAME | resume NAME"""
+"""manage.py jobs list | show NAME | run NAME [--wait] | pause NAME | resume NAME
+| export FILE | apply FILE [--dry-run] [--prune]"""
 
+import sys
 import time
 from zoneinfo import ZoneInfo
 
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs import definitions, runs
+from jobs import as_code, definitions, runs
 from jobs.models import Job, RunStatus, ScheduleType
 
 EXIT_FAILED = 1
@@ -38,7 +40,7 @@ def find_job(name):
 
 
 class Command(BaseCommand):
-    help = "List, show, run, pause and resume jobs."
+    help = "List, show, run, pause and resume jobs; export them to a file and apply a file."
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -52,6 +54,14 @@ class Command(BaseCommand):
         run.add_argument("--timeout", type=float, default=600.0, help="Seconds to wait with --wait.")
         for action in ("pause", "resume"):
             sub.add_parser(action, help=f"{action.capitalize()} a job's schedule.").add_argument("name")
+        export = sub.add_parser("export", help="Write every job to a .yaml/.yml/.json file (- for stdout). "
+                                               "Fields equal to their default are left out.")
+        export.add_argument("file")
+        apply = sub.add_parser("apply", help="Make the jobs in the database match a .yaml/.yml/.json file "
+                                             "(- for YAML on stdin), in one transaction.")
+        apply.add_argument("file")
+        apply.add_argument("--dry-run", action="store_true", help="Print the plan and check it; save nothing.")
+        apply.add_argument("--prune", action="store_true", help="Delete the jobs that are not in the file.")
 
     def handle(self, *args, action, **options):
         getattr(self, f"handle_{action}")(**options)
@@ -152,3 +162,41 @@ class Command(BaseCommand):
         definitions.resume(job)
         self.stdout.write(f"Resumed {job.name}; next run {when(job.next_run_at)}.")
 
+
+    def handle_export(self, file, **options):
+        try:
+            text = as_code.export_text(as_code.format_of(file))
+        except as_code.JobFileError as exc:
+            raise CommandError(str(exc)) from None
+        if file == "-":
+            self.stdout.write(text, ending="")
+            return
+        with open(file, "w", encoding="utf-8") as out:
+            out.write(text)
+        self.stdout.write(f"Exported {Job.objects.count()} jobs to {file}.")
+
+    def handle_apply(self, file, dry_run, prune, **options):
+        try:
+            fmt = as_code.format_of(file)
+            if file == "-":
+                text = sys.stdin.read()
+            else:
+                with open(file, encoding="utf-8") as source:
+                    text = source.read()
+            plan = as_code.plan_changes(as_code.read_entries(text, fmt), prune=prune)
+            for line in plan.lines():
+                self.stdout.write(line)
+            if plan.is_empty:
+                self.stdout.write("no changes")
+                return
+            created = sum(change.is_new for change in plan.changes)
+            as_code.apply_plan(plan, dry_run=dry_run)
+        except OSError as exc:
+            raise CommandError(f"Cannot read {file}: {exc.strerror}.") from None
+        except as_code.JobFileError as exc:
+            raise CommandError(f"{file}: nothing was applied:\n{exc}") from None
+        if dry_run:
+            self.stdout.write("dry run: the plan is valid; nothing was saved.")
+        else:
+            self.stdout.write(f"applied: {created} created, {len(plan.changes) - created} updated, "
+                              f"{len(plan.deletions)} deleted.")

@@ -1,0 +1,313 @@
+"""Jobs as code: every job as a YAML or JSON file (``manage.py jobs export``), and a file applied
+back to the database (``manage.py jobs apply``).
+
+A job in a file looks like a job in the API without what the service sets itself (id, owner,
+next_run_at, last_run, created_at, updated_at). ``name``, ``kind``, ``target`` and ``schedule``
+are always written; every other field is written only when it differs from the model's default,
+so files stay short. Applying a file makes each job in it match the file: a field missing from
+an entry is set back to its default.
+"""
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import yaml
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.db import DatabaseError, transaction
+
+from . import definitions
+from .models import Job
+
+# The keys of a job in a file, in the order they are written (the API's order).
+FIELDS = [
+    "name", "description", "tags", "kind", "target", "args", "kwargs", "environment",
+    "http_method", "http_headers", "http_body", "http_ok_statuses", "schedule",
+    "catchup_policy", "catchup_max", "overlap_policy", "start_deadline_seconds", "jitter_seconds",
+    "enabled", "queue", "max_retries", "retry_backoff_seconds", "retry_backoff_max_seconds",
+    "retry_jitter", "timeout_seconds", "sla_seconds",
+]
+ALWAYS_WRITTEN = {"name", "kind", "target", "schedule"}
+REQUIRED = {"name", "kind", "target"}
+MODEL_FIELDS = [name for name in FIELDS if name != "schedule"]
+JSON_TYPES = {"tags": list, "args": list, "kwargs": dict, "environment": dict, "http_headers": dict,
+              "http_ok_statuses": list}
+SCHEDULE_PARTS = {"cron", "timezone", "every_seconds", "run_at", "type"}
+
+
+class JobFileError(Exception):
+    """A file that cannot be applied; ``messages`` says where and why, one line each."""
+
+    def __init__(self, messages):
+        self.messages = list(messages)
+        super().__init__("\n".join(self.messages))
+
+
+def default_of(name):
+    return Job._meta.get_field(name).get_default()
+
+
+def contains_nul(value):
+    """Whether a value holds a NUL character, which PostgreSQL cannot store."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(contains_nul(item) for item in value)
+    return False
+
+
+def sorted_value(value):
+    """Nested objects with their keys sorted, so an export does not depend on storage order."""
+    if isinstance(value, dict):
+        return {key: sorted_value(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_value(item) for item in value]
+    return value
+
+
+# --- export
+
+def job_entry(job):
+    entry = {}
+    for name in FIELDS:
+        value = definitions.schedule_of(job) if name == "schedule" else getattr(job, name)
+        if name in ALWAYS_WRITTEN or value != default_of(name):
+            entry[name] = value if name == "schedule" else sorted_value(value)
+    return entry
+
+
+def export_text(fmt):
+    """Every job, sorted by name, as ``fmt`` ("yaml" or "json")."""
+    jobs = Job.objects.select_related("crontab", "interval", "clocked").order_by("name")
+    document = {"jobs": [job_entry(job) for job in jobs]}
+    if fmt == "json":
+        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return yaml.dump(document, Dumper=FileDumper, sort_keys=False, allow_unicode=True, default_flow_style=False,
+                     width=100)
+
+
+class FileDumper(yaml.SafeDumper):
+    """Writes text of several lines (a description, a request body) as a ``|`` block."""
+
+
+def represent_text(dumper, text):
+    # PyYAML falls back to a quoted style by itself when a block cannot hold the text exactly.
+    style = "|" if "\n" in text else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+FileDumper.add_representer(str, represent_text)
+
+
+def format_of(path):
+    if path == "-" or path.endswith((".yaml", ".yml")):
+        return "yaml"
+    if path.endswith(".json"):
+        return "json"
+    raise JobFileError([f"{path}: the file name must end in .yaml, .yml or .json (or be - for stdin/stdout)."])
+
+
+# --- reading a file
+
+@dataclass
+class Entry:
+    index: int
+    data: dict
+    line: int | None = None
+
+    @property
+    def where(self):
+        name = self.data.get("name") if isinstance(self.data, dict) else None
+        place = f"line {self.line}: " if self.line else ""
+        return f"{place}jobs[{self.index}]" + (f" (name: {name})" if name else "")
+
+
+def read_entries(text, fmt):
+    try:
+        if fmt == "json":
+            document, lines = json.loads(text), {}
+        else:
+            document, lines = yaml.safe_load(text), entry_lines(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise JobFileError([f"Cannot read the file: {exc}"]) from None
+    if not isinstance(document, dict) or set(document) != {"jobs"} or not isinstance(document["jobs"], list):
+        extra = sorted(set(document) - {"jobs"}) if isinstance(document, dict) else []
+        hint = f" (unknown top-level keys: {', '.join(map(str, extra))})" if extra else ""
+        raise JobFileError([f"The file must hold one key, jobs, with a list of jobs{hint}."])
+    return [Entry(i, data, lines.get(i)) for i, data in enumerate(document["jobs"])]
+
+
+def entry_lines(text):
+    """The line number (from 1) where each entry of the ``jobs`` list starts."""
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    if not isinstance(root, yaml.MappingNode):
+        return {}
+    for key, value in root.value:
+        if key.value == "jobs" and isinstance(value, yaml.SequenceNode):
+            return {i: item.start_mark.line + 1 for i, item in enumerate(value.value)}
+    return {}
+
+
+# --- planning
+
+@dataclass
+class Change:
+    entry: Entry
+    job: Job
+    values: dict
+    schedule: dict | None  # the parsed schedule when it must be (re)applied
+    changed: list = field(default_factory=list)  # (key, old, new) of an update
+
+    @property
+    def is_new(self):
+        return self.job.pk is None
+
+
+@dataclass
+class Plan:
+    changes: list
+    deletions: list
+    unchanged: int
+
+    @property
+    def is_empty(self):
+        return not self.changes and not self.deletions
+
+    def lines(self):
+        out = []
+        for change in self.changes:
+            if change.is_new:
+                out.append(f"+ create {change.job.name}")
+            else:
+                diffs = ", ".join(f"{key}: {show(old)} -> {show(new)}" for key, old, new in change.changed)
+                out.append(f"~ update {change.job.name}: {diffs}")
+        out += [f"- delete {job.name}" for job in self.deletions]
+        out.append(f"= unchanged: {self.unchanged}")
+        return out
+
+
+def show(value):
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def comparable_schedule(spec):
+    if spec["type"] == "once" and not isinstance(spec["run_at"], datetime):
+        return {**spec, "run_at": datetime.fromisoformat(spec["run_at"])}
+    return spec
+
+
+def shown_schedule(spec):
+    return {**spec, "run_at": spec["run_at"].isoformat()} if spec["type"] == "once" else spec
+
+
+def messages_of(exc, prefix_for=lambda key: key):
+    if not hasattr(exc, "error_dict"):
+        return exc.messages
+    out = []
+    for key, messages in exc.message_dict.items():
+        label = "" if key == NON_FIELD_ERRORS else f"{prefix_for(key)}: "
+        out += [f"{label}{message}" for message in messages]
+    return out
+
+
+def schedule_key(key):
+    return f"schedule.{key}" if key in SCHEDULE_PARTS else key
+
+
+def parse_entry(entry):
+    """The entry's model values (defaults filled in) and parsed schedule; raises JobFileError."""
+    data = entry.data
+    if not isinstance(data, dict):
+        raise JobFileError([f"{entry.where}: must be an object with name, kind, target and schedule."])
+    errors = [f"{entry.where}: unknown key '{key}'." for key in data if key not in FIELDS]
+    errors += [f"{entry.where}: {key}: Must not contain NUL (\\u0000) characters." for key, value in data.items()
+               if key in MODEL_FIELDS and contains_nul(value)]
+    errors += [f"{entry.where}: {key}: This field is required." for key in sorted(REQUIRED - set(data))]
+    values = {}
+    for name in MODEL_FIELDS:
+        raw = data.get(name, default_of(name))
+        try:
+            if name in JSON_TYPES and not isinstance(raw, JSON_TYPES[name]):
+                raise ValidationError(f"Must be a {'list' if JSON_TYPES[name] is list else 'mapping'}.")
+            if name == "tags" and not all(isinstance(tag, str) for tag in raw):
+                raise ValidationError("Must be a list of strings.")
+            values[name] = Job._meta.get_field(name).to_python(raw)
+        except ValidationError as exc:
+            errors += [f"{entry.where}: {name}: {message}" for message in exc.messages]
+    schedule = None
+    try:
+        schedule = definitions.parse_schedule(data.get("schedule", {"type": "manual"}))
+    except ValidationError as exc:
+        errors += [f"{entry.where}: {message}" for message in messages_of(exc, schedule_key)]
+    if errors:
+        raise JobFileError(errors)
+    return values, schedule
+
+
+def plan_changes(entries, prune=False):
+    errors, changes, seen = [], [], {}
+    existing = {job.name: job for job in Job.objects.select_related("crontab", "interval", "clocked")}
+    unchanged = 0
+    for entry in entries:
+        name = entry.data.get("name") if isinstance(entry.data, dict) else None
+        if isinstance(name, str) and name in seen:
+            errors.append(f"{entry.where}: duplicate name, already used by jobs[{seen[name]}].")
+            continue
+        seen[name] = entry.index
+        try:
+            values, schedule = parse_entry(entry)
+        except JobFileError as exc:
+            errors += exc.messages
+            continue
+        name = values["name"]
+        seen[name] = entry.index
+        job = existing.get(name)
+        if job is None:
+            changes.append(Change(entry, Job(**values), values, schedule))
+            continue
+        changed = [(key, getattr(job, key), value) for key, value in values.items() if getattr(job, key) != value]
+        current = definitions.schedule_of(job)
+        if comparable_schedule(current) != comparable_schedule(schedule):
+            changed.append(("schedule", current, shown_schedule(schedule)))
+        else:
+            schedule = None  # re-applying it would move next_run_at
+        if changed:
+            changes.append(Change(entry, job, values, schedule, changed))
+        else:
+            unchanged += 1
+    if errors:
+        raise JobFileError(errors)
+    deletions = sorted((job for n, job in existing.items() if n not in seen), key=lambda j: j.name) if prune else []
+    return Plan(changes, deletions, unchanged)
+
+
+# --- applying
+
+def apply_plan(plan, dry_run=False):
+    """Save every change and delete the pruned jobs in one transaction: all of it or none.
+
+    A dry run saves the changes too (that is the full validation) and then rolls back."""
+    errors = []
+    with transaction.atomic():
+        for change in plan.changes:
+            job = change.job
+            was_enabled = job.enabled if not change.is_new else True
+            for key, value in change.values.items():
+                setattr(job, key, value)
+            if change.schedule is None and job.enabled and not was_enabled:
+                # Enabling is a resume, as in the API: from now on, paused slots are not run.
+                job.next_run_at = None
+                job.next_run_at = job.first_slot()
+            try:
+                definitions.save_job(job, change.schedule)
+            except ValidationError as exc:
+                errors += [f"{change.entry.where}: {m}" for m in messages_of(exc, schedule_key)]
+            except DatabaseError as exc:  # a value the model accepts and the database does not
+                errors.append(f"{change.entry.where}: {str(exc).strip()}")
+        if errors:
+            raise JobFileError(errors)
+        Job.objects.filter(pk__in=[job.pk for job in plan.deletions]).delete()
+        if dry_run:
+            transaction.set_rollback(True)
