@@ -38,6 +38,7 @@ django.setup()
 import redis  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
 from django_celery_beat.models import IntervalSchedule, PeriodicTask, PeriodicTasks  # noqa: E402
 
 from jobs.definitions import apply_schedule  # noqa: E402
@@ -79,9 +80,11 @@ def proc_usage(pid):
 
 
 def reset():
-    JobRun.objects.all().delete()
-    Job.objects.all().delete()
-    PeriodicTask.objects.all().delete()
+    # TRUNCATE: deleting 100,000 PeriodicTasks through the ORM fires django-celery-beat's change
+    # signal once per row and takes many minutes.
+    tables = [JobRun._meta.db_table, Job._meta.db_table, PeriodicTask._meta.db_table]
+    with connection.cursor() as cursor:
+        cursor.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
     PeriodicTasks.update_changed()
     redis.Redis.from_url(settings.REDIS_URL).flushdb()
 
