@@ -55,6 +55,26 @@ def test_it_filters_runs_by_job_status_and_time(people):
     assert ids(client.get("/api/runs/?since=2025-03-01T12:05:00&until=2025-03-01T12:15:00")) == [succeeded.pk]
 
 
+def test_it_filters_runs_by_tag_and_orders_them(people):
+    tagged = save_job(Job(name="tagged", kind="callable", target="builtin.noop", owner=people.owner, tags=["etl"]))
+    late_slot = add_run(tagged, 0)
+    JobRun.objects.filter(pk=late_slot.pk).update(scheduled_for=T0 + timedelta(hours=5))
+    early_slot = add_run(tagged, 10)
+    add_run(people.job, 20)
+    client = people.client(people.owner)
+    assert ids(client.get("/api/runs/?tag=etl")) == [early_slot.pk, late_slot.pk]
+    assert ids(client.get("/api/runs/?tag=etl&ordering=-scheduled_for")) == [late_slot.pk, early_slot.pk]
+    assert ids(client.get("/api/runs/?tag=etl&ordering=created_at")) == [late_slot.pk, early_slot.pk]
+    assert client.get("/api/runs/?ordering=worker").status_code == 400
+
+
+def test_it_serves_a_documentation_page_that_needs_no_internet(people):
+    assert APIClient().get("/api/docs/").status_code in (401, 403)
+    page = people.client(people.owner).get("/api/docs/").content.decode()
+    assert "/api/schema/" in page
+    assert "swagger-ui" in page and "cdn" not in page.lower() and "https://" not in page
+
+
 @pytest.mark.parametrize("query, field", [
     ("status=exploded", "status"), ("job=first", "job"), ("since=yesterday", "since"), ("until=2025-13-01", "until"),
 ])

@@ -197,6 +197,10 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
         return Response(self.get_serializer(job).data)
 
 
+RUN_ORDERINGS = [f"{sign}{field}" for field in ("created_at", "scheduled_for", "started_at", "finished_at")
+                 for sign in ("-", "")]
+
+
 @extend_schema_view(
     list=extend_schema(
         description="Run history of the jobs you can see, newest first. The list leaves out each run's "
@@ -206,6 +210,9 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
             OpenApiParameter("status", OpenApiTypes.STR, enum=RunStatus.values),
             OpenApiParameter("since", OpenApiTypes.DATETIME, description="Created at or after (ISO 8601)."),
             OpenApiParameter("until", OpenApiTypes.DATETIME, description="Created before (ISO 8601)."),
+            OpenApiParameter("tag", OpenApiTypes.STR, description="Runs of jobs carrying this tag."),
+            OpenApiParameter("ordering", OpenApiTypes.STR, enum=RUN_ORDERINGS,
+                             description="Sort order; default -created_at (newest first)."),
         ],
     ),
     retrieve=extend_schema(description="One run, with its output, error, worker, timings and attempts."),
@@ -229,6 +236,11 @@ class RunViewSet(ApiViewSet, viewsets.ReadOnlyModelViewSet):
             found = found.filter(created_at__gte=datetime_param(params, "since"))
         if "until" in params:
             found = found.filter(created_at__lt=datetime_param(params, "until"))
+        if "tag" in params:
+            found = found.filter(job__in=with_tag(Job.objects.all(), text_param(params, "tag")))
+        if "ordering" in params:
+            ordering = choice_param(params, "ordering", RUN_ORDERINGS)
+            found = found.order_by(ordering, "-id" if ordering.startswith("-") else "id")
         return found
 
     @extend_schema(
