@@ -105,7 +105,9 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 
-LOGIN_URL = "admin:login"
+# The pages' own login (the admin's accepts staff only).
+LOGIN_URL = "pages:login"
+LOGIN_REDIRECT_URL = "pages:overview"
 
 # --- Email (notifications)
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")

@@ -13,4 +13,5 @@ urlpatterns = [
          name="api-docs"),
     path("api/", include("jobs.api.urls")),
     path("metrics", metrics_view, name="metrics"),
+    path("", include("jobs.pages.urls")),
 ]

@@ -6,6 +6,11 @@ cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt
 bash scripts/services.sh
+# The browser test drives Debian's Chromium (it skips, saying why, when Chromium cannot be had).
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+    || echo "could not install chromium: the browser test will be skipped"
+fi
 export SECRET_KEY="${SECRET_KEY:-test-only-secret-key}"
 export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/scheduler}"
 export REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379/15}"

@@ -221,6 +221,9 @@ def test_it_lets_only_privileged_users_manage_command_jobs(people):
     assert teammate.patch(url, {"target": "rm -rf /"}, format="json").status_code == 403
     assert teammate.delete(url).status_code == 403
     assert teammate.patch(f"/api/jobs/{people.job.pk}/", {"kind": "command"}, format="json").status_code == 403
+    for verb in ("run", "pause", "resume"):
+        assert teammate.post(f"{url}{verb}/").status_code == 403
+    assert not JobRun.objects.filter(job__name="backup").exists()
 
     people.teammate.user_permissions.add(Permission.objects.get(codename="change_job"))
     teammate = people.client(User.objects.get(pk=people.teammate.pk))  # a fresh permission cache

@@ -21,6 +21,9 @@ from .serializers import JobSerializer, RunDetailSerializer, RunSerializer
 
 MAX_BODY_BYTES = 256 * 1024
 
+COMMAND_JOBS_DENIED = ("Only staff or users with the jobs.change_job permission may create, change, delete, "
+                       "run, pause, resume or cancel command jobs.")
+
 
 class RequestTooLarge(APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
@@ -148,8 +151,7 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
 
     def check_command_permission(self, job, data):
         if touches_command_job(job, data) and not may_manage_command_jobs(self.request.user):
-            raise PermissionDenied("Only staff or users with the jobs.change_job permission may "
-                                   "create, change or delete command jobs.")
+            raise PermissionDenied(COMMAND_JOBS_DENIED)
 
     def create(self, request, *args, **kwargs):
         self.check_command_permission(None, request.data)
@@ -174,6 +176,7 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
     @action(detail=True, methods=["post"])
     def run(self, request, pk=None):
         job = self.get_object()
+        self.check_command_permission(job, None)
         run = runs.run_now(job, user=request.user)
         data = RunDetailSerializer(run, context=self.get_serializer_context()).data
         location = reverse("api:run-detail", args=[run.pk], request=request)
@@ -184,6 +187,7 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
     @action(detail=True, methods=["post"])
     def pause(self, request, pk=None):
         job = self.get_object()
+        self.check_command_permission(job, None)
         definitions.pause(job)
         return Response(self.get_serializer(job).data)
 
@@ -193,6 +197,7 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
     @action(detail=True, methods=["post"])
     def resume(self, request, pk=None):
         job = self.get_object()
+        self.check_command_permission(job, None)
         definitions.resume(job)
         return Response(self.get_serializer(job).data)
 
@@ -252,6 +257,8 @@ class RunViewSet(ApiViewSet, viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         run = self.get_object()
+        if touches_command_job(run.job, None) and not may_manage_command_jobs(request.user):
+            raise PermissionDenied(COMMAND_JOBS_DENIED)
         cancelled = runs.cancel(run, reason=f"Cancelled by {request.user.get_username()} through the API")
         data = RunDetailSerializer(run, context=self.get_serializer_context()).data
         data["detail"] = "Cancelled." if cancelled else f"The run is already {run.status}; nothing changed."

@@ -1,0 +1,1 @@
+"""The built-in pages for watching jobs and runs (server-rendered Django templates)."""

@@ -1,0 +1,84 @@
+"""Small SVG charts drawn on the server: a sparkline of recent durations and a duration chart with
+the SLA as a line. No JavaScript and no library: the numbers become coordinates."""
+
+from django.utils.html import escape, format_html
+from django.utils.safestring import mark_safe
+
+STATUS_CLASS = {"succeeded": "ok", "failed": "bad", "timed_out": "bad"}
+
+
+def human_seconds(seconds):
+    if seconds is None:
+        return "—"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def sparkline(points, width=120, height=24):
+    """``points``: [(started_at, seconds, status)] oldest first."""
+    if not points:
+        return mark_safe('<span class="muted">—</span>')
+    top = max(p[1] for p in points) or 1
+    step = width / max(len(points) - 1, 1)
+    coords = [(i * step, height - 2 - (p[1] / top) * (height - 4)) for i, p in enumerate(points)]
+    if len(points) == 1:
+        coords = [(width / 2, height / 2)]
+    line = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
+    dots = "".join(
+        f'<circle class="{STATUS_CLASS.get(p[2], "")}" cx="{x:.1f}" cy="{y:.1f}" r="2"/>'
+        for (x, y), p in zip(coords, points, strict=True)
+    )
+    label = f"last {len(points)} runs, longest {human_seconds(top)}"
+    return mark_safe(
+        f'<svg class="spark" viewBox="-3 0 {width + 6} {height}" width="{width}" height="{height}" role="img" '
+        f'aria-label="{escape(label)}"><title>{escape(label)}</title>'
+        f'<polyline points="{line}"/>{dots}</svg>'
+    )
+
+
+def duration_chart(points, sla_seconds=None, width=640, height=200):
+    """Durations over time (``points``: [(started_at, seconds, status)] oldest first), with the SLA
+    as a dashed line when the job has one."""
+    if not points:
+        return mark_safe('<p class="muted">No finished runs yet.</p>')
+    left, right, top_pad, bottom = 56, 10, 10, 24
+    plot_w, plot_h = width - left - right, height - top_pad - bottom
+    top = max([p[1] for p in points] + [sla_seconds or 0]) * 1.1 or 1
+    first, last = points[0][0], points[-1][0]
+    span = (last - first).total_seconds() or 1
+
+    def x(moment):
+        return left + ((moment - first).total_seconds() / span) * plot_w if len(points) > 1 else left + plot_w / 2
+
+    def y(seconds):
+        return top_pad + plot_h - (seconds / top) * plot_h
+
+    parts = [
+        f'<svg class="chart" viewBox="0 0 {width} {height}" role="img" aria-label="Run durations">',
+        f'<line class="axis" x1="{left}" y1="{top_pad + plot_h}" x2="{width - right}" y2="{top_pad + plot_h}"/>',
+        f'<line class="axis" x1="{left}" y1="{top_pad}" x2="{left}" y2="{top_pad + plot_h}"/>',
+        f'<text class="tick" x="{left - 4}" y="{top_pad + 8}" text-anchor="end">{escape(human_seconds(top))}</text>',
+        f'<text class="tick" x="{left - 4}" y="{top_pad + plot_h}" text-anchor="end">0</text>',
+        format_html('<text class="tick" x="{}" y="{}">{}</text>', left, height - 6, first.strftime("%Y-%m-%d %H:%M UTC")),
+        format_html('<text class="tick" x="{}" y="{}" text-anchor="end">{}</text>', width - right, height - 6,
+                    last.strftime("%Y-%m-%d %H:%M UTC")),
+    ]
+    if len(points) > 1:
+        line = " ".join(f"{x(p[0]):.1f},{y(p[1]):.1f}" for p in points)
+        parts.append(f'<polyline class="series" points="{line}"/>')
+    for started, seconds, status in points:
+        tip = escape(f"{started:%Y-%m-%d %H:%M:%S} UTC · {human_seconds(seconds)} · {status}")
+        parts.append(f'<circle class="{STATUS_CLASS.get(status, "")}" cx="{x(started):.1f}" cy="{y(seconds):.1f}" '
+                     f'r="3"><title>{tip}</title></circle>')
+    if sla_seconds:
+        sla_y = y(sla_seconds)
+        parts.append(f'<line class="sla" x1="{left}" y1="{sla_y:.1f}" x2="{width - right}" y2="{sla_y:.1f}"/>')
+        parts.append(f'<text class="tick sla-label" x="{width - right}" y="{sla_y - 3:.1f}" text-anchor="end">'
+                     f'SLA {escape(human_seconds(sla_seconds))}</text>')
+    parts.append("</svg>")
+    return mark_safe("".join(str(p) for p in parts))

@@ -1,0 +1,21 @@
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from . import views
+
+app_name = "pages"
+
+urlpatterns = [
+    path("", views.overview, name="overview"),
+    path("jobs/", views.job_list, name="jobs"),
+    path("jobs/<int:pk>/", views.job_detail, name="job"),
+    path("jobs/<int:pk>/run/", views.job_run_now, name="job-run"),
+    path("jobs/<int:pk>/pause/", views.job_pause, name="job-pause"),
+    path("jobs/<int:pk>/resume/", views.job_resume, name="job-resume"),
+    path("runs/", views.run_list, name="runs"),
+    path("runs/<int:pk>/", views.run_detail, name="run"),
+    path("runs/<int:pk>/tail/", views.run_tail, name="run-tail"),
+    path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
+    path("accounts/login/", auth_views.LoginView.as_view(template_name="pages/login.html"), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(next_page="pages:login"), name="logout"),
+]
