@@ -34,7 +34,8 @@ cat <<TXT
 
   Job scheduler is starting.
     admin:  http://127.0.0.1:8000/admin/   user: $ADMIN_USER   password: $ADMIN_PASSWORD
-    API:    http://127.0.0.1:8000/api/
+    pages:  http://127.0.0.1:8000/
+    API:    http://127.0.0.1:8000/api/  (docs: /api/docs/)
     Flower: http://127.0.0.1:5555/         (same user and password)
   Ctrl-C stops web, worker, beat and Flower.
 
