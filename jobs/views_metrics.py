@@ -3,6 +3,7 @@
 import hmac
 
 from django.conf import settings
+from django.db import connection
 from django.http import HttpResponse
 from django.views.decorators.http import require_http_methods
 
@@ -21,6 +22,10 @@ def metrics_view(request):
             return response
     elif not metrics.address_allowed(request.META.get("REMOTE_ADDR", ""), settings.METRICS_ALLOWED_IPS):
         return HttpResponse("Not an address in METRICS_ALLOWED_IPS.\n", status=403, content_type="text/plain")
+    if connection.vendor != "postgresql":
+        # The metrics are aggregates in PostgreSQL's SQL; SQLite is only the zero-setup trial default.
+        return HttpResponse("Metrics need PostgreSQL: set DATABASE_URL to a postgres:// URL.\n", status=501,
+                            content_type="text/plain")
     body, content_type = metrics.render()
     response = HttpResponse(body, content_type=content_type)
     response["Cache-Control"] = "no-store"

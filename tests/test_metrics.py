@@ -175,3 +175,12 @@ def test_it_shows_runs_of_the_real_pipeline_and_the_leading_scheduler(processes,
     assert value(samples, "jobs_dispatch_lag_seconds_count") == 3
     assert value(samples, "jobs_runs", status="running") == 0
     assert value(samples, "jobs_scheduler_last_tick_timestamp_seconds") >= started
+
+
+def test_it_says_plainly_that_metrics_need_postgresql(client, monkeypatch):
+    from django.db import connection
+
+    monkeypatch.setattr(connection, "vendor", "sqlite")
+    response = client.get("/metrics", REMOTE_ADDR="127.0.0.1")
+    assert response.status_code == 501
+    assert b"Metrics need PostgreSQL" in response.content

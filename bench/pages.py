@@ -1,0 +1,282 @@
+"""Server time of the built-in pages over 10,000 jobs and 1,000,000 runs, next to the admin's run list.
+
+Seeds the database once (reruns find the data and skip it), then requests each page in-process
+with Django's test Client: 5 warm-up requests, then 50 timed ones. Prints p50/p95/max and the
+number of SQL queries per page, and EXPLAIN (ANALYZE, BUFFERS) of each page's slowest query.
+
+    psql -h 127.0.0.1 -U postgres -c "create database scheduler_pages"
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/scheduler_pages REDIS_URL=redis://127.0.0.1:6379/4 \
+        SECRET_KEY=x .venv/bin/python bench/pages.py
+
+Needs a database it may fill (it migrates it).
+"""
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "scheduler_site.settings")
+os.environ.setdefault("SECRET_KEY", "bench-only")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+from django.utils import timezone  # noqa: E402
+from django_celery_beat.models import CrontabSchedule, IntervalSchedule  # noqa: E402
+
+from jobs.definitions import apply_schedule  # noqa: E402
+from jobs.models import Job, JobKind, JobRun, ScheduleType  # noqa: E402
+
+JOBS = 10_000
+RUNS = 1_000_000
+OWNED_JOBS = 100
+HEAVY_SHARE = 10  # one run in HEAVY_SHARE belongs to the first job: the "job with many runs"
+DAYS = 30
+WARMUP = 5
+TIMED = 50
+TARGET_MS = 100
+
+
+def say(*parts):
+    print(*parts, flush=True)
+
+
+def execute(sql, params=None):
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
+
+
+# --- seeding
+
+
+def seed_users():
+    User = get_user_model()
+    staff, _ = User.objects.get_or_create(username="bench-staff", defaults={"is_staff": True, "is_superuser": True})
+    owner, _ = User.objects.get_or_create(username="bench-owner")
+    return staff, owner
+
+
+def seed_jobs(owner):
+    if Job.objects.count() >= JOBS:
+        say(f"jobs: {Job.objects.count()} already there")
+        return
+    rng = random.Random(1)
+    now = timezone.now()
+    interval, _ = IntervalSchedule.objects.get_or_create(every=300, period=IntervalSchedule.SECONDS)
+    crontab, _ = CrontabSchedule.objects.get_or_create(
+        minute="*/15", hour="*", day_of_month="*", month_of_year="*", day_of_week="*", timezone="UTC")
+    specs = [{"type": "interval", "every_seconds": 60}, {"type": "interval", "every_seconds": 3600},
+             {"type": "cron", "cron": "0 3 * * *", "timezone": "Europe/Paris"},
+             {"type": "cron", "cron": "30 */2 * * 1-5", "timezone": "America/New_York"}]
+    kinds = [(JobKind.CALLABLE, "jobs.builtin.noop"), (JobKind.COMMAND, "echo hello"),
+             (JobKind.HTTP, "http://127.0.0.1:9/ping")]
+    jobs = []
+    for i in range(JOBS):
+        kind, target = kinds[i % len(kinds)]
+        job = Job(name=f"bench-job-{i:05d}", kind=kind, target=target, owner=owner if i < OWNED_JOBS else None,
+                  tags=["bench", f"team-{i % 20}"], sla_seconds=60 if i % 7 == 0 else None)
+        if i < 20:
+            apply_schedule(job, specs[i % len(specs)])
+        elif i % 2:
+            job.schedule_type, job.interval = ScheduleType.INTERVAL, interval
+            job.next_run_at = now + timedelta(seconds=rng.uniform(0, 300))
+        else:
+            job.schedule_type, job.crontab = ScheduleType.CRON, crontab
+            job.next_run_at = now + timedelta(seconds=rng.uniform(0, 900))
+        job.enabled = i % 50 != 0
+        jobs.append(job)
+    Job.objects.bulk_create(jobs, batch_size=2000)
+    say(f"jobs: {JOBS} created")
+
+
+RUNS_SQL = """
+INSERT INTO jobs_jobrun (job_id, status, trigger, scheduled_for, attempt, max_attempts, created_at, queued_at,
+    started_at, finished_at, heartbeat_at, next_attempt_at, publish_count, worker, output, output_bytes, result,
+    error, reason, triggered_by_id)
+SELECT job_id, status, trigger, slot, 1, 1, slot, slot + interval '50 ms',
+    CASE WHEN status IN ('skipped', 'queued') THEN NULL ELSE slot + interval '200 ms' END,
+    CASE WHEN status IN ('skipped', 'queued', 'running') THEN NULL
+         ELSE slot + interval '200 ms' + make_interval(secs => took) END,
+    CASE WHEN status = 'running' THEN now() ELSE NULL END,
+    NULL, CASE WHEN status = 'skipped' THEN 0 ELSE 1 END,
+    CASE WHEN status = 'skipped' THEN '' ELSE 'celery@bench-' || (g %% 4) END,
+    CASE WHEN status = 'succeeded' THEN 'done' ELSE '' END, 4, NULL,
+    CASE WHEN status = 'failed' THEN 'RuntimeError: boom'
+         WHEN status = 'timed_out' THEN 'Timed out after 3600 s' ELSE '' END,
+    CASE WHEN status = 'skipped' THEN 'missed: start deadline passed' ELSE '' END, NULL
+FROM (
+    SELECT g,
+        CASE WHEN g %% %(heavy)s = 0 THEN %(first)s ELSE %(first)s + 1 + (g * 7919) %% (%(jobs)s - 1) END AS job_id,
+        CASE WHEN g <= 150 THEN 'running' WHEN g <= 300 THEN 'queued'
+             WHEN (g * 104729) %% 1000 < 900 THEN 'succeeded' WHEN (g * 104729) %% 1000 < 950 THEN 'failed'
+             WHEN (g * 104729) %% 1000 < 970 THEN 'timed_out' ELSE 'skipped' END AS status,
+        CASE WHEN g %% 100 = 0 THEN 'manual' ELSE 'schedule' END AS trigger,
+        now() - make_interval(secs => g * %(spacing)s) AS slot,
+        1 + (g * 31) %% 120 AS took
+    FROM generate_series(1::bigint, %(runs)s) AS g
+) AS r
+"""
+
+ATTEMPTS_SQL = """
+INSERT INTO jobs_jobattempt (run_id, number, outcome, task_id, worker, pid, started_at, finished_at, heartbeat_at,
+    error, traceback)
+SELECT id, 1, CASE status WHEN 'running' THEN 'running' ELSE status END, 'run-' || id || '-1', worker, 4242,
+    started_at, finished_at, heartbeat_at, error, ''
+FROM jobs_jobrun WHERE started_at IS NOT NULL
+"""
+
+LAST_RUN_SQL = """
+UPDATE jobs_job AS j SET last_run_id = r.id
+FROM (SELECT DISTINCT ON (job_id) job_id, id FROM jobs_jobrun ORDER BY job_id, created_at DESC, id DESC) AS r
+WHERE r.job_id = j.id
+"""
+
+
+def seed_runs():
+    if JobRun.objects.count() >= RUNS:
+        say(f"runs: {JobRun.objects.count()} already there")
+        return
+    first = Job.objects.order_by("pk").values_list("pk", flat=True).first()
+    started = time.monotonic()
+    count = execute(RUNS_SQL, {"heavy": HEAVY_SHARE, "first": first, "jobs": JOBS, "runs": RUNS,
+                          "spacing": DAYS * 86400 / RUNS})
+    say(f"runs: {count} inserted in {time.monotonic() - started:.0f} s")
+    started = time.monotonic()
+    count = execute(ATTEMPTS_SQL)
+    say(f"attempts: {count} inserted in {time.monotonic() - started:.0f} s")
+    count = execute(LAST_RUN_SQL)
+    say(f"jobs: last_run set on {count}")
+    started = time.monotonic()
+    execute("ANALYZE jobs_job; ANALYZE jobs_jobrun; ANALYZE jobs_jobattempt")
+    say(f"analyzed in {time.monotonic() - started:.0f} s")
+
+
+# --- measuring
+
+
+def measure(client, url):
+    """(timings in ms, captured queries of one more request)."""
+    for _ in range(WARMUP):
+        response = client.get(url)
+        assert response.status_code == 200, (url, response.status_code)
+    timings = []
+    for _ in range(TIMED):
+        started = time.perf_counter()
+        client.get(url)
+        timings.append((time.perf_counter() - started) * 1000)
+    with CaptureQueriesContext(connection) as captured:
+        client.get(url)
+    return timings, captured.captured_queries
+
+
+def percentile(values, share):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def explain(sql):
+    """(top plan line, index names used, whether jobs_jobrun is read by Seq Scan)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {sql}")
+        lines = [row[0] for row in cursor.fetchall()]
+    indexes = sorted({line.split(" using ")[1].split()[0] for line in lines if " using " in line})
+    seq_run = any("Seq Scan on jobs_jobrun" in line for line in lines)
+    timing = [line.strip() for line in lines if line.startswith("Execution Time")]
+    return lines[0].strip(), indexes, seq_run, timing[0] if timing else "", lines
+
+
+def pages(staff_ids):
+    heavy_job, run_id = staff_ids
+    return [
+        ("overview", "staff", "/"),
+        ("jobs list", "staff", "/jobs/"),
+        ("jobs list ?kind=http&status=failed", "staff", "/jobs/?kind=http&status=failed"),
+        ("jobs list", "owner", "/jobs/"),
+        ("job detail (heavy job)", "staff", f"/jobs/{heavy_job}/"),
+        ("runs list", "staff", "/runs/"),
+        ("runs list ?status=failed", "staff", "/runs/?status=failed"),
+        ("runs list", "owner", "/runs/"),
+        ("runs list ?status=failed", "owner", "/runs/?status=failed"),
+        ("run detail", "staff", f"/runs/{run_id}/"),
+        ("admin run changelist", "staff", "/admin/jobs/jobrun/"),
+        ("admin run changelist ?status=failed", "staff", "/admin/jobs/jobrun/?status__exact=failed"),
+    ]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", help="measure only the pages whose name contains this")
+    parser.add_argument("--plans", action="store_true", help="print the whole plan of each slowest query")
+    args = parser.parse_args()
+
+    call_command("migrate", verbosity=0)
+    staff, owner = seed_users()
+    seed_jobs(owner)
+    seed_runs()
+
+    heavy_job = Job.objects.order_by("pk").values_list("pk", flat=True).first()
+    run_id = JobRun.objects.filter(job_id=heavy_job, status="failed").order_by("-created_at").values_list(
+        "pk", flat=True)[5]
+    clients = {}
+    for name, user in (("staff", staff), ("owner", owner)):
+        # SERVER_NAME: a host ALLOWED_HOSTS accepts, without setup_test_environment's template signals.
+        clients[name] = Client(SERVER_NAME="localhost")
+        clients[name].force_login(user)
+
+    rows, slow = [], []
+    for name, who, url in pages((heavy_job, run_id)):
+        if args.only and args.only not in name:
+            continue
+        timings, queries = measure(clients[who], url)
+        p50, p95, top = statistics.median(timings), percentile(timings, 0.95), max(timings)
+        rows.append((name, who, p50, p95, top, len(queries)))
+        say(f"  {name} [{who}]: p95 {p95:.1f} ms, {len(queries)} queries")
+        selects = [q for q in queries if q["sql"].lstrip().upper().startswith("SELECT")]
+        if selects:
+            slowest = max(selects, key=lambda q: float(q["time"]))
+            slow.append((name, who, slowest))
+
+    say("")
+    say(f"{JobRun.objects.count():,} runs, {Job.objects.count():,} jobs; {WARMUP} warm-up + {TIMED} timed "
+        "requests per page, in-process test Client")
+    say("")
+    say("| page | user | p50 ms | p95 ms | max ms | SQL queries | p95 ≤ 100 ms |")
+    say("|---|---|---:|---:|---:|---:|---|")
+    for name, who, p50, p95, top, count in rows:
+        say(f"| {name} | {who} | {p50:.1f} | {p95:.1f} | {top:.1f} | {count} | "
+            f"{'yes' if p95 <= TARGET_MS else 'NO'} |")
+    ours = {(name, who): p95 for name, who, _, p95, _, _ in rows}
+    if ("runs list", "staff") in ours and ("admin run changelist", "staff") in ours:
+        say("")
+        say(f"runs list p95: ours {ours[('runs list', 'staff')]:.1f} ms, "
+            f"admin changelist {ours[('admin run changelist', 'staff')]:.1f} ms")
+
+    say("")
+    say("Slowest query of each page, EXPLAIN (ANALYZE, BUFFERS):")
+    for name, who, query in slow:
+        top_line, indexes, seq_run, timing, lines = explain(query["sql"])
+        flag = "  <-- Seq Scan on jobs_jobrun" if seq_run else ""
+        say(f"- {name} [{who}] ({float(query['time']) * 1000:.1f} ms captured): {query['sql'][:160]}")
+        say(f"    {top_line}")
+        say(f"    {timing}; indexes: {', '.join(indexes) or 'none'}{flag}")
+        if args.plans:
+            for line in lines:
+                say(f"      {line}")
+
+
+if __name__ == "__main__":
+    main()
