@@ -47,17 +47,6 @@ def default_of(name):
     return Job._meta.get_field(name).get_default()
 
 
-def contains_nul(value):
-    """Whether a value holds a NUL character, which PostgreSQL cannot store."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(contains_nul(item) for item in value)
-    return False
-
-
 def sorted_value(value):
     """Nested objects with their keys sorted, so an export does not depend on storage order."""
     if isinstance(value, dict):
@@ -223,7 +212,7 @@ def parse_entry(entry):
         raise JobFileError([f"{entry.where}: must be an object with name, kind, target and schedule."])
     errors = [f"{entry.where}: unknown key '{key}'." for key in data if key not in FIELDS]
     errors += [f"{entry.where}: {key}: Must not contain NUL (\\u0000) characters." for key, value in data.items()
-               if key in MODEL_FIELDS and contains_nul(value)]
+               if key in MODEL_FIELDS and definitions.contains_nul(value)]
     errors += [f"{entry.where}: {key}: This field is required." for key in sorted(REQUIRED - set(data))]
     values = {}
     for name in MODEL_FIELDS:

@@ -14,6 +14,17 @@ from .models import Job, ScheduleType
 MAX_INTERVAL_SECONDS = 10 * 365 * 86400  # IntervalSchedule.every is a 32-bit integer
 
 
+def contains_nul(value):
+    """Whether a JSON value holds a NUL character, which PostgreSQL cannot store in text."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(contains_nul(item) for item in value)
+    return False
+
+
 def parse_schedule(spec):
     """Validate a schedule object ({"type": "cron", ...}) and return it normalised."""
     if not isinstance(spec, dict):

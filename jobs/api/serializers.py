@@ -57,20 +57,9 @@ def field_errors(exc):
     return errors
 
 
-def contains_nul(value):
-    """Whether a JSON value holds a NUL character, which PostgreSQL rejects (a 500 if saved)."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(contains_nul(item) for item in value)
-    return False
-
-
 class GroupField(serializers.SlugRelatedField):
     def to_internal_value(self, data):
-        if contains_nul(data):
+        if definitions.contains_nul(data):
             self.fail("does_not_exist", slug_name=self.slug_field, value=data)
         return super().to_internal_value(data)
 
@@ -140,7 +129,7 @@ class JobSerializer(serializers.ModelSerializer):
 
     def validate(self, attrs):
         nul = [name for name in ("tags", "args", "kwargs", "environment", "http_headers", "http_ok_statuses")
-               if contains_nul(attrs.get(name))]
+               if definitions.contains_nul(attrs.get(name))]
         if nul:
             raise serializers.ValidationError({name: ["Must not contain NUL (\\u0000) characters."] for name in nul})
         return attrs
