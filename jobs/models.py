@@ -294,6 +294,15 @@ class JobRun(models.Model):
             models.Index(fields=["job", "-created_at"], name="run_job_recent_idx"),
             # Run history filtered by status, newest first: JobRun.objects.filter(status=...).
             models.Index(fields=["status", "-created_at"], name="run_status_recent_idx"),
+            # Every run, newest first, in the model's ordering: the runs page and the overview's
+            # latest failures (JobRun.objects.order_by("-created_at", "-id")[:50]), which otherwise
+            # sort the whole table (bench/pages.py).
+            models.Index(fields=["-created_at", "-id"], name="run_recent_idx"),
+            # A user's runs of one status: the runs page's count for a non-staff user,
+            # JobRun.objects.filter(job__in=visible_jobs(user), status=...).count(), which through
+            # run_status_recent_idx reads every run of that status (bench/pages.py); and
+            # job.runs.filter(status=...).order_by("-created_at") on the job page.
+            models.Index(fields=["job", "status", "-created_at"], name="run_job_status_idx"),
             # The monitor and the retry dispatcher only look at unfinished runs:
             # JobRun.objects.filter(status__in=ACTIVE_STATUSES, ...).
             models.Index(
@@ -362,6 +371,12 @@ class JobAttempt(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "number"], name="attempt_one_per_number"),
             models.CheckConstraint(condition=Q(outcome__in=AttemptOutcome.values), name="attempt_outcome_valid"),
+        ]
+        indexes = [
+            # The overview's recent workers: JobAttempt.objects.filter(Q(started_at__gte=since) |
+            # Q(heartbeat_at__gte=since)), a BitmapOr of these two instead of a Seq Scan (bench/pages.py).
+            models.Index(fields=["started_at"], name="attempt_started_idx"),
+            models.Index(fields=["heartbeat_at"], name="attempt_heartbeat_idx"),
         ]
 
     def __str__(self):

@@ -243,6 +243,21 @@ def test_it_shows_counts_running_runs_failures_upcoming_queues_leader_and_worker
     assert "beat-node-1" in fragment and "<nav" not in fragment
 
 
+def test_it_shows_dispatch_lag_per_queue_and_sla_overruns(people, redis_client):
+    Job.objects.filter(pk=people.job.pk).update(sla_seconds=10)
+    slow = make_run(people.job, ago=120, seconds=45)
+    make_run(people.job, ago=60, seconds=3)  # within its SLA
+    late = make_run(people.job, ago=30)
+    JobRun.objects.filter(pk=late.pk).update(scheduled_for=late.started_at - timedelta(seconds=4))
+
+    text = client_for(people.owner).get("/").text
+
+    overruns = text[text.index("SLA overruns, last 24 hours"):text.index("Upcoming runs")]
+    assert f"#{slow.pk}" in overruns and "45 s" in overruns
+    assert overruns.count('class="over-sla"') == 1
+    assert 'class="dispatch-lag">4.0 s' in text
+
+
 def test_it_says_so_when_no_scheduler_leads(people, redis_client):
     assert "No scheduler is leading" in client_for(people.owner).get("/").text
 

@@ -1,8 +1,10 @@
 """What the pages show, read with a fixed number of queries whatever the number of jobs or runs."""
 
+import math
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Count, F, Q, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
@@ -37,14 +39,24 @@ def success_rates(job_ids, now=None):
 
 def recent_durations(job_ids, per_job=SPARKLINE_RUNS):
     """{job id: [(started_at, seconds, status), ...] oldest first}: the last ``per_job`` finished runs
-    of each job, in one query (a window function numbers each job's runs)."""
-    rows = (
-        JobRun.objects.filter(job_id__in=job_ids, status__in=FINISHED_STATUSES, started_at__isnull=False,
-                              finished_at__isnull=False)
-        .annotate(rank=Window(RowNumber(), partition_by=[F("job_id")], order_by=F("started_at").desc()))
-        .filter(rank__lte=per_job)
-        .values_list("job_id", "started_at", "finished_at", "status")
-    )
+    of each job, in one query."""
+    finished = JobRun.objects.filter(status__in=FINISHED_STATUSES, started_at__isnull=False,
+                                     finished_at__isnull=False)
+    columns = ("job_id", "started_at", "finished_at", "status")
+    job_ids = list(job_ids)
+    if connection.features.supports_slicing_ordering_in_compound and job_ids:
+        # A UNION of one LIMITed branch per job reads ~per_job rows of each through run_job_recent_idx;
+        # a window function would number every run of every job (100,000 for a busy one: bench/pages.py).
+        branches = [finished.filter(job_id=pk).order_by("-created_at").values_list(*columns)[:per_job]
+                    for pk in job_ids]
+        rows = branches[0].union(*branches[1:], all=True) if len(branches) > 1 else branches[0]
+    else:
+        rows = (
+            finished.filter(job_id__in=job_ids)
+            .annotate(rank=Window(RowNumber(), partition_by=[F("job_id")], order_by=F("started_at").desc()))
+            .filter(rank__lte=per_job)
+            .values_list(*columns)
+        )
     found = {}
     for job_id, started, finished, status in rows:
         found.setdefault(job_id, []).append((started, (finished - started).total_seconds(), status))
@@ -74,6 +86,30 @@ def queue_depths(client):
     return list(zip(names, lengths, strict=True))
 
 
+def dispatch_lags(now, minutes=15, limit=5000):
+    """{queue: (p95 seconds from slot to start, runs)} over first attempts started lately."""
+    rows = (JobRun.objects.filter(created_at__gte=now - timedelta(minutes=minutes), attempt=1,
+                                  started_at__isnull=False)
+            .order_by("-created_at").values_list("job__queue", "scheduled_for", "started_at")[:limit])
+    lags = {}
+    for queue, slot, started in rows:
+        lags.setdefault(queue or settings.JOBS_DEFAULT_QUEUE, []).append(max(0.0, (started - slot).total_seconds()))
+    # Nearest-rank percentile: with few runs the p95 is the slowest of them.
+    return {queue: (sorted(values)[math.ceil(0.95 * len(values)) - 1], len(values)) for queue, values in lags.items()}
+
+
+def sla_overruns(user_runs, now, since, shown=10):
+    """Runs of the last day that ran (or are running) longer than their job's SLA, newest first."""
+    candidates = (user_runs.filter(created_at__gte=since, job__sla_seconds__isnull=False, started_at__isnull=False)
+                  .select_related("job").order_by("-created_at")[:500])
+    overruns = []
+    for run in candidates:
+        run.took = ((run.finished_at or now) - run.started_at).total_seconds()
+        if run.took > run.job.sla_seconds:
+            overruns.append(run)
+    return overruns[:shown]
+
+
 def leader(client):
     try:
         found = current_leader(client)
@@ -101,6 +137,7 @@ def overview(user_runs, user_jobs, now=None):
         run.over_sla = bool(sla and run.elapsed and run.elapsed > sla)
         run.sla_percent = min(100, int(100 * run.elapsed / sla)) if sla and run.elapsed else None
     client = redis_client()
+    lags = dispatch_lags(now)
     try:
         return {
             "now": now,
@@ -109,7 +146,8 @@ def overview(user_runs, user_jobs, now=None):
             "failures": list(user_runs.filter(status__in=FAILED_STATUSES).select_related("job")
                              .order_by("-created_at")[:10]),
             "upcoming": list(user_jobs.filter(enabled=True, next_run_at__isnull=False).order_by("next_run_at")[:10]),
-            "queues": queue_depths(client),
+            "queues": [(name, depth, *lags.get(name, (None, 0))) for name, depth in queue_depths(client)],
+            "sla_overruns": sla_overruns(user_runs, now, now - timedelta(hours=24)),
             "leader": leader(client),
             "workers": recent_workers(now),
         }
