@@ -1,22 +1,8 @@
 from django import forms
 from django.contrib import admin, messages
-from django.utils import timezone
 
 from .models import RULE_EVENTS, Channel, Delivery, Rule
-from .transports import TransportError, get_transport
-
-
-def test_delivery(channel):
-    """An unsaved delivery that says hello, for the "Send a test notification" action."""
-    now = timezone.now().isoformat()
-    payload = {
-        "event": "test",
-        "job": {"id": None, "name": "(test)"},
-        "run": {"id": None, "status": "test", "attempt": 1, "max_attempts": 1, "scheduled_for": now,
-                "started_at": None, "finished_at": None, "worker": "", "error": "", "reason": ""},
-        "details": {},
-    }
-    return Delivery(event="test", channel=channel, payload=payload, dedup_key="test")
+from .sending import send_test_notification
 
 
 @admin.register(Channel)
@@ -29,14 +15,8 @@ class ChannelAdmin(admin.ModelAdmin):
     @admin.action(description="Send a test notification")
     def send_test(self, request, queryset):
         for channel in queryset:
-            try:
-                get_transport(channel.kind).send(channel, test_delivery(channel))
-            except TransportError as exc:
-                Channel.objects.filter(pk=channel.pk).update(last_error=exc.message)
-                self.message_user(request, f"Could not send a test notification to {channel.name}: {exc.message}", messages.ERROR)
-            else:
-                Channel.objects.filter(pk=channel.pk).update(last_error="")
-                self.message_user(request, f"Sent a test notification to {channel.name}.", messages.SUCCESS)
+            sent, text = send_test_notification(channel)
+            self.message_user(request, text, messages.SUCCESS if sent else messages.ERROR)
 
 
 class RuleForm(forms.ModelForm):

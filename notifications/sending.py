@@ -94,3 +94,29 @@ def send_due(now=None, limit=500):
             enqueue(pk)
             published += 1
     return published
+
+
+def test_delivery(channel):
+    """An unsaved delivery that says hello, for "Send a test notification"."""
+    now = timezone.now().isoformat()
+    payload = {
+        "event": "test",
+        "job": {"id": None, "name": "(test)"},
+        "run": {"id": None, "status": "test", "attempt": 1, "max_attempts": 1, "scheduled_for": now,
+                "started_at": None, "finished_at": None, "worker": "", "error": "", "reason": ""},
+        "details": {},
+    }
+    return Delivery(event="test", channel=channel, payload=payload, dedup_key="test")
+
+
+def send_test_notification(channel):
+    """Send a test message to ``channel`` now; (sent, a sentence saying what happened)."""
+    from .models import Channel
+
+    try:
+        get_transport(channel.kind).send(channel, test_delivery(channel))
+    except TransportError as exc:
+        Channel.objects.filter(pk=channel.pk).update(last_error=exc.message)
+        return False, f"Could not send a test notification to {channel.name}: {exc.message}"
+    Channel.objects.filter(pk=channel.pk).update(last_error="")
+    return True, f"Sent a test notification to {channel.name}."

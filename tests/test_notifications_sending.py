@@ -192,6 +192,22 @@ def test_it_sends_a_test_notification_from_the_admin(http_server, admin_client):
     assert "could not reach" in bad.last_error
 
 
+def test_it_sends_a_test_notification_from_the_channels_page(http_server, admin_client, client, django_user_model):
+    channel = Channel.objects.create(name="ops hook", kind="webhook", config={"url": f"{http_server.url}/hook"})
+
+    page = admin_client.get("/channels/").content.decode()
+    assert "ops hook" in page and "Send a test notification" in page
+    response = admin_client.post(f"/channels/{channel.pk}/test/", follow=True)
+
+    assert "Sent a test notification to ops hook." in response.content.decode()
+    [body] = http_server.json_bodies()
+    assert body["event"] == "test"
+    client.force_login(django_user_model.objects.create_user("not-staff"))
+    assert client.get("/channels/").status_code == 404
+    assert client.post(f"/channels/{channel.pk}/test/").status_code == 404
+    assert len(http_server.json_bodies()) == 1
+
+
 def test_it_fails_an_email_to_a_refused_address_at_once(smtp_server):
     channel = channel_with_rule("email", {"recipients": ["nobody@example.com"]}, ["failed"])
     record_event(make_run(make_job(), status=RunStatus.FAILED), "failed")

@@ -16,6 +16,8 @@ urlpatterns = [
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("runs/<int:pk>/tail/", views.run_tail, name="run-tail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
+    path("channels/", views.channel_list, name="channels"),
+    path("channels/<int:pk>/test/", views.channel_test, name="channel-test"),
     path("accounts/login/", auth_views.LoginView.as_view(template_name="pages/login.html"), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="pages:login"), name="logout"),
 ]

@@ -11,13 +11,14 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import JsonResponse
+from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from notifications.models import Delivery
+from notifications.models import Channel, Delivery
+from notifications.sending import send_test_notification
 
 from .. import definitions, runs
 from ..api.permissions import may_manage_command_jobs, visible_jobs, visible_runs
@@ -258,3 +259,27 @@ def run_cancel(request, pk):
     else:
         messages.info(request, f"Run #{run.pk} is already {run.status}; nothing changed.")
     return redirect("pages:run", pk=run.pk)
+
+
+# --- notification channels (staff: channels are shared by everyone's jobs)
+
+
+def staff_only(request):
+    if not request.user.is_staff:
+        raise Http404("No such page.")
+
+
+@login_required
+def channel_list(request):
+    staff_only(request)
+    channels = Channel.objects.order_by("name")
+    return page(request, "pages/channels.html", {"channels": channels}, "channels")
+
+
+@login_required
+@require_POST
+def channel_test(request, pk):
+    staff_only(request)
+    sent, text = send_test_notification(get_object_or_404(Channel, pk=pk))
+    (messages.success if sent else messages.error)(request, text)
+    return redirect("pages:channels")
