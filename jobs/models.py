@@ -170,6 +170,13 @@ class Job(models.Model):
                 name="job_due_idx",
                 condition=Q(enabled=True, next_run_at__isnull=False),
             ),
+            # The start-deadline sweep (runs.skip_past_deadline), every second on the leader, starts
+            # from the few jobs that have a deadline rather than from every waiting run.
+            models.Index(
+                fields=["start_deadline_seconds"],
+                name="job_start_deadline_idx",
+                condition=Q(start_deadline_seconds__isnull=False),
+            ),
         ]
 
     def __str__(self):

@@ -7,7 +7,6 @@ its attempt was declared lost cannot overwrite what the monitor decided.
 
 import logging
 import random
-import threading
 
 from django.conf import settings
 from django.db import transaction
@@ -16,6 +15,7 @@ from django.utils import timezone
 
 from notifications import outbox
 
+from . import wire
 from .models import (
     AttemptOutcome,
     DeliveryCounter,
@@ -31,58 +31,31 @@ from .models import (
 logger = logging.getLogger(__name__)
 
 DUPLICATES_DROPPED = "duplicate_deliveries_dropped"
-PUBLISH_BATCH = 1000  # messages per Redis pipeline
 
 
-def publish(run_id, attempt, job, producer=None):
+def time_limits(job):
+    """(hard, soft) Celery time limits of an attempt. The hard limit is a backstop behind our own
+    timeout handling (the soft limit for functions, the process-group kill for commands)."""
+    hard = job.timeout_seconds + 2 * settings.JOBS_KILL_GRACE_SECONDS + 5
+    return hard, job.timeout_seconds if job.kind == "callable" else None
+
+
+def publish(run_id, attempt, job):
     from .tasks import execute_run
 
-    # Celery's hard limit is a backstop behind our own timeout handling (the soft limit for
-    # functions, the process-group kill for commands).
-    grace = settings.JOBS_KILL_GRACE_SECONDS
-    execute_run.apply_async(
-        args=[run_id, attempt],
-        task_id=task_id_for(run_id, attempt),
-        queue=job.effective_queue,
-        soft_time_limit=job.timeout_seconds if job.kind == "callable" else None,
-        time_limit=job.timeout_seconds + 2 * grace + 5,
-        producer=producer,
-        argsrepr=f"[{run_id}, {attempt}]",  # saves Celery a saferepr() per message
-        kwargsrepr="{}",
-    )
+    hard, soft = time_limits(job)
+    execute_run.apply_async(args=[run_id, attempt], task_id=task_id_for(run_id, attempt),
+                            queue=job.effective_queue, time_limit=hard, soft_time_limit=soft)
 
 
 def publish_many(items):
-    """Publish (run id, attempt, job) triples through one Redis pipeline per thousand messages.
-
-    kombu's ``Producer.batch`` buffers the very messages ``apply_async`` would send one round trip
-    each; a burst of due jobs is what makes that round trip the scheduler's main cost.
-    """
-    connection = _publishing_connection()
-    try:
-        producer = connection.Producer(auto_declare=False)
-        with producer.batch(max_size=PUBLISH_BATCH):
-            for run_id, attempt, job in items:
-                publish(run_id, attempt, job, producer=producer)
-    except Exception:
-        _publishing.connection = None  # a fresh connection next time
-        connection.release()
-        raise
-
-
-_publishing = threading.local()
-
-
-def _publishing_connection():
-    """This thread's broker connection for batches. kombu only batches on a connection that does
-    not retry a timed-out command (a retried pipeline could push its messages twice); when a batch
-    fails, its runs stay queued in the database and the monitor publishes them again."""
-    from .tasks import execute_run
-
-    if getattr(_publishing, "connection", None) is None:
-        _publishing.connection = execute_run.app.connection_for_write(
-            transport_options={"retry_on_timeout": False})
-    return _publishing.connection
+    """Publish (run id, attempt, job) triples: the same messages as ``publish``, one Redis round
+    trip per thousand (jobs/wire.py)."""
+    messages = []
+    for run_id, attempt, job in items:
+        hard, soft = time_limits(job)
+        messages.append((job.effective_queue, wire.encode(run_id, attempt, job.effective_queue, hard, soft)))
+    wire.send(messages)
 
 
 def publish_on_commit(run_id, attempt, job):
@@ -235,9 +208,10 @@ def skip_past_deadline(now=None):
     """Skip scheduled runs still waiting to start past their job's start deadline (a 'missed' event)."""
     now = now or timezone.now()
     skipped = 0
+    with_deadline = Job.objects.filter(start_deadline_seconds__isnull=False).values("pk")
     waiting = JobRun.objects.filter(
-        status__in=[RunStatus.PENDING, RunStatus.QUEUED], attempt=1, trigger=RunTrigger.SCHEDULE,
-        job__start_deadline_seconds__isnull=False,
+        job__in=with_deadline, status__in=[RunStatus.PENDING, RunStatus.QUEUED], attempt=1,
+        trigger=RunTrigger.SCHEDULE,
     ).select_related("job")
     for run in waiting:
         if miss_if_past_deadline(run, now):
