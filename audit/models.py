@@ -7,20 +7,20 @@ from django.utils import timezone
 
 
 class Action(models.TextChoices):
-    CREATE = "create"
-    CHANGE = "change"
-    PAUSE = "pause"
-    RESUME = "resume"
-    DELETE = "delete"
+    CREATE = "create", "create"
+    CHANGE = "change", "change"
+    PAUSE = "pause", "pause"
+    RESUME = "resume", "resume"
+    DELETE = "delete", "delete"
     RUN_NOW = "run_now", "run now"
-    CANCEL = "cancel"
-    BACKFILL = "backfill"
+    CANCEL = "cancel", "cancel a run"
+    BACKFILL = "backfill", "backfill"
 
 
 class Source(models.TextChoices):
-    ADMIN = "admin"
-    PAGE = "page"
-    API = "api"
+    ADMIN = "admin", "admin"
+    PAGE = "page", "pages"
+    API = "api", "API"
     CLI = "cli", "command line"
 
 

@@ -9,13 +9,14 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from audit import trail
-from audit.models import AuditEntry, Source
+from audit.models import Source
 
 from . import definitions, runs
 from .forms import JobAdminForm
 from .models import Job, JobAttempt, JobRun, RunStatus, ScheduleType
 
 RECENT_RUNS_ON_JOB_PAGE = 20
+RECENT_AUDIT_ON_JOB_PAGE = 20
 
 STATUS_COLOURS = {
     RunStatus.PENDING: "#6c757d",
@@ -100,24 +101,6 @@ class RecentRunInline(ReadOnlyInline):
         return status_badge(run.status)
 
 
-class RecentAuditFormSet(BaseInlineFormSet):
-    def get_queryset(self):
-        return super().get_queryset().order_by("-created_at", "-id")[:RECENT_RUNS_ON_JOB_PAGE]
-
-
-class RecentAuditInline(ReadOnlyInline):
-    model = AuditEntry
-    formset = RecentAuditFormSet
-    verbose_name_plural = f"audit trail (latest {RECENT_RUNS_ON_JOB_PAGE})"
-    fields = ("created_at", "actor_name", "action", "source", "remote_addr", "changed", "detail")
-    readonly_fields = fields
-
-    @admin.display(description="what changed")
-    def changed(self, entry):
-        return format_html_join("", "<div><code>{}</code>: {} → {}</div>",
-                                ((name, old, new) for name, (old, new) in (entry.changes or {}).items())) or "-"
-
-
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
     form = JobAdminForm
@@ -126,7 +109,7 @@ class JobAdmin(admin.ModelAdmin):
     list_select_related = ("crontab", "interval", "clocked", "owner", "last_run")
     search_fields = ("name", "target", "description")
     actions = ("run_selected_now", "pause_selected", "resume_selected", "clone_selected")
-    readonly_fields = ("schedule_in_words", "upcoming_runs", "last_run_summary", "next_run_at")
+    readonly_fields = ("schedule_in_words", "upcoming_runs", "last_run_summary", "next_run_at", "audit_trail")
     save_on_top = True
 
     def get_fieldsets(self, request, obj=None):
@@ -145,10 +128,11 @@ class JobAdmin(admin.ModelAdmin):
             ("Execution", {"fields": ["queue", "max_retries", "retry_backoff_seconds",
                                       "retry_backoff_max_seconds", "retry_jitter", "timeout_seconds",
                                       "sla_seconds"]}),
+            *([("Audit trail", {"fields": ["audit_trail"]})] if obj is not None else []),
         ]
 
     def get_inlines(self, request, obj):
-        return [RecentRunInline, RecentAuditInline] if obj is not None else []
+        return [RecentRunInline] if obj is not None else []
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("crontab", "interval", "clocked", "last_run")
@@ -185,6 +169,22 @@ class JobAdmin(admin.ModelAdmin):
             return "Never run"
         return format_html("{} {} scheduled for {}", run_link(run), status_badge(run.status),
                            run.scheduled_for.strftime("%Y-%m-%d %H:%M:%S %Z"))
+
+    @admin.display(description=f"latest {RECENT_AUDIT_ON_JOB_PAGE} changes")
+    def audit_trail(self, job):
+        entries = job.audit.order_by("-created_at", "-id")[:RECENT_AUDIT_ON_JOB_PAGE]
+        rows = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", (
+            (entry.created_at.strftime("%Y-%m-%d %H:%M:%S UTC"), entry.actor_name, entry.get_action_display(),
+             f"{entry.get_source_display()} {entry.remote_addr}".strip(),
+             format_html_join("", "<div><code>{}</code>: {} → {}</div>",
+                              ((name, old, new) for name, (old, new) in (entry.changes or {}).items()))
+             or entry.detail or "-")
+            for entry in entries))
+        if not rows:
+            return "Nothing recorded yet."
+        link = reverse("admin:audit_auditentry_changelist") + f"?job__id__exact={job.pk}"
+        return format_html("<table><tr><th>when</th><th>who</th><th>action</th><th>from</th><th>what changed</th></tr>"
+                           "{}</table><a href='{}'>the whole trail</a>", rows, link)
 
     @admin.display(description="last run", ordering="last_run__status")
     def last_run_status(self, job):

@@ -105,11 +105,13 @@ def build(job, start, end, now=None, alert=True):
     """The report for [start, end); raises ValidationError for a bad or too long range. With
     ``alert``, a missing slot records a ``missed`` notification (deduplicated per slot)."""
     now = now or timezone.now()
-    checked_from = max(filter(None, [start, job.created_at, schedule_changed_at(job)]))
-    report = SlotReport(start=start, end=end, checked_from=checked_from)
-    if checked_from >= end:
+    since = max(filter(None, [job.created_at, schedule_changed_at(job)]))
+    report = SlotReport(start=start, end=end, checked_from=max(start, since))
+    # A schedule's first slot is strictly after the moment it was saved (Job.first_slot).
+    first = max(start, since + timedelta(microseconds=1))
+    if first >= end:
         return report
-    slots = check_range(job, checked_from, end, settings.JOBS_SLOT_REPORT_MAX_SLOTS, now=now)
+    slots = check_range(job, first, end, settings.JOBS_SLOT_REPORT_MAX_SLOTS, now=now)
     if not slots:
         return report
     by_slot = runs_by_slot(job, slots, end)
