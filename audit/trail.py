@@ -91,6 +91,8 @@ def record(job, action, source, *, request=None, user=None, changes=None, run=No
     else:
         actor_name = user.get_username() if user else _os_user()
         remote = socket.gethostname() if source == Source.CLI else ""
+    if run is not None and not detail:
+        detail = f"run #{run.pk}"  # kept in words: the run may be deleted before the entry
     return AuditEntry.objects.create(
         job=job if job is not None and job.pk else None,
         job_name=getattr(job, "name", "")[:200], action=Action(action), actor=user, actor_name=actor_name[:255],

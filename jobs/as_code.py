@@ -287,7 +287,8 @@ def apply_plan(plan, dry_run=False):
         for change in plan.changes:
             job = change.job
             was_enabled = job.enabled if not change.is_new else True
-            before = None if change.is_new else trail.snapshot(job)
+            is_new = change.is_new
+            before = None if is_new else trail.snapshot(job)
             for key, value in change.values.items():
                 setattr(job, key, value)
             if change.schedule is None and job.enabled and not was_enabled:
@@ -297,7 +298,7 @@ def apply_plan(plan, dry_run=False):
             try:
                 definitions.save_job(job, change.schedule)
                 if changes := trail.diff(before, trail.snapshot(job)):
-                    trail.record(job, "create" if change.is_new else "change", Source.CLI, changes=changes,
+                    trail.record(job, "create" if is_new else "change", Source.CLI, changes=changes,
                                  detail="jobs apply")
             except ValidationError as exc:
                 errors += [f"{change.entry.where}: {m}" for m in messages_of(exc, schedule_key)]
