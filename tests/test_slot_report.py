@@ -172,3 +172,18 @@ def test_the_command_line_lists_the_slots_and_fails_on_a_missing_one(history):
     text = out.getvalue()
     assert "Skipped: the slot at 2026-11-20 04:00:00 UTC was not run: job paused by owner (API)" in text
     assert "2 ran, 3 skipped, 1 missing, 0 due, 0 upcoming" in text
+
+
+def test_ranges_at_the_edges_of_the_calendar_are_answered_not_crashed_on(people, history):
+    client = people.client(people.owner)
+    for start, end in [("0001-01-01T00:00:00Z", "0001-01-02T00:00:00Z"),
+                       ("0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z"),
+                       ("9999-12-31T00:00:00Z", "9999-12-31T23:59:59Z")]:
+        slots = client.get(f"/api/jobs/{history.pk}/slots/", {"start": start, "end": end})
+        backfill = client.post(f"/api/jobs/{history.pk}/backfill/", {"start": start, "end": end}, format="json")
+        assert slots.status_code in (200, 400), (start, end, slots.content)
+        assert backfill.status_code == 400, (start, end, backfill.content)
+    page = Client()
+    page.force_login(people.owner)
+    assert page.get(f"/jobs/{history.pk}/", {"why": "9999-12-31T23:59"}).status_code == 200
+    assert page.get(f"/jobs/{history.pk}/slots/", {"from": "0001-01-01T00:00"}).status_code == 200

@@ -24,9 +24,10 @@ def local_moment(text, tzname):
     """A datetime-local value read in the job's timezone; None when it is not one."""
     try:
         naive = datetime.strptime(text.strip()[:16], LOCAL_FORMAT)
-        return naive.replace(tzinfo=ZoneInfo(tzname))
     except ValueError:
         return None
+    # Far from the edges of datetime, so the ranges built around it cannot overflow.
+    return naive.replace(tzinfo=ZoneInfo(tzname)) if 1900 <= naive.year <= 9000 else None
 
 
 def local_text(moment, tzname):

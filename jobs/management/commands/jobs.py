@@ -45,7 +45,7 @@ def moment(text, option):
         parsed = parse_datetime(text.strip())
     except ValueError:
         parsed = None
-    if parsed is None:
+    if parsed is None or not 1900 <= parsed.year <= 9000:
         raise CommandError(f"{option}: {text!r} is not an ISO 8601 date and time, such as 2026-11-21T00:00Z.")
     return timezone.make_aware(parsed, UTC) if timezone.is_naive(parsed) else parsed
 
