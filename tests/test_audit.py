@@ -137,6 +137,9 @@ def test_every_command_line_action_is_recorded_once(tmp_path):
     call_command("jobs", "pause", "from-the-shell", stdout=out)
     call_command("jobs", "resume", "from-the-shell", stdout=out)
     call_command("jobs", "run", "from-the-shell", stdout=out)
+    run = JobRun.objects.get(job=job)
+    call_command("runs", "cancel", str(run.pk), stdout=out)
+    call_command("runs", "cancel", str(run.pk), stdout=out)  # already cancelled: no entry
     call_command("jobs", "backfill", "from-the-shell", "--from", DAY, "--to", TWO_HOURS_LATER, stdout=out)
     spec = tmp_path / "jobs.yaml"
     spec.write_text("jobs:\n- name: from-the-shell\n  kind: callable\n  target: builtin.noop\n  max_retries: 2\n"
@@ -147,7 +150,8 @@ def test_every_command_line_action_is_recorded_once(tmp_path):
     call_command("jobs", "apply", str(spec), "--prune", stdout=out)
 
     actions = [action for action, _, source in trail("from-the-shell") if source == "cli"]
-    assert actions == ["pause", "resume", "run_now", "backfill", "change", "delete"]
+    assert actions == ["pause", "resume", "run_now", "cancel", "backfill", "change", "delete"]
+    assert f"Run {run.pk} is already cancelled; nothing changed." in out.getvalue()
     assert [action for action, _, _ in trail("new-one")] == ["create"]
     entry = AuditEntry.objects.get(action="change")
     assert entry.changes == {"max_retries": [0, 2]}

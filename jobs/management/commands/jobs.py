@@ -124,6 +124,8 @@ class Command(BaseCommand):
         ]
         if job.kind == "command":
             fields.append(("environment", job.environment))
+            fields += [(name, getattr(job, name) or "-") for name in (
+                "memory_limit_mb", "cpu_limit_seconds", "max_open_files", "max_processes", "working_directory")]
         if job.kind == "http":
             fields += [("http_method", job.http_method), ("http_headers", job.http_headers),
                        ("http_body", job.http_body or "-"), ("http_ok_statuses", job.http_ok_statuses or "any 2xx")]
