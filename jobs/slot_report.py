@@ -15,11 +15,13 @@ An interval job's run belongs to the slot whose interval it falls in, since edit
 the job moves its grid.
 """
 
+import logging
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
@@ -27,7 +29,9 @@ from audit.models import Action, AuditEntry
 from notifications import outbox
 
 from .backfill import check_range
-from .models import JobRun, RunStatus, RunTrigger, ScheduleType
+from .models import Job, JobRun, RunStatus, RunTrigger, ScheduleType
+
+logger = logging.getLogger(__name__)
 
 RAN, SKIPPED, MISSING, DUE, UPCOMING = "ran", "skipped", "missing", "due", "upcoming"
 
@@ -60,6 +64,10 @@ class EnabledTimeline:
 
     def __init__(self, job):
         self.job = job
+        self.changes = None
+
+    def _load(self):
+        job = self.job
         self.changes = []
         entries = AuditEntry.objects.filter(job=job).order_by("created_at", "id")
         for entry in entries.only("created_at", "action", "changes", "actor_name", "source"):
@@ -80,6 +88,8 @@ class EnabledTimeline:
 
     def off_reason(self, moment):
         """Why the job was not running its schedule at ``moment``, or "" when it was."""
+        if self.changes is None:  # read only when a slot has no run: rare
+            self._load()
         i = bisect_right(self.times, moment)
         if i:
             _, enabled, entry = self.changes[i - 1]
@@ -179,3 +189,27 @@ def explain(job, moment, now=None):
     if slot.outcome == DUE:
         return f"The slot at {when} is due and not dispatched yet."
     return f"Missing: nothing was recorded for the slot at {when}; an alert was raised."
+
+
+def check_recent(now=None, window=None):
+    """Look at the recent slots of every enabled recurring job and alert the missing ones: what
+    the periodic task ``jobs.check_slots`` does (see JOBS_SLOT_CHECK_SECONDS). Returns
+    {"jobs": checked, "missing": slots found missing, "unchecked": jobs with too many slots}."""
+    now = now or timezone.now()
+    window = timedelta(seconds=window or 2 * settings.JOBS_SLOT_CHECK_SECONDS)
+    grace = timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS + settings.JOBS_TICK_SECONDS * 5)
+    found = {"jobs": 0, "missing": 0, "unchecked": 0}
+    jobs = (Job.objects.filter(enabled=True, schedule_type__in=[ScheduleType.CRON, ScheduleType.INTERVAL,
+                                                                ScheduleType.ONCE])
+            .select_related("crontab", "interval", "clocked").order_by("pk"))
+    for job in jobs.iterator(chunk_size=500):
+        try:
+            report = build(job, now - grace - window, now - grace, now=now)
+        except ValidationError:
+            found["unchecked"] += 1  # more slots in the window than JOBS_SLOT_REPORT_MAX_SLOTS
+            continue
+        found["jobs"] += 1
+        found["missing"] += len(report.missing)
+    if found["missing"] or found["unchecked"]:
+        logger.warning("slot check: %s", found)
+    return found

@@ -86,14 +86,19 @@ def record_slot_missed(job, slot, reason):
         with transaction.atomic():
             now = timezone.now()
             unsaved = JobRun(job=job, status=RunStatus.SKIPPED, scheduled_for=slot, reason=f"missing: {reason}")
-            rows = [
-                Delivery(event="missed", channel=channel, run=None, job=job, created_at=now, next_attempt_at=now,
-                         queued_at=now, dedup_key=f"missed:job{job.pk}:{slot:%Y%m%dT%H%M%S}:{channel.pk}",
-                         payload=payload_for(unsaved, "missed", {"reason": reason}), status=DeliveryStatus.PENDING)
-                for channel in _channels_for(unsaved, "missed")
-            ]
+            rows = []
+            for channel in _channels_for(unsaved, "missed"):
+                key = f"missed:job{job.pk}:{slot:%Y%m%dT%H%M%S}:{channel.pk}"
+                if Delivery.objects.filter(dedup_key=key).exists():
+                    continue  # alerted already (a second look at the same slot)
+                row = Delivery(event="missed", channel=channel, run=None, job=job, created_at=now,
+                               next_attempt_at=now, queued_at=now, dedup_key=key, status=DeliveryStatus.PENDING,
+                               payload=payload_for(unsaved, "missed", {"reason": reason}))
+                if _over_threshold(channel, now):  # a scheduler outage finds many at once
+                    _fold(row, now)
+                rows.append(row)
             Delivery.objects.bulk_create(rows, ignore_conflicts=True)
-            keys = [row.dedup_key for row in rows]
+            keys = [row.dedup_key for row in rows if row.status == DeliveryStatus.PENDING]
             if keys:
                 transaction.on_commit(lambda: enqueue_pending(keys))
             return len(rows)

@@ -15,6 +15,7 @@ from jobs.models import Job, JobRun, RunStatus, RunTrigger
 from notifications.models import Delivery
 
 from .api_personas import make_personas
+from .conftest import wait_for
 from .test_notifications_support import RecordingHTTPServer, channel_with_rule, send_pending
 
 DAY = datetime(2026, 11, 20, tzinfo=UTC)
@@ -187,3 +188,31 @@ def test_ranges_at_the_edges_of_the_calendar_are_answered_not_crashed_on(people,
     page.force_login(people.owner)
     assert page.get(f"/jobs/{history.pk}/", {"why": "9999-12-31T23:59"}).status_code == 200
     assert page.get(f"/jobs/{history.pk}/slots/", {"from": "0001-01-01T00:00"}).status_code == 200
+
+
+def test_the_periodic_check_alerts_recent_missing_slots_once(history):
+    with RecordingHTTPServer() as server:
+        channel_with_rule("webhook", {"url": server.url}, ["missed"])
+        now = at(5, 30)
+        assert slot_report.check_recent(now=now, window=3 * 3600) == {"jobs": 2, "missing": 1, "unchecked": 0}
+        assert slot_report.check_recent(now=now, window=3 * 3600)["missing"] == 1
+        send_pending()
+        assert [(body["event"], body["run"]["scheduled_for"]) for body in server.json_bodies()] == [
+            ("missed", at(5).isoformat())]
+
+
+def test_the_scheduler_has_a_worker_look_for_missing_slots(processes):
+    with RecordingHTTPServer() as server:
+        channel_with_rule("webhook", {"url": server.url}, ["missed"])
+        with time_machine.travel(datetime.now(UTC) - timedelta(hours=1)):
+            job = save_job(Job(name="skipped-by-a-bug", kind="callable", target="builtin.noop"),
+                           {"type": "interval", "every_seconds": 2})
+        # As if the scheduler had jumped over slots without recording them.
+        Job.objects.filter(pk=job.pk).update(next_run_at=datetime.now(UTC) + timedelta(hours=1))
+        processes.worker()
+        processes.beat(JOBS_SLOT_CHECK_SECONDS=2, JOBS_MISFIRE_GRACE_SECONDS=1)
+
+        wait_for(lambda: server.requests, timeout=60, message="a missed alert")
+        body = server.json_bodies()[0]
+        assert (body["event"], body["job"]["name"]) == ("missed", "skipped-by-a-bug")
+        assert not JobRun.objects.filter(job=job).exists()
