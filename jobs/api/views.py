@@ -191,6 +191,7 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
                    description="Run the job now (a manual run, queued at once). The `Location` header "
                                "points at the new run.")
     @action(detail=True, methods=["post"])
+    @transaction.atomic  # the action and its audit entry, together or not at all
     def run(self, request, pk=None):
         job = self.get_object()
         self.check_command_permission(job, None)
@@ -203,6 +204,7 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
     @extend_schema(request=None, responses=JobSerializer,
                    description="Stop the job's schedule. Runs already queued still run; run now still works.")
     @action(detail=True, methods=["post"])
+    @transaction.atomic  # the action and its audit entry, together or not at all
     def pause(self, request, pk=None):
         job = self.get_object()
         self.check_command_permission(job, None)
@@ -214,6 +216,7 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
                    description="Restart the job's schedule from now on: slots that fell while it was "
                                "paused are not run.")
     @action(detail=True, methods=["post"])
+    @transaction.atomic  # the action and its audit entry, together or not at all
     def resume(self, request, pk=None):
         job = self.get_object()
         self.check_command_permission(job, None)
@@ -228,6 +231,7 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
                                "is safe to repeat. With `dry_run` the slots are listed and nothing is created "
                                "(200); otherwise the runs are queued (202).")
     @action(detail=True, methods=["post"])
+    @transaction.atomic  # the action and its audit entry, together or not at all
     def backfill(self, request, pk=None):
         job = self.get_object()
         self.check_command_permission(job, None)
@@ -312,6 +316,7 @@ class RunViewSet(ApiViewSet, viewsets.ReadOnlyModelViewSet):
                     "answered with 200 and left unchanged. `detail` says which happened.",
     )
     @action(detail=True, methods=["post"])
+    @transaction.atomic
     def cancel(self, request, pk=None):
         run = self.get_object()
         if touches_command_job(run.job, None) and not may_manage_command_jobs(request.user):

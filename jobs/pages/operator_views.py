@@ -7,6 +7,7 @@ from zoneinfo import ZoneInfo
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect
 from django.utils import timezone
 
@@ -80,6 +81,7 @@ def job_slots(request, pk):
 
 
 @login_required
+@transaction.atomic  # the backfill and its audit entry, together or not at all
 def job_backfill(request, pk):
     """GET: the form. POST without ``confirm``: the dry run, listing the slots. POST with it: create."""
     job = job_to_act_on(request, pk) if request.method == "POST" else get_object_or_404(visible_jobs(request.user), pk=pk)

@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -171,6 +172,7 @@ def job_to_act_on(request, pk):
 
 @login_required
 @require_POST
+@transaction.atomic  # the action and its audit entry, together or not at all
 def job_run_now(request, pk):
     job = job_to_act_on(request, pk)
     run = runs.run_now(job, user=request.user)
@@ -181,6 +183,7 @@ def job_run_now(request, pk):
 
 @login_required
 @require_POST
+@transaction.atomic  # the action and its audit entry, together or not at all
 def job_pause(request, pk):
     job = job_to_act_on(request, pk)
     definitions.pause(job)
@@ -191,6 +194,7 @@ def job_pause(request, pk):
 
 @login_required
 @require_POST
+@transaction.atomic  # the action and its audit entry, together or not at all
 def job_resume(request, pk):
     job = job_to_act_on(request, pk)
     definitions.resume(job)
@@ -265,6 +269,7 @@ def run_tail(request, pk):
 
 @login_required
 @require_POST
+@transaction.atomic  # the action and its audit entry, together or not at all
 def run_cancel(request, pk):
     run = visible_run(request, pk)
     if not may_act_on(request.user, run.job):

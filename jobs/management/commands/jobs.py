@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -167,8 +168,9 @@ class Command(BaseCommand):
 
     def handle_run(self, name, wait, timeout, **options):
         job = find_job(name)
-        run = runs.run_now(job)
-        trail.record(job, "run_now", Source.CLI, run=run)
+        with transaction.atomic():
+            run = runs.run_now(job)
+            trail.record(job, "run_now", Source.CLI, run=run)
         self.stdout.write(f"Run {run.pk} of {job.name} queued.")
         if not wait:
             return
@@ -193,14 +195,16 @@ class Command(BaseCommand):
 
     def handle_pause(self, name, **options):
         job = find_job(name)
-        definitions.pause(job)
-        trail.record(job, "pause", Source.CLI)
+        with transaction.atomic():
+            definitions.pause(job)
+            trail.record(job, "pause", Source.CLI)
         self.stdout.write(f"Paused {job.name}.")
 
     def handle_resume(self, name, **options):
         job = find_job(name)
-        definitions.resume(job)
-        trail.record(job, "resume", Source.CLI)
+        with transaction.atomic():
+            definitions.resume(job)
+            trail.record(job, "resume", Source.CLI)
         self.stdout.write(f"Resumed {job.name}; next run {when(job.next_run_at)}.")
 
 
@@ -246,7 +250,12 @@ class Command(BaseCommand):
         job = find_job(name)
         start, end = moment(start, "--from"), moment(end, "--to")
         try:
-            found = backfill.backfill(job, start, end, dry_run=dry_run)
+            with transaction.atomic():
+                found = backfill.backfill(job, start, end, dry_run=dry_run)
+                if found.created:
+                    trail.record(job, "backfill", Source.CLI, detail=(
+                        f"{len(found.created)} run(s) for the slots from {start.isoformat()} to "
+                        f"{end.isoformat()} ({len(found.existing)} already had a run)"))
         except ValidationError as exc:
             raise CommandError(range_errors(exc)) from None
         for slot in found.slots:
@@ -257,10 +266,6 @@ class Command(BaseCommand):
             self.stdout.write(f"dry run: {len(found.slots)} slots, {len(found.missing)} would be created; "
                               "nothing was saved.")
             return
-        if found.created:
-            trail.record(job, "backfill", Source.CLI, detail=(
-                f"{len(found.created)} run(s) for the slots from {start.isoformat()} to {end.isoformat()} "
-                f"({len(found.existing)} already had a run)"))
         self.stdout.write(f"backfilled: {len(found.created)} runs created, {len(found.existing)} slots already had one.")
 
     def handle_slots(self, name, start, end, **options):

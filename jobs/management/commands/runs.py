@@ -4,6 +4,7 @@ import re
 from datetime import UTC, datetime, time, timedelta
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
@@ -54,8 +55,11 @@ class Command(BaseCommand):
         run = JobRun.objects.select_related("job").filter(pk=id).first()
         if run is None:
             raise CommandError(f"No run {id}.")
-        if run_states.cancel(run, reason="Cancelled from the command line"):
-            trail.record(run.job, "cancel", Source.CLI, run=run)
+        with transaction.atomic():
+            cancelled = run_states.cancel(run, reason="Cancelled from the command line")
+            if cancelled:
+                trail.record(run.job, "cancel", Source.CLI, run=run)
+        if cancelled:
             self.stdout.write(f"Cancelled run {id} of {run.job.name}.")
         else:
             self.stdout.write(f"Run {id} is already {run.status}; nothing changed.")
