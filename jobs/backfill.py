@@ -58,7 +58,7 @@ def backfill(job, start, end, user=None, dry_run=False, now=None):
         if dry_run or not found.missing:
             return found
         rows = [(job, slot, RunStatus.QUEUED, "", None) for slot in found.missing]
-        for run_id, _job_id, _status in insert_runs(rows, now, trigger=RunTrigger.BACKFILL, user=user):
-            found.created.append(run_id)
-            runs.publish_on_commit(run_id, 1, job)
+        created = insert_runs(rows, now, trigger=RunTrigger.BACKFILL, user=user)
+        found.created = [run_id for run_id, _job_id, _status in created]
+        runs.publish_many_on_commit([(run_id, 1, job) for run_id in found.created])
     return found
