@@ -23,6 +23,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
 from audit.models import Action, AuditEntry
@@ -33,6 +34,7 @@ from .models import Job, JobRun, RunStatus, RunTrigger, ScheduleType
 
 logger = logging.getLogger(__name__)
 
+CHECK_CHUNK = 500  # jobs read at once by the periodic check
 RAN, SKIPPED, MISSING, DUE, UPCOMING = "ran", "skipped", "missing", "due", "upcoming"
 
 
@@ -111,11 +113,14 @@ def schedule_changed_at(job):
             .order_by("-created_at").values_list("created_at", flat=True).first())
 
 
-def build(job, start, end, now=None, alert=True):
+def build(job, start, end, now=None, alert=True, known=None):
     """The report for [start, end); raises ValidationError for a bad or too long range. With
-    ``alert``, a missing slot records a ``missed`` notification (deduplicated per slot)."""
+    ``alert``, a missing slot records a ``missed`` notification (deduplicated per slot).
+    ``known``: (schedule changed at, the job's runs from start to end), read by the caller for
+    many jobs at once."""
     now = now or timezone.now()
-    since = max(filter(None, [job.created_at, schedule_changed_at(job)]))
+    changed_at, known_runs = known if known is not None else (schedule_changed_at(job), None)
+    since = max(filter(None, [job.created_at, changed_at]))
     report = SlotReport(start=start, end=end, checked_from=max(start, since))
     # A schedule's first slot is strictly after the moment it was saved (Job.first_slot).
     first = max(start, since + timedelta(microseconds=1))
@@ -124,7 +129,7 @@ def build(job, start, end, now=None, alert=True):
     slots = check_range(job, first, end, settings.JOBS_SLOT_REPORT_MAX_SLOTS, now=now)
     if not slots:
         return report
-    by_slot = runs_by_slot(job, slots, end)
+    by_slot = runs_by_slot(job, slots, end, known_runs)
     timeline = EnabledTimeline(job)
     grace = timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS + settings.JOBS_TICK_SECONDS * 5)
     for at in slots:
@@ -147,11 +152,19 @@ def build(job, start, end, now=None, alert=True):
     return report
 
 
-def runs_by_slot(job, slots, end):
+def job_runs(job_ids, start, end):
+    """The scheduled and backfilled runs of these jobs with a slot in [start, end), in slot order."""
+    return (JobRun.objects.filter(job_id__in=job_ids, scheduled_for__gte=start, scheduled_for__lt=end)
+            .exclude(trigger=RunTrigger.MANUAL).order_by("scheduled_for", "id"))
+
+
+def runs_by_slot(job, slots, end, known_runs=None):
     """{slot: its run}: a cron or one-time slot's run has exactly that time; an interval slot's run
     is the first scheduled or backfilled one in [slot, next slot)."""
-    found = (JobRun.objects.filter(job=job, scheduled_for__gte=slots[0], scheduled_for__lt=end)
-             .exclude(trigger=RunTrigger.MANUAL).order_by("scheduled_for", "id"))
+    if known_runs is None:
+        found = job_runs([job.pk], slots[0], end)
+    else:
+        found = [run for run in known_runs if run.scheduled_for >= slots[0]]
     if job.schedule_type != ScheduleType.INTERVAL:
         wanted = set(slots)
         return {run.scheduled_for: run for run in found if run.scheduled_for in wanted}
@@ -202,14 +215,25 @@ def check_recent(now=None, window=None):
     jobs = (Job.objects.filter(enabled=True, schedule_type__in=[ScheduleType.CRON, ScheduleType.INTERVAL,
                                                                 ScheduleType.ONCE])
             .select_related("crontab", "interval", "clocked").order_by("pk"))
-    for job in jobs.iterator(chunk_size=500):
-        try:
-            report = build(job, now - grace - window, now - grace, now=now)
-        except ValidationError:
-            found["unchecked"] += 1  # more slots in the window than JOBS_SLOT_REPORT_MAX_SLOTS
-            continue
-        found["jobs"] += 1
-        found["missing"] += len(report.missing)
+    start, end = now - grace - window, now - grace
+    last_pk = 0
+    while chunk := list(jobs.filter(pk__gt=last_pk)[:CHECK_CHUNK]):
+        last_pk = chunk[-1].pk
+        ids = [job.pk for job in chunk]
+        # Two queries for the chunk instead of two per job.
+        changed = dict(AuditEntry.objects.filter(job_id__in=ids, action=Action.CHANGE, changes__has_key="schedule")
+                       .values("job_id").annotate(at=Max("created_at")).values_list("job_id", "at"))
+        runs = {}
+        for run in job_runs(ids, start, end):
+            runs.setdefault(run.job_id, []).append(run)
+        for job in chunk:
+            try:
+                report = build(job, start, end, now=now, known=(changed.get(job.pk), runs.get(job.pk, [])))
+            except ValidationError:
+                found["unchecked"] += 1  # more slots in the window than JOBS_SLOT_REPORT_MAX_SLOTS
+                continue
+            found["jobs"] += 1
+            found["missing"] += len(report.missing)
     if found["missing"] or found["unchecked"]:
         logger.warning("slot check: %s", found)
     return found
