@@ -53,8 +53,12 @@ def backfill(job, start, end, user=None, dry_run=False, now=None):
     slots = check_range(job, start, end, settings.JOBS_BACKFILL_MAX_SLOTS, now=now, past_only=True)
     found = Backfill(slots=slots)
     with transaction.atomic():
-        taken = JobRun.objects.filter(job=job, scheduled_for__in=slots).values_list("scheduled_for", "pk")
-        found.existing = dict(taken)
+        # Matched in Python, not with scheduled_for IN (...): on SQLite the scheduler's raw inserts
+        # store times as text with an offset, which an equality lookup does not match.
+        wanted = set(slots)
+        taken = (JobRun.objects.filter(job=job, scheduled_for__gte=start, scheduled_for__lt=end)
+                 .values_list("scheduled_for", "pk") if slots else [])
+        found.existing = {slot: pk for slot, pk in taken if slot in wanted}
         if dry_run or not found.missing:
             return found
         rows = [(job, slot, RunStatus.QUEUED, "", None) for slot in found.missing]
