@@ -8,11 +8,15 @@ from django.forms.models import BaseInlineFormSet
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from audit import trail
+from audit.models import Source
+
 from . import definitions, runs
 from .forms import JobAdminForm
 from .models import Job, JobAttempt, JobRun, RunStatus, ScheduleType
 
 RECENT_RUNS_ON_JOB_PAGE = 20
+RECENT_AUDIT_ON_JOB_PAGE = 20
 
 STATUS_COLOURS = {
     RunStatus.PENDING: "#6c757d",
@@ -105,7 +109,7 @@ class JobAdmin(admin.ModelAdmin):
     list_select_related = ("crontab", "interval", "clocked", "owner", "last_run")
     search_fields = ("name", "target", "description")
     actions = ("run_selected_now", "pause_selected", "resume_selected", "clone_selected")
-    readonly_fields = ("schedule_in_words", "upcoming_runs", "last_run_summary", "next_run_at")
+    readonly_fields = ("schedule_in_words", "upcoming_runs", "last_run_summary", "next_run_at", "audit_trail")
     save_on_top = True
 
     def get_fieldsets(self, request, obj=None):
@@ -118,10 +122,13 @@ class JobAdmin(admin.ModelAdmin):
             ("Identity", {"fields": ["name", "description", "owner", "group", "tags"]}),
             ("What to run", {"fields": ["kind", "target", "args", "kwargs", "environment", "http_method",
                                         "http_headers", "http_body", "http_ok_statuses"]}),
+            ("Command limits", {"fields": ["memory_limit_mb", "cpu_limit_seconds", "max_open_files",
+                                           "max_processes", "working_directory"]}),
             ("Schedule", {"fields": schedule}),
             ("Execution", {"fields": ["queue", "max_retries", "retry_backoff_seconds",
                                       "retry_backoff_max_seconds", "retry_jitter", "timeout_seconds",
                                       "sla_seconds"]}),
+            *([("Audit trail", {"fields": ["audit_trail"]})] if obj is not None else []),
         ]
 
     def get_inlines(self, request, obj):
@@ -163,16 +170,56 @@ class JobAdmin(admin.ModelAdmin):
         return format_html("{} {} scheduled for {}", run_link(run), status_badge(run.status),
                            run.scheduled_for.strftime("%Y-%m-%d %H:%M:%S %Z"))
 
+    @admin.display(description=f"latest {RECENT_AUDIT_ON_JOB_PAGE} changes")
+    def audit_trail(self, job):
+        entries = job.audit.order_by("-created_at", "-id")[:RECENT_AUDIT_ON_JOB_PAGE]
+        rows = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", (
+            (entry.created_at.strftime("%Y-%m-%d %H:%M:%S UTC"), entry.actor_name, entry.get_action_display(),
+             f"{entry.get_source_display()} {entry.remote_addr}".strip(),
+             format_html_join("", "<div><code>{}</code>: {} → {}</div>",
+                              ((name, old, new) for name, (old, new) in (entry.changes or {}).items()))
+             or entry.detail or "-")
+            for entry in entries))
+        if not rows:
+            return "Nothing recorded yet."
+        link = reverse("admin:audit_auditentry_changelist") + f"?job__id__exact={job.pk}"
+        return format_html("<table><tr><th>when</th><th>who</th><th>action</th><th>from</th><th>what changed</th></tr>"
+                           "{}</table><a href='{}'>the whole trail</a>", rows, link)
+
     @admin.display(description="last run", ordering="last_run__status")
     def last_run_status(self, job):
         run = job.last_run
         return run_link(run, status_badge(run.status)) if run else "-"
 
+    # --- the audit trail of saves and deletes
+
+    def save_model(self, request, obj, form, change):
+        before = None
+        if change:
+            stored = Job.objects.select_related("crontab", "interval", "clocked", "owner", "group").get(pk=obj.pk)
+            before = trail.snapshot(stored)
+        super().save_model(request, obj, form, change)
+        changes = trail.diff(before, trail.snapshot(obj))
+        if changes or not change:
+            trail.record(obj, "change" if change else "create", Source.ADMIN, request=request, changes=changes)
+
+    def delete_model(self, request, obj):
+        trail.record(obj, "delete", Source.ADMIN, request=request, changes=trail.diff(trail.snapshot(obj), None))
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        for job in queryset:
+            trail.record(job, "delete", Source.ADMIN, request=request, changes=trail.diff(trail.snapshot(job), None))
+        super().delete_queryset(request, queryset)
+
     # --- actions
 
     @admin.action(description="Run now")
     def run_selected_now(self, request, queryset):
-        started = [runs.run_now(job, user=request.user) for job in queryset]
+        started = []
+        for job in queryset:
+            started.append(runs.run_now(job, user=request.user))
+            trail.record(job, "run_now", Source.ADMIN, request=request, run=started[-1])
         ids = ", ".join(f"#{run.pk}" for run in started)
         self.message_user(request, f"Started {len(started)} run(s): {ids}.", messages.SUCCESS)
 
@@ -181,6 +228,7 @@ class JobAdmin(admin.ModelAdmin):
         jobs = list(queryset)
         for job in jobs:
             definitions.pause(job)
+            trail.record(job, "pause", Source.ADMIN, request=request)
         self.message_user(request, f"Paused {len(jobs)} job(s).", messages.SUCCESS)
 
     @admin.action(description="Resume")
@@ -188,11 +236,15 @@ class JobAdmin(admin.ModelAdmin):
         jobs = list(queryset)
         for job in jobs:
             definitions.resume(job)
+            trail.record(job, "resume", Source.ADMIN, request=request)
         self.message_user(request, f"Resumed {len(jobs)} job(s).", messages.SUCCESS)
 
     @admin.action(description="Clone (disabled copy)")
     def clone_selected(self, request, queryset):
         copies = [clone_job(job) for job in queryset]
+        for copy in copies:
+            trail.record(copy, "create", Source.ADMIN, request=request, changes=trail.diff(None, trail.snapshot(copy)),
+                         detail="cloned")
         names = ", ".join(copy.name for copy in copies)
         self.message_user(request, f"Created {len(copies)} disabled copy(ies): {names}.", messages.SUCCESS)
 
@@ -291,7 +343,11 @@ class JobRunAdmin(admin.ModelAdmin):
 
     @admin.action(description="Cancel", permissions=["cancel"])
     def cancel_selected(self, request, queryset):
-        cancelled = [run.pk for run in queryset if runs.cancel(run, reason=f"cancelled by {request.user}")]
+        cancelled = []
+        for run in queryset.select_related("job"):
+            if runs.cancel(run, reason=f"cancelled by {request.user}"):
+                cancelled.append(run.pk)
+                trail.record(run.job, "cancel", Source.ADMIN, request=request, run=run)
         skipped = queryset.count() - len(cancelled)
         text = f"Cancelled {len(cancelled)} run(s)"
         if cancelled:

@@ -16,6 +16,9 @@ import yaml
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import DatabaseError, transaction
 
+from audit import trail
+from audit.models import Source
+
 from . import definitions
 from .models import Job
 
@@ -24,6 +27,7 @@ FIELDS = [
     "name", "description", "tags", "kind", "target", "args", "kwargs", "environment",
     "http_method", "http_headers", "http_body", "http_ok_statuses", "schedule",
     "catchup_policy", "catchup_max", "overlap_policy", "start_deadline_seconds", "jitter_seconds",
+    "memory_limit_mb", "cpu_limit_seconds", "max_open_files", "max_processes", "working_directory",
     "enabled", "queue", "max_retries", "retry_backoff_seconds", "retry_backoff_max_seconds",
     "retry_jitter", "timeout_seconds", "sla_seconds",
 ]
@@ -283,6 +287,8 @@ def apply_plan(plan, dry_run=False):
         for change in plan.changes:
             job = change.job
             was_enabled = job.enabled if not change.is_new else True
+            is_new = change.is_new
+            before = None if is_new else trail.snapshot(job)
             for key, value in change.values.items():
                 setattr(job, key, value)
             if change.schedule is None and job.enabled and not was_enabled:
@@ -291,12 +297,18 @@ def apply_plan(plan, dry_run=False):
                 job.next_run_at = job.first_slot()
             try:
                 definitions.save_job(job, change.schedule)
+                if changes := trail.diff(before, trail.snapshot(job)):
+                    trail.record(job, "create" if is_new else "change", Source.CLI, changes=changes,
+                                 detail="jobs apply")
             except ValidationError as exc:
                 errors += [f"{change.entry.where}: {m}" for m in messages_of(exc, schedule_key)]
             except DatabaseError as exc:  # a value the model accepts and the database does not
                 errors.append(f"{change.entry.where}: {str(exc).strip()}")
         if errors:
             raise JobFileError(errors)
+        for job in plan.deletions:
+            trail.record(job, "delete", Source.CLI, changes=trail.diff(trail.snapshot(job), None),
+                         detail="jobs apply --prune")
         Job.objects.filter(pk__in=[job.pk for job in plan.deletions]).delete()
         if dry_run:
             transaction.set_rollback(True)

@@ -162,7 +162,7 @@ def place_slot(job, slot, busy, now):
 _COLUMNS = (
     "job_id", "status", "trigger", "scheduled_for", "attempt", "max_attempts", "created_at",
     "queued_at", "finished_at", "next_attempt_at", "publish_count", "worker", "output", "output_bytes", "error",
-    "reason",
+    "reason", "triggered_by_id",
 )
 # PostgreSQL takes a whole batch as one array per column: a statement of sixteen parameters
 # instead of sixteen per run, which the driver would otherwise parse and adapt one by one.
@@ -171,8 +171,10 @@ _UNNEST_COLUMNS = (("job_id", "bigint"), ("status", "varchar"), ("scheduled_for"
                    ("next_attempt_at", "timestamptz"), ("reason", "varchar"))
 
 
-def insert_runs(rows, now):
-    """Insert runs, leaving alone any slot that already has one. Returns (id, job_id, status)."""
+def insert_runs(rows, now, trigger=RunTrigger.SCHEDULE, user=None):
+    """Insert runs, leaving alone any slot that already has one. Returns (id, job_id, status).
+    ``trigger`` and ``user`` (triggered_by) are the same for every row: a tick's or a backfill's."""
+    user_id = getattr(user, "pk", None)
     table = JobRun._meta.db_table
     created = []
     for start in range(0, len(rows), 5000):
@@ -187,9 +189,10 @@ def insert_runs(rows, now):
                 arrays = ", ".join(f"%s::{kind}[]" for _, kind in _UNNEST_COLUMNS)
                 cursor.execute(
                     f"INSERT INTO {table} ({names}, trigger, attempt, created_at, publish_count, worker, output, "
-                    f"output_bytes, error) SELECT v.*, %s, 1, %s, 0, '', '', 0, '' FROM unnest({arrays}) AS v "
+                    f"output_bytes, error, triggered_by_id) SELECT v.*, %s, 1, %s, 0, '', '', 0, '', %s::bigint "
+                    f"FROM unnest({arrays}) AS v "
                     "ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id, job_id, status",
-                    [RunTrigger.SCHEDULE, now] + [list(column) for column in zip(*values, strict=True)],
+                    [trigger, now, user_id] + [list(column) for column in zip(*values, strict=True)],
                 )
             else:
                 placeholders = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
@@ -198,8 +201,8 @@ def insert_runs(rows, now):
                     + ", ".join([placeholders] * len(values))
                     + " ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id, job_id, status",
                     [p for job_id, status, slot, attempts, queued_at, finished_at, start_at, reason in values
-                     for p in (job_id, status, RunTrigger.SCHEDULE, slot, 1, attempts, now, queued_at,
-                               finished_at, start_at, 0, "", "", 0, "", reason)],
+                     for p in (job_id, status, trigger, slot, 1, attempts, now, queued_at,
+                               finished_at, start_at, 0, "", "", 0, "", reason, user_id)],
                 )
             created += cursor.fetchall()
     return created

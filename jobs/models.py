@@ -1,5 +1,6 @@
 """Jobs, their runs, and the attempts of each run: the record of what is due and what ran."""
 
+import math
 from datetime import timedelta
 
 from django.conf import settings
@@ -61,6 +62,7 @@ ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNN
 class RunTrigger(models.TextChoices):
     SCHEDULE = "schedule"
     MANUAL = "manual"
+    BACKFILL = "backfill"
 
 
 class AttemptOutcome(models.TextChoices):
@@ -124,6 +126,28 @@ class Job(models.Model):
         default=0, help_text="Start each scheduled run up to this many seconds after its slot, at random.",
     )
 
+    # Limits of a command job's process group (rlimits, applied by the worker with prlimit).
+    memory_limit_mb = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(8)],
+        help_text="Command jobs: the most address space (virtual memory) each process may use, in MB.",
+    )
+    cpu_limit_seconds = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Command jobs: the most CPU time each process may use, in seconds.",
+    )
+    max_open_files = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(8)],
+        help_text="Command jobs: the most files each process may hold open.",
+    )
+    max_processes = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Command jobs: the most processes the command's user may have at once "
+                  "(enforced when commands run as an unprivileged user, see JOBS_COMMAND_USER).",
+    )
+    working_directory = models.CharField(
+        max_length=1024, blank=True, help_text="Command jobs: an absolute path to run the command in.",
+    )
+
     enabled = models.BooleanField(default=True)
     queue = models.CharField(max_length=100, blank=True, default="")
     max_retries = models.PositiveIntegerField(default=0, validators=[MaxValueValidator(100)])
@@ -161,6 +185,11 @@ class Job(models.Model):
                 condition=Q(retry_backoff_seconds__gte=0) & Q(retry_backoff_max_seconds__gte=0),
                 name="job_backoff_not_negative",
             ),
+            *[
+                models.CheckConstraint(condition=Q(**{f"{name}__isnull": True}) | _positive(name),
+                                       name=f"job_{name}_positive")
+                for name in ("memory_limit_mb", "cpu_limit_seconds", "max_open_files", "max_processes")
+            ],
         ]
         indexes = [
             # The scheduler's tick: Job.objects.filter(enabled=True, next_run_at__lte=now)
@@ -244,6 +273,29 @@ class Job(models.Model):
         while len(slots) < count:
             cursor = self.slot_after(cursor)
             if cursor is None:
+                break
+            slots.append(cursor)
+        return slots
+
+    def slots_between(self, start, end, limit):
+        """The slots in [start, end), at most ``limit + 1`` of them (so a caller can tell that a
+        range holds more than ``limit``). An interval job's slots lie on the grid of its current
+        next slot (``next_run_at``), extended backwards."""
+        if self.schedule_type == ScheduleType.INTERVAL:
+            every = self.every_seconds
+            anchor = self.next_run_at or self.created_at or start
+            first = anchor + timedelta(seconds=every * math.ceil((start - anchor).total_seconds() / every))
+            count = max(0, min(limit + 1, math.ceil((end - first).total_seconds() / every)))
+            return [first + timedelta(seconds=every * k) for k in range(count)]
+        if self.schedule_type == ScheduleType.ONCE:
+            run_at = self.clocked.clocked_time
+            return [run_at] if start <= run_at < end else []
+        if self.schedule_type != ScheduleType.CRON:
+            return []
+        slots, cursor = [], start - timedelta(microseconds=1)
+        while len(slots) <= limit:
+            cursor = self.slot_after(cursor)
+            if cursor is None or cursor >= end:
                 break
             slots.append(cursor)
         return slots

@@ -19,7 +19,7 @@ from django_celery_beat.schedulers import DatabaseScheduler
 
 from notifications import sending, watch
 
-from . import dispatch, metrics, monitor, runs
+from . import dispatch, metrics, monitor, runs, tasks
 from .leader import Leadership
 
 logger = logging.getLogger(__name__)
@@ -31,6 +31,7 @@ class JobScheduler(DatabaseScheduler):
     def __init__(self, *args, **kwargs):
         self.leadership = Leadership()
         self._next_lease = self._next_housekeeping = self._next_monitor = 0.0
+        self._next_slot_check = time.monotonic() + settings.JOBS_SLOT_CHECK_SECONDS
         self._periodic_delay = 0.0
         super().__init__(*args, **kwargs)
 
@@ -59,6 +60,10 @@ class JobScheduler(DatabaseScheduler):
                 monitor.check_once()
                 watch.check()
                 sending.send_due()
+            if settings.JOBS_SLOT_CHECK_SECONDS and now >= self._next_slot_check:
+                # On a worker, not here: it reads every enabled job and must not delay dispatching.
+                self._next_slot_check = now + settings.JOBS_SLOT_CHECK_SECONDS
+                tasks.check_slots.apply_async(queue=settings.JOBS_DEFAULT_QUEUE)
             if report.due_jobs >= settings.JOBS_DISPATCH_BATCH:
                 return 0  # a burst larger than one batch: go on at once
             until_next_job = dispatch.seconds_until_next_due()

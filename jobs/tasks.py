@@ -76,3 +76,11 @@ def execute_run(self, run_id, attempt):
     close_old_connections()
     runs.record_success(run_id, attempt, outcome.output, outcome.output_bytes, outcome.result)
     return {"run_id": run_id, "attempt": attempt, "result": outcome.result}
+
+
+@shared_task(name="jobs.check_slots", ignore_result=True)
+def check_slots():
+    """Alert the recent slots of every job that left no run and no reason (slot_report)."""
+    from .slot_report import check_recent
+
+    return check_recent()

@@ -75,6 +75,38 @@ def _record(run, event, details, now):
     return len(rows)
 
 
+def record_slot_missed(job, slot, reason):
+    """A ``missed`` event for a slot of ``job`` that has no run at all (found by the slot report):
+    the deliveries name the slot instead of a run, once per slot and channel."""
+    from jobs.models import JobRun, RunStatus
+
+    from .models import Delivery, DeliveryStatus
+
+    try:
+        with transaction.atomic():
+            now = timezone.now()
+            unsaved = JobRun(job=job, status=RunStatus.SKIPPED, scheduled_for=slot, reason=f"missing: {reason}")
+            rows = []
+            for channel in _channels_for(unsaved, "missed"):
+                key = f"missed:job{job.pk}:{slot:%Y%m%dT%H%M%S}:{channel.pk}"
+                if Delivery.objects.filter(dedup_key=key).exists():
+                    continue  # alerted already (a second look at the same slot)
+                row = Delivery(event="missed", channel=channel, run=None, job=job, created_at=now,
+                               next_attempt_at=now, queued_at=now, dedup_key=key, status=DeliveryStatus.PENDING,
+                               payload=payload_for(unsaved, "missed", {"reason": reason}))
+                if _over_threshold(channel, now):  # a scheduler outage finds many at once
+                    _fold(row, now)
+                rows.append(row)
+            Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+            keys = [row.dedup_key for row in rows if row.status == DeliveryStatus.PENDING]
+            if keys:
+                transaction.on_commit(lambda: enqueue_pending(keys))
+            return len(rows)
+    except Exception:
+        logger.exception("could not record the missed slot %s of job %s", slot, job.pk)
+        return 0
+
+
 def dedup_key(event, run, channel):
     if event == "attempt_failed":
         return f"{event}:{run.pk}:{run.attempt}:{channel.pk}"

@@ -75,7 +75,7 @@ def context_for(delivery):
         payloads = folded_payloads(delivery)
         context["headline"] = f"{len(payloads)} more notifications in the minute from {payload.get('minute')}"
         context["items"] = [
-            {"headline": headline(p), "run_url": run_url(p["run"]["id"])} for p in payloads[:DIGEST_LISTED]
+            {"headline": headline(p), "run_url": run_url(p["run"]["id"]) if p["run"].get("id") else ""} for p in payloads[:DIGEST_LISTED]
         ]
         context["not_listed"] = max(0, len(payloads) - DIGEST_LISTED)
     return context

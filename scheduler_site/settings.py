@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "jobs",
     "notifications",
+    "audit",
 ]
 
 MIDDLEWARE = [
@@ -154,6 +155,12 @@ JOBS_LEADER_TTL_SECONDS = env_float("JOBS_LEADER_TTL_SECONDS", 5.0, 1)
 JOBS_LEADER_KEY = env_str("JOBS_LEADER_KEY", "scheduler:leader")
 JOBS_NODE_NAME = env_str("JOBS_NODE_NAME", "")
 JOBS_COMMANDS_ENABLED = env_bool("JOBS_COMMANDS_ENABLED", True)
+# Operator tools: backfill and slot accounting are bounded; commands drop root (see command_kind).
+JOBS_BACKFILL_MAX_SLOTS = env_int("JOBS_BACKFILL_MAX_SLOTS", 1000, 1)
+JOBS_SLOT_REPORT_MAX_SLOTS = env_int("JOBS_SLOT_REPORT_MAX_SLOTS", 1000, 1)
+JOBS_SLOT_CHECK_SECONDS = env_int("JOBS_SLOT_CHECK_SECONDS", 600, 0)  # 0: no periodic check
+JOBS_COMMAND_USER = env_str("JOBS_COMMAND_USER", "nobody")
+JOBS_COMMANDS_AS_ROOT = env_bool("JOBS_COMMANDS_AS_ROOT", False)
 JOBS_CALLABLE_MODULES = env_list("JOBS_CALLABLE_MODULES", ["jobs.builtin"])
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 METRICS_ALLOWED_IPS = env_list("METRICS_ALLOWED_IPS", ["127.0.0.1", "::1"])

@@ -121,6 +121,7 @@ class JobSerializer(serializers.ModelSerializer):
             "id", "name", "description", "tags", "kind", "target", "args", "kwargs", "environment",
             "http_method", "http_headers", "http_body", "http_ok_statuses", "schedule",
             "catchup_policy", "catchup_max", "overlap_policy", "start_deadline_seconds", "jitter_seconds",
+            "memory_limit_mb", "cpu_limit_seconds", "max_open_files", "max_processes", "working_directory",
             "enabled", "queue", "max_retries", "retry_backoff_seconds",
             "retry_backoff_max_seconds", "retry_jitter", "timeout_seconds", "sla_seconds",
             "next_run_at", "last_run", "owner", "group", "created_at", "updated_at",

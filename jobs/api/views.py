@@ -14,8 +14,12 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
+from audit import trail
+from audit.models import Source
+
 from .. import definitions, runs
 from ..models import Job, JobKind, JobRun, RunStatus
+from . import operator
 from .permissions import may_manage_command_jobs, touches_command_job, visible_jobs, visible_runs
 from .serializers import JobSerializer, RunDetailSerializer, RunSerializer
 
@@ -159,25 +163,40 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
             return super().create(request, *args, **kwargs)
 
     def perform_create(self, serializer):
-        serializer.save(owner=self.request.user)
+        job = serializer.save(owner=self.request.user)
+        trail.record(job, "create", Source.API, request=self.request, changes=trail.diff(None, trail.snapshot(job)))
 
     def update(self, request, *args, **kwargs):
         with transaction.atomic():
             self.check_command_permission(self.get_object(), request.data)
             return super().update(request, *args, **kwargs)
 
+    def perform_update(self, serializer):
+        before = trail.snapshot(serializer.instance)
+        job = serializer.save()
+        changes = trail.diff(before, trail.snapshot(job))
+        if changes:
+            trail.record(job, "change", Source.API, request=self.request, changes=changes)
+
     def destroy(self, request, *args, **kwargs):
         self.check_command_permission(self.get_object(), None)
-        return super().destroy(request, *args, **kwargs)
+        with transaction.atomic():
+            return super().destroy(request, *args, **kwargs)
+
+    def perform_destroy(self, job):
+        trail.record(job, "delete", Source.API, request=self.request, changes=trail.diff(trail.snapshot(job), None))
+        job.delete()
 
     @extend_schema(request=None, responses={202: RunDetailSerializer},
                    description="Run the job now (a manual run, queued at once). The `Location` header "
                                "points at the new run.")
     @action(detail=True, methods=["post"])
+    @transaction.atomic  # the action and its audit entry, together or not at all
     def run(self, request, pk=None):
         job = self.get_object()
         self.check_command_permission(job, None)
         run = runs.run_now(job, user=request.user)
+        trail.record(job, "run_now", Source.API, request=request, run=run)
         data = RunDetailSerializer(run, context=self.get_serializer_context()).data
         location = reverse("api:run-detail", args=[run.pk], request=request)
         return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
@@ -185,21 +204,63 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
     @extend_schema(request=None, responses=JobSerializer,
                    description="Stop the job's schedule. Runs already queued still run; run now still works.")
     @action(detail=True, methods=["post"])
+    @transaction.atomic  # the action and its audit entry, together or not at all
     def pause(self, request, pk=None):
         job = self.get_object()
         self.check_command_permission(job, None)
         definitions.pause(job)
+        trail.record(job, "pause", Source.API, request=request)
         return Response(self.get_serializer(job).data)
 
     @extend_schema(request=None, responses=JobSerializer,
                    description="Restart the job's schedule from now on: slots that fell while it was "
                                "paused are not run.")
     @action(detail=True, methods=["post"])
+    @transaction.atomic  # the action and its audit entry, together or not at all
     def resume(self, request, pk=None):
         job = self.get_object()
         self.check_command_permission(job, None)
         definitions.resume(job)
+        trail.record(job, "resume", Source.API, request=request)
         return Response(self.get_serializer(job).data)
+
+    @extend_schema(request=operator.BackfillRequestSerializer,
+                   responses={200: operator.BackfillResponseSerializer, 202: operator.BackfillResponseSerializer},
+                   description="Create the runs of every slot of the job in the past range [start, end), at most "
+                               "JOBS_BACKFILL_MAX_SLOTS. A slot that already has a run is left alone, so a backfill "
+                               "is safe to repeat. With `dry_run` the slots are listed and nothing is created "
+                               "(200); otherwise the runs are queued (202).")
+    @action(detail=True, methods=["post"])
+    @transaction.atomic  # the action and its audit entry, together or not at all
+    def backfill(self, request, pk=None):
+        job = self.get_object()
+        self.check_command_permission(job, None)
+        values, found, data = operator.run_backfill(job, request.data, request.user)
+        if values["dry_run"]:
+            return Response(data)
+        if found.created:
+            trail.record(job, "backfill", Source.API, request=request,
+                         detail=backfill_detail(values["start"], values["end"], found))
+        return Response(data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        request=None, responses=operator.SlotReportSerializer,
+        parameters=[
+            OpenApiParameter("start", OpenApiTypes.DATETIME, description="Default: 24 hours ago."),
+            OpenApiParameter("end", OpenApiTypes.DATETIME, description="Default: now."),
+        ],
+        description="Every slot the job's schedule expected in [start, end) (at most JOBS_SLOT_REPORT_MAX_SLOTS) "
+                    "and what became of it: ran (with its run), skipped (with the reason: overlap policy, "
+                    "start deadline, catch-up policy, job paused or disabled), missing (no record at all: a "
+                    "`missed` notification is raised), due or upcoming.")
+    @action(detail=True, methods=["get"])
+    def slots(self, request, pk=None):
+        return Response(operator.slots_of(self.get_object(), request.query_params))
+
+
+def backfill_detail(start, end, found):
+    return (f"{len(found.created)} run(s) for the slots from {start.isoformat()} to {end.isoformat()} "
+            f"({len(found.existing)} already had a run)")
 
 
 RUN_ORDERINGS = [f"{sign}{field}" for field in ("created_at", "scheduled_for", "started_at", "finished_at")
@@ -255,11 +316,14 @@ class RunViewSet(ApiViewSet, viewsets.ReadOnlyModelViewSet):
                     "answered with 200 and left unchanged. `detail` says which happened.",
     )
     @action(detail=True, methods=["post"])
+    @transaction.atomic
     def cancel(self, request, pk=None):
         run = self.get_object()
         if touches_command_job(run.job, None) and not may_manage_command_jobs(request.user):
             raise PermissionDenied(COMMAND_JOBS_DENIED)
         cancelled = runs.cancel(run, reason=f"Cancelled by {request.user.get_username()} through the API")
+        if cancelled:
+            trail.record(run.job, "cancel", Source.API, request=request, run=run)
         data = RunDetailSerializer(run, context=self.get_serializer_context()).data
         data["detail"] = "Cancelled." if cancelled else f"The run is already {run.status}; nothing changed."
         return Response(data)

@@ -10,7 +10,7 @@ import time
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from . import JobFailed, JobTimedOut, Outcome
+from . import JobFailed, JobTimedOut, Outcome, limits
 from .output import OutputTail
 
 
@@ -22,6 +22,7 @@ def validate(job):
     env = job.environment
     if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
         raise ValidationError({"environment": "Must be a JSON object of string names to string values."})
+    limits.validate(job)
 
 
 def _kill_group(process, sig):
@@ -31,13 +32,23 @@ def _kill_group(process, sig):
 
 def execute(context):
     job = context.job
-    env = {**os.environ, **job.environment, "JOB_RUN_ID": str(context.run_id),
+    try:
+        prefix = limits.prlimit_argv(job)
+        user_kwargs, user_env = limits.run_as()
+    except limits.LimitsUnavailable as exc:
+        raise JobFailed(str(exc)) from None
+    env = {**os.environ, **user_env, **job.environment, "JOB_RUN_ID": str(context.run_id),
            "JOB_ATTEMPT": str(context.attempt), "JOB_IDEMPOTENCY_KEY": context.idempotency_key}
     tail = OutputTail(settings.JOBS_OUTPUT_MAX_BYTES)
-    process = subprocess.Popen(
-        job.target, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, env=env, start_new_session=True,
-    )
+    try:
+        process = subprocess.Popen(
+            [*prefix, "/bin/sh", "-c", job.target], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=job.working_directory or None,
+            **user_kwargs,
+        )
+    except OSError as exc:  # a working directory that is missing or not a directory
+        where = f" in {job.working_directory}" if job.working_directory else ""
+        raise JobFailed(f"Cannot start the command{where}: {exc.strerror}") from None
     reader = threading.Thread(target=_drain, args=(process.stdout, tail), daemon=True)
     reader.start()
     deadline = time.monotonic() + context.timeout_seconds
@@ -61,9 +72,7 @@ def execute(context):
     if stop_reason == "cancelled":
         raise JobFailed("Stopped: the run was cancelled or taken over", output, tail.total)
     if process.returncode != 0:
-        code = process.returncode
-        what = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-        raise JobFailed(f"Command failed: {what}", output, tail.total)
+        raise JobFailed(limits.explain_failure(job, process.returncode, output), output, tail.total)
     return Outcome(output=output, output_bytes=tail.total)
 
 

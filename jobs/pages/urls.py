@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import views
+from . import operator_views, views
 
 app_name = "pages"
 
@@ -12,6 +12,8 @@ urlpatterns = [
     path("jobs/<int:pk>/run/", views.job_run_now, name="job-run"),
     path("jobs/<int:pk>/pause/", views.job_pause, name="job-pause"),
     path("jobs/<int:pk>/resume/", views.job_resume, name="job-resume"),
+    path("jobs/<int:pk>/slots/", operator_views.job_slots, name="job-slots"),
+    path("jobs/<int:pk>/backfill/", operator_views.job_backfill, name="job-backfill"),
     path("runs/", views.run_list, name="runs"),
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("runs/<int:pk>/tail/", views.run_tail, name="run-tail"),

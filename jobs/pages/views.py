@@ -11,12 +11,15 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.http import Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from audit import trail
+from audit.models import Source
 from notifications.models import Channel, Delivery
 from notifications.sending import send_test_notification
 
@@ -31,6 +34,7 @@ RUNS_PER_PAGE = 50
 JOB_RUNS_PER_PAGE = 25
 JOB_CHOICES = 200
 CHART_RUNS = 100
+AUDIT_ON_JOB_PAGE = 20
 
 
 def page(request, template, context, section):
@@ -145,9 +149,18 @@ def job_detail(request, pk):
         "last_50_rate": queries.rate_text(last_50.count(RunStatus.SUCCEEDED), len(last_50)),
         "last_50_count": len(last_50),
         "may_act": may_act_on(request.user, job),
+        "audit": job.audit.order_by("-created_at", "-id")[:AUDIT_ON_JOB_PAGE],
+        "why_at": request.GET.get("why", ""),
+        "why": why_line(job, request.GET.get("why", ""), tzname),
         "timeout_text": charts.human_seconds(job.timeout_seconds),
         "sla_text": charts.human_seconds(job.sla_seconds) if job.sla_seconds else None,
     }, "jobs")
+
+
+def why_line(job, text, tzname):
+    from .operator_views import why_line
+
+    return why_line(job, text, tzname)
 
 
 def job_to_act_on(request, pk):
@@ -159,27 +172,33 @@ def job_to_act_on(request, pk):
 
 @login_required
 @require_POST
+@transaction.atomic  # the action and its audit entry, together or not at all
 def job_run_now(request, pk):
     job = job_to_act_on(request, pk)
     run = runs.run_now(job, user=request.user)
+    trail.record(job, "run_now", Source.PAGE, request=request, run=run)
     messages.success(request, f"Run #{run.pk} of {job.name} is queued.")
     return redirect("pages:run", pk=run.pk)
 
 
 @login_required
 @require_POST
+@transaction.atomic  # the action and its audit entry, together or not at all
 def job_pause(request, pk):
     job = job_to_act_on(request, pk)
     definitions.pause(job)
+    trail.record(job, "pause", Source.PAGE, request=request)
     messages.success(request, f"{job.name} is paused: its schedule will not start runs until resumed.")
     return redirect("pages:job", pk=job.pk)
 
 
 @login_required
 @require_POST
+@transaction.atomic  # the action and its audit entry, together or not at all
 def job_resume(request, pk):
     job = job_to_act_on(request, pk)
     definitions.resume(job)
+    trail.record(job, "resume", Source.PAGE, request=request)
     messages.success(request, f"{job.name} is resumed.")
     return redirect("pages:job", pk=job.pk)
 
@@ -250,11 +269,13 @@ def run_tail(request, pk):
 
 @login_required
 @require_POST
+@transaction.atomic  # the action and its audit entry, together or not at all
 def run_cancel(request, pk):
     run = visible_run(request, pk)
     if not may_act_on(request.user, run.job):
         raise PermissionDenied("Only staff or users with the jobs.change_job permission may act on command jobs.")
     if runs.cancel(run, reason=f"Cancelled by {request.user.get_username()} from the run page"):
+        trail.record(run.job, "cancel", Source.PAGE, request=request, run=run)
         messages.success(request, f"Run #{run.pk} is cancelled.")
     else:
         messages.info(request, f"Run #{run.pk} is already {run.status}; nothing changed.")

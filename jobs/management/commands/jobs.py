@@ -1,13 +1,21 @@
 """manage.py jobs list | show NAME | run NAME [--wait] | pause NAME | resume NAME
-| export FILE | apply FILE [--dry-run] [--prune]"""
+| export FILE | apply FILE [--dry-run] [--prune] | backfill NAME --from --to [--dry-run]
+| slots NAME [--from --to] | why NAME AT"""
 
 import sys
 import time
+from datetime import UTC, timedelta
 from zoneinfo import ZoneInfo
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
-from jobs import as_code, definitions, runs
+from audit import trail
+from audit.models import Source
+from jobs import as_code, backfill, definitions, runs, slot_report
 from jobs.models import Job, RunStatus, ScheduleType
 
 EXIT_FAILED = 1
@@ -30,6 +38,22 @@ def when(moment):
 
 def format_duration(delta):
     return f"{delta.total_seconds():.1f}s" if delta is not None else "-"
+
+
+def moment(text, option):
+    """An ISO 8601 date and time from the command line; without an offset it is UTC."""
+    try:
+        parsed = parse_datetime(text.strip())
+    except ValueError:
+        parsed = None
+    if parsed is None or not 1900 <= parsed.year <= 9000:
+        raise CommandError(f"{option}: {text!r} is not an ISO 8601 date and time, such as 2026-11-21T00:00Z.")
+    return timezone.make_aware(parsed, UTC) if timezone.is_naive(parsed) else parsed
+
+
+def range_errors(exc):
+    return "; ".join(f"{'--from' if name == 'start' else '--to' if name == 'end' else name}: {' '.join(msgs)}"
+                     for name, msgs in exc.message_dict.items())
 
 
 def find_job(name):
@@ -62,6 +86,19 @@ class Command(BaseCommand):
         apply.add_argument("file")
         apply.add_argument("--dry-run", action="store_true", help="Print the plan and check it; save nothing.")
         apply.add_argument("--prune", action="store_true", help="Delete the jobs that are not in the file.")
+        fill = sub.add_parser("backfill", help="Create the runs of every slot in a past range [--from, --to); "
+                                               "slots that already have a run are left alone.")
+        fill.add_argument("name")
+        fill.add_argument("--from", dest="start", required=True, help="ISO 8601; UTC unless an offset is given.")
+        fill.add_argument("--to", dest="end", required=True, help="ISO 8601, excluded; UTC unless an offset is given.")
+        fill.add_argument("--dry-run", action="store_true", help="List the slots; create nothing.")
+        slots = sub.add_parser("slots", help="Every slot of a range and what became of it (default: the last 24 h).")
+        slots.add_argument("name")
+        slots.add_argument("--from", dest="start", help="ISO 8601; default 24 hours ago.")
+        slots.add_argument("--to", dest="end", help="ISO 8601, excluded; default now.")
+        why = sub.add_parser("why", help="Why did (or didn't) the job run at a moment? One line.")
+        why.add_argument("name")
+        why.add_argument("at", help="ISO 8601; UTC unless an offset is given.")
 
     def handle(self, *args, action, **options):
         getattr(self, f"handle_{action}")(**options)
@@ -88,6 +125,8 @@ class Command(BaseCommand):
         ]
         if job.kind == "command":
             fields.append(("environment", job.environment))
+            fields += [(name, getattr(job, name) or "-") for name in (
+                "memory_limit_mb", "cpu_limit_seconds", "max_open_files", "max_processes", "working_directory")]
         if job.kind == "http":
             fields += [("http_method", job.http_method), ("http_headers", job.http_headers),
                        ("http_body", job.http_body or "-"), ("http_ok_statuses", job.http_ok_statuses or "any 2xx")]
@@ -129,7 +168,9 @@ class Command(BaseCommand):
 
     def handle_run(self, name, wait, timeout, **options):
         job = find_job(name)
-        run = runs.run_now(job)
+        with transaction.atomic():
+            run = runs.run_now(job)
+            trail.record(job, "run_now", Source.CLI, run=run)
         self.stdout.write(f"Run {run.pk} of {job.name} queued.")
         if not wait:
             return
@@ -154,12 +195,16 @@ class Command(BaseCommand):
 
     def handle_pause(self, name, **options):
         job = find_job(name)
-        definitions.pause(job)
+        with transaction.atomic():
+            definitions.pause(job)
+            trail.record(job, "pause", Source.CLI)
         self.stdout.write(f"Paused {job.name}.")
 
     def handle_resume(self, name, **options):
         job = find_job(name)
-        definitions.resume(job)
+        with transaction.atomic():
+            definitions.resume(job)
+            trail.record(job, "resume", Source.CLI)
         self.stdout.write(f"Resumed {job.name}; next run {when(job.next_run_at)}.")
 
 
@@ -200,3 +245,56 @@ class Command(BaseCommand):
         else:
             self.stdout.write(f"applied: {created} created, {len(plan.changes) - created} updated, "
                               f"{len(plan.deletions)} deleted.")
+
+    def handle_backfill(self, name, start, end, dry_run, **options):
+        job = find_job(name)
+        start, end = moment(start, "--from"), moment(end, "--to")
+        try:
+            with transaction.atomic():
+                found = backfill.backfill(job, start, end, dry_run=dry_run)
+                if found.created:
+                    trail.record(job, "backfill", Source.CLI, detail=(
+                        f"{len(found.created)} run(s) for the slots from {start.isoformat()} to "
+                        f"{end.isoformat()} ({len(found.existing)} already had a run)"))
+        except ValidationError as exc:
+            raise CommandError(range_errors(exc)) from None
+        for slot in found.slots:
+            run_id = found.existing.get(slot)
+            self.stdout.write(f"  {when(slot)}  " + (f"has run {run_id}" if run_id else
+                                                      "to create" if dry_run else "created"))
+        if dry_run:
+            self.stdout.write(f"dry run: {len(found.slots)} slots, {len(found.missing)} would be created; "
+                              "nothing was saved.")
+            return
+        self.stdout.write(f"backfilled: {len(found.created)} runs created, {len(found.existing)} slots already had one.")
+
+    def handle_slots(self, name, start, end, **options):
+        job = find_job(name)
+        now = timezone.now()
+        end = moment(end, "--to") if end else now
+        start = moment(start, "--from") if start else end - timedelta(hours=24)
+        try:
+            report = slot_report.build(job, start, end, now=now)
+        except ValidationError as exc:
+            raise CommandError(range_errors(exc)) from None
+        if report.checked_from > start:
+            self.stdout.write(f"(slots before {when(report.checked_from)} are not checked: the job was created "
+                              "or its schedule changed then)")
+        if not report.slots:
+            self.stdout.write("No slots in the range.")
+            return
+        self.stdout.write(table(["SLOT", "OUTCOME", "RUN", "REASON"], [
+            (when(slot.at), slot.outcome, f"{slot.run.pk} ({slot.run.status})" if slot.run else "-", slot.reason or "-")
+            for slot in report.slots]))
+        counts = ", ".join(f"{report.count(o)} {o}" for o in ("ran", "skipped", "missing", "due", "upcoming"))
+        self.stdout.write(counts)
+        if report.missing:
+            raise CommandError(f"{len(report.missing)} slot(s) missing: a 'missed' alert was raised.",
+                               returncode=EXIT_FAILED)
+
+    def handle_why(self, name, at, **options):
+        job = find_job(name)
+        try:
+            self.stdout.write(slot_report.explain(job, moment(at, "AT")))
+        except ValidationError as exc:
+            raise CommandError(range_errors(exc)) from None

@@ -1,12 +1,16 @@
-"""manage.py runs list [--job NAME] [--status S] [--since ISO|1h] [--limit N]"""
+"""manage.py runs list [--job NAME] [--status S] [--since ISO|1h] [--limit N] | cancel ID"""
 
 import re
 from datetime import UTC, datetime, time, timedelta
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from audit import trail
+from audit.models import Source
+from jobs import runs as run_states
 from jobs.models import Job, JobRun, RunStatus
 
 from .jobs import format_duration, table, when
@@ -41,8 +45,26 @@ class Command(BaseCommand):
         listing.add_argument("--status", choices=RunStatus.values, help="Only runs in this status.")
         listing.add_argument("--since", help="Only runs created since: ISO 8601, or an age such as 1h, 2d.")
         listing.add_argument("--limit", type=int, default=50, help="At most this many runs (default 50).")
+        cancel = sub.add_parser("cancel", help="Cancel a queued, retrying or running run.")
+        cancel.add_argument("id", type=int)
 
-    def handle(self, *args, action, job=None, status=None, since=None, limit=50, **options):
+    def handle(self, *args, action, **options):
+        getattr(self, f"handle_{action}")(**options)
+
+    def handle_cancel(self, id, **options):
+        run = JobRun.objects.select_related("job").filter(pk=id).first()
+        if run is None:
+            raise CommandError(f"No run {id}.")
+        with transaction.atomic():
+            cancelled = run_states.cancel(run, reason="Cancelled from the command line")
+            if cancelled:
+                trail.record(run.job, "cancel", Source.CLI, run=run)
+        if cancelled:
+            self.stdout.write(f"Cancelled run {id} of {run.job.name}.")
+        else:
+            self.stdout.write(f"Run {id} is already {run.status}; nothing changed.")
+
+    def handle_list(self, job=None, status=None, since=None, limit=50, **options):
         runs = JobRun.objects.select_related("job").order_by("-created_at", "-id")
         if job is not None:
             if not Job.objects.filter(name=job).exists():

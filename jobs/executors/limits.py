@@ -1,0 +1,99 @@
+"""Resource limits and the user of a command job's processes.
+
+Limits are rlimits set by util-linux ``prlimit`` on itself before it executes the shell, so they
+hold for the shell and everything it starts: address space (memory), CPU seconds, open files, and
+processes. ``prlimit`` rather than a ``preexec_fn``: Python code between fork and exec can deadlock
+in a process with threads, and a worker has its heartbeat thread.
+
+A worker running as root drops to ``JOBS_COMMAND_USER`` (default ``nobody``) for the command,
+unless ``JOBS_COMMANDS_AS_ROOT`` allows root. That also makes the process limit mean something:
+RLIMIT_NPROC counts every process of the *user*, and root is exempt from it.
+"""
+
+import os
+import pwd
+import re
+import shutil
+import signal
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+MB = 1024 * 1024
+
+# What programs print when an allocation fails under RLIMIT_AS: Python, C (strerror of ENOMEM),
+# Perl, C++, Java, Go.
+MEMORY_ERROR = re.compile(
+    r"MemoryError|Cannot allocate memory|Out of memory|out of memory|std::bad_alloc|OutOfMemoryError"
+)
+
+
+class LimitsUnavailable(Exception):
+    pass
+
+
+def validate(job):
+    errors = {}
+    directory = job.working_directory
+    if directory and not os.path.isabs(directory):
+        errors["working_directory"] = "Must be an absolute path, such as /srv/reports."
+    elif directory and "\x00" in directory:
+        errors["working_directory"] = "Must not contain NUL characters."
+    if errors:
+        raise ValidationError(errors)
+
+
+def prlimit_argv(job):
+    """The ``prlimit`` prefix for the job's limits, or [] when it has none."""
+    options = []
+    if job.memory_limit_mb:
+        options.append(f"--as={job.memory_limit_mb * MB}")
+    if job.cpu_limit_seconds:
+        # SIGXCPU at the soft limit (a clear cause), SIGKILL a second later for one that ignores it.
+        options.append(f"--cpu={job.cpu_limit_seconds}:{job.cpu_limit_seconds + 1}")
+    if job.max_open_files:
+        options.append(f"--nofile={job.max_open_files}")
+    if job.max_processes:
+        options.append(f"--nproc={job.max_processes}")
+    if not options:
+        return []
+    prlimit = shutil.which("prlimit")
+    if prlimit is None:
+        raise LimitsUnavailable("Cannot apply the job's resource limits: prlimit (util-linux) is not "
+                                "installed on the worker.")
+    return [prlimit, *options, "--"]
+
+
+def run_as():
+    """(Popen keyword arguments, environment overrides) for the user the command runs as."""
+    if os.geteuid() != 0 or settings.JOBS_COMMANDS_AS_ROOT:
+        return {}, {}
+    try:
+        user = pwd.getpwnam(settings.JOBS_COMMAND_USER)
+    except KeyError:
+        raise LimitsUnavailable(
+            f"The worker runs as root and JOBS_COMMAND_USER '{settings.JOBS_COMMAND_USER}' does not exist "
+            "on it; create the user, name another one, or set JOBS_COMMANDS_AS_ROOT=true.") from None
+    if user.pw_uid == 0:
+        raise LimitsUnavailable("JOBS_COMMAND_USER is root; set JOBS_COMMANDS_AS_ROOT=true to allow that.")
+    home = user.pw_dir if os.path.isdir(user.pw_dir) else "/"
+    env = {"HOME": home, "USER": user.pw_name, "LOGNAME": user.pw_name}
+    return {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}, env
+
+
+def explain_failure(job, returncode, output):
+    """Why a command failed, naming the limit it ran into when there are signs of one.
+
+    The kernel does not say which limit stopped a process. A memory limit shows as a failed
+    allocation (the program prints MemoryError, "Cannot allocate memory"...) or a process killed by
+    SIGSEGV/SIGABRT/SIGKILL; a CPU limit as SIGXCPU (then SIGKILL at the hard limit).
+    """
+    what = f"killed by signal {-returncode}" if returncode < 0 else f"exit code {returncode}"
+    signum = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else None
+    if job.cpu_limit_seconds and signum == signal.SIGXCPU:
+        return f"Command failed: exceeded its CPU-time limit of {job.cpu_limit_seconds} s ({what})"
+    if job.memory_limit_mb and (
+        MEMORY_ERROR.search(output[-4000:]) or signum in (signal.SIGSEGV, signal.SIGABRT, signal.SIGKILL)
+    ):
+        return f"Command failed: exceeded its memory limit of {job.memory_limit_mb} MB ({what})"
+    return f"Command failed: {what}"
