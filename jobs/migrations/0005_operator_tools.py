@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('auth', '0012_alter_user_first_name_max_length'),
         ('django_celery_beat', '0019_alter_periodictasks_options'),
-        ('jobs', '0003_page_indexes'),
+        ('jobs', '0004_deadline_index'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
