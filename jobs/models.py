@@ -61,6 +61,7 @@ ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNN
 class RunTrigger(models.TextChoices):
     SCHEDULE = "schedule"
     MANUAL = "manual"
+    WORKFLOW = "workflow"  # a step of a workflow run (workflows.progress)
 
 
 class AttemptOutcome(models.TextChoices):

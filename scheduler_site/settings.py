@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "jobs",
     "notifications",
+    "workflows",
 ]
 
 MIDDLEWARE = [
