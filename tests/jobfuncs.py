@@ -50,10 +50,12 @@ def barrier(path, tag, parties=2, timeout=30.0, context=None):
     they finish together."""
     _append(path, f"arrive-{tag} {context.idempotency_key} {time.time()}")
     deadline = time.monotonic() + float(timeout)
-    while time.monotonic() < deadline:
+    while True:
         with open(path) as f:
             if sum(line.startswith(f"arrive-{tag} ") for line in f) >= int(parties):
                 break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"barrier {tag}: the other runs never arrived")
         time.sleep(0.005)
     _append(path, f"end {context.idempotency_key} {time.time()}")
     return {"tag": tag}
