@@ -164,3 +164,35 @@ def test_the_scheduler_starts_one_run_per_due_slot(django_capture_on_commit_call
     workflow.refresh_from_db()
     assert workflow.runs.get().trigger == "schedule"
     assert workflow.next_run_at is None  # a manual workflow has no next slot
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_upstreams_recorded_at_the_same_moment_by_two_threads_start_d_once(redis_client):
+    """The race without workers: B's and C's successes committed by two connections at once."""
+    import threading
+
+    from django.db import connection
+
+    workflow = diamond()
+    for _ in range(10):
+        wf_run = progress.start(workflow)
+        succeed(wf_run, "a")
+        b, c = step_run(wf_run, "b"), step_run(wf_run, "c")
+        for run in (b, c):
+            runs.claim(run.pk, run.attempt, "w", 1)
+        gate = threading.Barrier(2)
+
+        def finish(run):
+            try:
+                gate.wait()
+                runs.record_success(run.pk, run.attempt)
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=finish, args=(run,)) for run in (b, c)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert steps(wf_run) == {"a": "succeeded", "b": "succeeded", "c": "succeeded", "d": "active"}
+    assert JobRun.objects.filter(job__name="d").count() == 10
