@@ -182,7 +182,7 @@ def test_two_upstreams_recorded_at_the_same_moment_by_two_threads_start_d_once(r
             runs.claim(run.pk, run.attempt, "w", 1)
         gate = threading.Barrier(2)
 
-        def finish(run):
+        def finish(run, gate=gate):
             try:
                 gate.wait()
                 runs.record_success(run.pk, run.attempt)

@@ -85,8 +85,12 @@ def find_cycle(nodes, edges):
     try:
         TopologicalSorter(graph).prepare()
     except CycleError as exc:
-        # graphlib lists each node before the one that depends on it: upstream → downstream.
-        return list(exc.args[1])
+        # graphlib lists each node before the one that depends on it: upstream → downstream. The
+        # cycle is told from its node listed first in the workflow, so the message is stable.
+        cycle = list(exc.args[1])[:-1]
+        start = min(range(len(cycle)), key=lambda i: nodes.index(cycle[i]))
+        cycle = cycle[start:] + cycle[:start]
+        return [*cycle, cycle[0]]
     return None
 
 
@@ -121,10 +125,11 @@ def save_workflow(workflow, schedule=None, graph=None):
             names, edges = graph
             jobs = graph_jobs(names)
             existing = {node.job_id: node for node in workflow.nodes.all()}
-            wanted = {jobs[name].pk for name in names}
+            wanted = [jobs[name].pk for name in names]
             workflow.nodes.exclude(job_id__in=wanted).delete()
-            for job_id in wanted - set(existing):
-                existing[job_id] = WorkflowNode.objects.create(workflow=workflow, job_id=job_id)
+            for job_id in wanted:
+                if job_id not in existing:
+                    existing[job_id] = WorkflowNode.objects.create(workflow=workflow, job_id=job_id)
             workflow.edges.all().delete()
             WorkflowEdge.objects.bulk_create([
                 WorkflowEdge(workflow=workflow, upstream=existing[jobs[e.upstream].pk],

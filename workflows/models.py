@@ -100,6 +100,18 @@ class Workflow(models.Model):
     every_seconds = Job.every_seconds
     slot_after = Job.slot_after
 
+    @property
+    def node_names(self):
+        from .definitions import graph_of
+
+        return graph_of(self)[0]
+
+    @property
+    def edge_dicts(self):
+        from .definitions import graph_of
+
+        return [edge.as_dict() for edge in graph_of(self)[1]]
+
     def first_slot(self, now=None):
         now = now or timezone.now()
         if self.schedule_type == ScheduleType.ONCE:

@@ -33,9 +33,9 @@ class WorkflowSerializer(serializers.ModelSerializer):
     owner = serializers.CharField(source="owner.username", read_only=True, allow_null=True)
     group = GroupField(slug_field="name", queryset=Group.objects.all(), required=False, allow_null=True,
                        help_text="A group of yours whose members may also see and run the workflow.")
-    nodes = serializers.ListField(child=serializers.CharField(max_length=200), required=False,
+    nodes = serializers.ListField(child=serializers.CharField(max_length=200), required=False, source="node_names",
                                   help_text="The names of the workflow's jobs (each at most once).")
-    edges = EdgeSerializer(many=True, required=False,
+    edges = EdgeSerializer(many=True, required=False, source="edge_dicts",
                            help_text="Dependencies: 'to' starts once 'from' (and its other upstreams) succeeded.")
     last_run = serializers.SerializerMethodField()
 
@@ -44,12 +44,6 @@ class WorkflowSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "description", "schedule", "enabled", "on_upstream_failure", "nodes", "edges",
                   "next_run_at", "last_run", "owner", "group", "created_at", "updated_at"]
         read_only_fields = ["next_run_at", "created_at", "updated_at"]
-
-    def to_representation(self, workflow):
-        data = super().to_representation(workflow)
-        names, edges = definitions.graph_of(workflow)
-        data["nodes"], data["edges"] = names, [edge.as_dict() for edge in edges]
-        return data
 
     def get_last_run(self, workflow) -> WorkflowRunSummarySerializer(allow_null=True):
         latest = workflow.runs.order_by("-created_at", "-id").first()
@@ -62,13 +56,13 @@ class WorkflowSerializer(serializers.ModelSerializer):
         return group
 
     def validate(self, attrs):
-        if "nodes" not in attrs and "edges" not in attrs:
+        if "node_names" not in attrs and "edge_dicts" not in attrs:
             if self.instance is None:
                 raise serializers.ValidationError({"nodes": ["This field is required."]})
             return attrs
         current = definitions.graph_of(self.instance) if self.instance else ([], [])
-        nodes = attrs.pop("nodes", current[0])
-        edges = attrs.pop("edges", None)
+        nodes = attrs.pop("node_names", current[0])
+        edges = attrs.pop("edge_dicts", None)
         edges = [edge.as_dict() for edge in current[1]] if edges is None else [dict(edge) for edge in edges]
         user = self.context["request"].user
         jobs = {job.name: job for job in visible_jobs(user).filter(name__in=nodes)}
