@@ -32,7 +32,7 @@ def draw(nodes, edges, steps=None):
     width = PAD * 2 + max(len(columns), 1) * (BOX_W + GAP_X) - GAP_X
     height = PAD * 2 + max((len(c) for c in columns), default=1) * (BOX_H + GAP_Y) - GAP_Y
     parts = [
-        f'<svg class="workflow-graph" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="workflow-graph" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
         f'role="img" aria-label="workflow graph">',
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
         'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#6b7280"/></marker></defs>',
