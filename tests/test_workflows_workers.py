@@ -143,3 +143,24 @@ def test_a_worker_killed_in_the_middle_of_a_workflow_delays_it_and_loses_nothing
         assert JobRun.objects.filter(job__name=name).count() == 1, name
     assert len(keys_of(ledger, "start", "d")) == 1
     assert WorkflowRun.objects.count() == 1
+
+
+@pytest.mark.timeout(90)
+def test_a_scheduled_workflow_runs_once_per_slot_with_two_schedulers(processes, ledger):
+    make_job("a", kwargs={"path": ledger.path})
+    make_job("b", kwargs={"path": ledger.path})
+    workflow = make_workflow("every-2s", "ab", [("a", "b")], schedule={"type": "interval", "every_seconds": 2})
+    processes.worker(concurrency=2)
+    processes.beat(name="beat-1")
+    processes.beat(name="beat-2")
+
+    def two_done():
+        done = workflow.runs.filter(status=WorkflowRunStatus.SUCCEEDED)
+        return done.count() >= 2 and list(done)
+
+    wait_for(two_done, timeout=60, message="two scheduled workflow runs to succeed")
+    scheduled = list(workflow.runs.values_list("trigger", "scheduled_for"))
+    assert {trigger for trigger, _ in scheduled} == {"schedule"}
+    assert len({slot for _, slot in scheduled}) == len(scheduled)
+    for wf_run in workflow.runs.filter(status=WorkflowRunStatus.SUCCEEDED):
+        assert wf_run.steps.filter(status="succeeded").count() == 2

@@ -38,6 +38,9 @@ STEP_STATUS_OF_RUN = {
 }
 
 
+MAX_SLOTS_PER_TICK = 1000  # missed slots walked through for one workflow before jumping to now
+
+
 class NotRerunnable(Exception):
     pass
 
@@ -228,8 +231,12 @@ def dispatch_due_workflows(now=None, batch=100):
         for workflow in due:
             slot = workflow.next_run_at
             following = workflow.slot_after(slot)
-            while following is not None and following <= now:
+            for _ in range(MAX_SLOTS_PER_TICK):
+                if following is None or following > now:
+                    break
                 slot, following = following, workflow.slot_after(following)
+            else:  # far behind (a long downtime): the latest slot is the one before the next
+                following = workflow.slot_after(now)
             if start(workflow, WorkflowTrigger.SCHEDULE, scheduled_for=slot) is not None:
                 started += 1
             Workflow.objects.filter(pk=workflow.pk).update(next_run_at=following)
