@@ -163,6 +163,20 @@ def test_a_job_used_by_a_workflow_cannot_be_deleted(people):
     assert Job.objects.filter(pk=job.pk).exists()
 
 
+def test_a_job_taken_out_of_its_workflows_can_be_deleted_with_its_runs(people):
+    wf_id = create(people)["id"]
+    client = people.client(people.owner)
+    wf_run = client.post(f"/api/workflows/{wf_id}/run/").json()
+    client.post(f"/api/workflow-runs/{wf_run['id']}/cancel/")
+    edit = {"nodes": ["transform", "load"], "edges": [{"from": "transform", "to": "load"}]}
+    assert client.patch(f"/api/workflows/{wf_id}/", edit, format="json").status_code == 200
+    extract = Job.objects.get(name="extract")
+    assert client.delete(f"/api/jobs/{extract.pk}/").status_code == 204
+    assert not JobRun.objects.filter(job_id=extract.pk).exists()
+    steps = client.get(f"/api/workflow-runs/{wf_run['id']}/").json()["steps"]
+    assert [s["job_name"] for s in steps] == ["transform", "load"]
+
+
 def test_pause_and_resume(people):
     wf_id = create(people, schedule={"type": "interval", "every_seconds": 60})["id"]
     client = people.client(people.owner)

@@ -203,7 +203,8 @@ class WorkflowStep(models.Model):
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="+")
     status = models.CharField(max_length=16, choices=StepStatus.choices, default=StepStatus.WAITING)
     # The run of this step; a re-run's kept steps point at the run of the workflow run they come from.
-    run = models.ForeignKey(JobRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="workflow_steps")
+    # RESTRICT: a step's run goes only with the step's job (whose deletion removes both).
+    run = models.ForeignKey(JobRun, null=True, blank=True, on_delete=models.RESTRICT, related_name="workflow_steps")
     kept = models.BooleanField(default=False, help_text="Carried over, succeeded, from the run this one re-runs.")
     reason = models.CharField(max_length=255, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)

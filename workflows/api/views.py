@@ -18,7 +18,7 @@ from ..permissions import may_act_on, visible_workflow_runs, visible_workflows
 from .serializers import WorkflowRunDetailSerializer, WorkflowRunSerializer, WorkflowSerializer
 
 COMMAND_JOBS_DENIED = ("This workflow has command jobs: only staff or users with the jobs.change_job "
-                       "permission may run, re-run or cancel it.")
+                       "permission may change, delete, run, pause, resume, re-run or cancel it.")
 
 
 def accepted(request, wf_run, context):
@@ -67,7 +67,12 @@ class WorkflowViewSet(ApiViewSet, viewsets.ModelViewSet):
 
     def update(self, request, *args, **kwargs):
         with transaction.atomic():
+            self.check_may_act(self.get_object())
             return super().update(request, *args, **kwargs)
+
+    def destroy(self, request, *args, **kwargs):
+        self.check_may_act(self.get_object())
+        return super().destroy(request, *args, **kwargs)
 
     def check_may_act(self, workflow):
         if not may_act_on(self.request.user, workflow):
@@ -87,6 +92,7 @@ class WorkflowViewSet(ApiViewSet, viewsets.ModelViewSet):
     @action(detail=True, methods=["post"])
     def pause(self, request, pk=None):
         workflow = self.get_object()
+        self.check_may_act(workflow)
         definitions.pause(workflow)
         return Response(self.get_serializer(workflow).data)
 
@@ -95,6 +101,7 @@ class WorkflowViewSet(ApiViewSet, viewsets.ModelViewSet):
     @action(detail=True, methods=["post"])
     def resume(self, request, pk=None):
         workflow = self.get_object()
+        self.check_may_act(workflow)
         definitions.resume(workflow)
         return Response(self.get_serializer(workflow).data)
 
