@@ -192,3 +192,14 @@ def test_delete_keeps_the_job_runs(people):
     assert client.delete(f"/api/workflows/{wf_id}/").status_code == 204
     assert not WorkflowRun.objects.exists()
     assert JobRun.objects.filter(job__name="extract").count() == 1
+
+
+def test_running_a_workflow_with_a_command_job_needs_the_command_permission(people):
+    save_job(Job(name="shell", kind="command", target="true", owner=people.owner), {"type": "manual"})
+    body = people.client(people.staff).post("/api/workflows/", pipeline(nodes=["shell"], edges=[]),
+                                            format="json").json()
+    Workflow.objects.filter(pk=body["id"]).update(owner=people.owner)
+    owner = people.client(people.owner)
+    assert owner.post(f"/api/workflows/{body['id']}/run/").status_code == 403
+    assert owner.patch(f"/api/workflows/{body['id']}/", {"enabled": False}, format="json").status_code == 403
+    assert not WorkflowRun.objects.exists()
