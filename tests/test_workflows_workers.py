@@ -51,6 +51,7 @@ def test_a_diamond_runs_d_once_after_b_and_c(processes, ledger):
     assert wf_run.status == WorkflowRunStatus.SUCCEEDED
     assert steps(wf_run) == dict.fromkeys("abcd", "succeeded")
     assert len(keys_of(ledger, "start", "d")) == 1
+    assert Job.objects.get(name="d").last_run_id == wf_run.steps.get(job__name="d").run_id
     assert times_of(ledger, "start", "d")[0] >= max(times_of(ledger, "end", "b") + times_of(ledger, "end", "c"))
     assert min(times_of(ledger, "start", "b") + times_of(ledger, "start", "c")) >= times_of(ledger, "end", "a")[0]
 

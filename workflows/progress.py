@@ -13,6 +13,7 @@ and republishing are the job's own, and a workflow run waits for them.
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from jobs import runs as job_runs
@@ -198,7 +199,10 @@ def create_step_run(job, wf_run, now):
             slot += timedelta(microseconds=1)
     else:
         raise RuntimeError(f"no free slot for a run of job {job.pk}")
-    Job.objects.filter(pk=job.pk).update(last_run=run)
+    # After commit, not here: the scheduler locks job rows and may then wait for a workflow run's
+    # lock (cancelling a run under the 'replace' overlap policy); this runs holding that lock.
+    transaction.on_commit(lambda: Job.objects.filter(Q(last_run__isnull=True) | Q(last_run__lt=run.pk), pk=job.pk)
+                          .update(last_run=run))
     job_runs.publish_on_commit(run.pk, run.attempt, job)
     return run
 
