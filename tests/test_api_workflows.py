@@ -203,3 +203,13 @@ def test_running_a_workflow_with_a_command_job_needs_the_command_permission(peop
     assert owner.post(f"/api/workflows/{body['id']}/run/").status_code == 403
     assert owner.patch(f"/api/workflows/{body['id']}/", {"enabled": False}, format="json").status_code == 403
     assert not WorkflowRun.objects.exists()
+
+
+def test_the_list_takes_a_bounded_number_of_queries(people, django_assert_max_num_queries):
+    client = people.client(people.owner)
+    for i in range(5):
+        client.post(f"/api/workflows/{create(people, name=f'etl-{i}')['id']}/run/")
+    with django_assert_max_num_queries(8):
+        body = client.get("/api/workflows/").json()
+    assert len(body["results"]) == 5 and body["results"][0]["nodes"] == ["extract", "transform", "load"]
+    assert all(workflow["last_run"]["status"] == "running" for workflow in body["results"])

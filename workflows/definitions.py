@@ -108,7 +108,9 @@ def layers(nodes, edges):
 
 def graph_of(workflow):
     """The workflow's (job names, [Edge]) as saved."""
-    names = {node.pk: node.job.name for node in workflow.nodes.select_related("job")}
+    prefetched = "nodes" in getattr(workflow, "_prefetched_objects_cache", {})
+    nodes = workflow.nodes.all() if prefetched else workflow.nodes.select_related("job")
+    names = {node.pk: node.job.name for node in nodes}
     edges = [Edge(names[e.upstream_id], names[e.downstream_id], e.on_failure) for e in workflow.edges.all()]
     return list(names.values()), edges
 

@@ -46,7 +46,10 @@ class WorkflowSerializer(serializers.ModelSerializer):
         read_only_fields = ["next_run_at", "created_at", "updated_at"]
 
     def get_last_run(self, workflow) -> WorkflowRunSummarySerializer(allow_null=True):
-        latest = workflow.runs.order_by("-created_at", "-id").first()
+        if hasattr(workflow, "latest_runs"):  # prefetched by the list
+            latest = workflow.latest_runs[0] if workflow.latest_runs else None
+        else:
+            latest = workflow.runs.order_by("-created_at", "-id").first()
         return WorkflowRunSummarySerializer(latest).data if latest else None
 
     def validate_group(self, group):

@@ -2,6 +2,7 @@
 with steps, re-run from the failed steps, cancel)."""
 
 from django.db import transaction
+from django.db.models import Prefetch
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import status, viewsets
@@ -51,6 +52,8 @@ class WorkflowViewSet(ApiViewSet, viewsets.ModelViewSet):
             return found.select_for_update(of=("self",))
         if self.action != "list":
             return found
+        latest = WorkflowRun.objects.order_by("-created_at", "-id")[:1]
+        found = found.prefetch_related("nodes__job", "edges", Prefetch("runs", queryset=latest, to_attr="latest_runs"))
         params = self.request.query_params
         if "name" in params:
             found = found.filter(name=text_param(params, "name"))
