@@ -21,6 +21,12 @@ from .models import ACTIVE_STATUSES, CatchupPolicy, Job, JobRun, OverlapPolicy, 
 logger = logging.getLogger(__name__)
 
 MAX_SLOTS_PER_JOB = 1000  # slots examined for one job in one tick, after a long downtime
+# What a tick reads of a due job: its schedule, policies and what publishing needs. Leaving out
+# the JSON columns (args, environment, headers...) halves the cost of loading a batch.
+TICK_FIELDS = (
+    "schedule_type", "crontab", "interval", "clocked", "next_run_at", "last_run", "catchup_policy", "catchup_max",
+    "overlap_policy", "jitter_seconds", "max_retries", "kind", "queue", "timeout_seconds",
+)
 
 
 @dataclass
@@ -66,6 +72,7 @@ def dispatch_due(now=None, batch=None):
             Job.objects.filter(enabled=True, next_run_at__lte=now)
             .order_by("next_run_at")
             .select_related("crontab", "interval", "clocked")
+            .only(*TICK_FIELDS)
             .select_for_update(skip_locked=True, of=("self",))[:batch]
         )
         if not jobs:
@@ -86,17 +93,34 @@ def dispatch_due(now=None, batch=None):
             runs.cancel(run, reason="replaced by a newer slot (overlap policy 'replace')")
         created = insert_runs(rows, now)
         by_job = {job.pk: job for job in jobs}
+        to_publish = []
         for run_id, job_id, status in created:
             job = by_job[job_id]
             job.last_run_id = max(run_id, job.last_run_id or 0)
             if status == RunStatus.QUEUED:
                 report.runs_created += 1
-                runs.publish_on_commit(run_id, 1, job)
+                to_publish.append((run_id, 1, job))
                 report.published.append(run_id)
             else:
                 report.slots_skipped += 1
-        Job.objects.bulk_update(jobs, ["next_run_at", "last_run"], batch_size=1000)
+        advance_jobs(jobs)
+        runs.publish_many_on_commit(to_publish)
     return report
+
+
+def advance_jobs(jobs):
+    """Write each job's next slot and last run: on PostgreSQL one UPDATE ... FROM unnest(...), where
+    bulk_update would build a CASE expression with a branch per job."""
+    if connection.vendor != "postgresql":
+        Job.objects.bulk_update(jobs, ["next_run_at", "last_run"], batch_size=1000)
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Job._meta.db_table} AS j SET next_run_at = v.next_run_at, last_run_id = v.last_run_id "
+            "FROM unnest(%s::bigint[], %s::timestamptz[], %s::bigint[]) AS v(id, next_run_at, last_run_id) "
+            "WHERE j.id = v.id",
+            [[job.pk for job in jobs], [job.next_run_at for job in jobs], [job.last_run_id for job in jobs]],
+        )
 
 
 def seconds_until_next_due(now=None):
@@ -140,27 +164,42 @@ _COLUMNS = (
     "queued_at", "finished_at", "next_attempt_at", "publish_count", "worker", "output", "output_bytes", "error",
     "reason",
 )
+# PostgreSQL takes a whole batch as one array per column: a statement of sixteen parameters
+# instead of sixteen per run, which the driver would otherwise parse and adapt one by one.
+_UNNEST_COLUMNS = (("job_id", "bigint"), ("status", "varchar"), ("scheduled_for", "timestamptz"),
+                   ("max_attempts", "integer"), ("queued_at", "timestamptz"), ("finished_at", "timestamptz"),
+                   ("next_attempt_at", "timestamptz"), ("reason", "varchar"))
 
 
 def insert_runs(rows, now):
     """Insert runs, leaving alone any slot that already has one. Returns (id, job_id, status)."""
-    created = []
     table = JobRun._meta.db_table
-    placeholders = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
-    for start in range(0, len(rows), 500):
-        chunk = rows[start:start + 500]
-        params = []
-        for job, slot, status, reason, start_at in chunk:
-            queued_at = now if status == RunStatus.QUEUED else None
-            finished_at = now if status == RunStatus.SKIPPED else None
-            params += [job.pk, status, RunTrigger.SCHEDULE, slot, 1, job.max_attempts, now,
-                       queued_at, finished_at, start_at, 0, "", "", 0, "", reason]
-        sql = (
-            f"INSERT INTO {table} ({', '.join(_COLUMNS)}) VALUES "
-            + ", ".join([placeholders] * len(chunk))
-            + " ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id, job_id, status"
-        )
+    created = []
+    for start in range(0, len(rows), 5000):
+        chunk = rows[start:start + 5000]
+        values = [(job.pk, status, slot, job.max_attempts,
+                   now if status == RunStatus.QUEUED else None,
+                   now if status == RunStatus.SKIPPED else None,
+                   start_at, reason) for job, slot, status, reason, start_at in chunk]
         with connection.cursor() as cursor:
-            cursor.execute(sql, params)
+            if connection.vendor == "postgresql":
+                names = ", ".join(name for name, _ in _UNNEST_COLUMNS)
+                arrays = ", ".join(f"%s::{kind}[]" for _, kind in _UNNEST_COLUMNS)
+                cursor.execute(
+                    f"INSERT INTO {table} ({names}, trigger, attempt, created_at, publish_count, worker, output, "
+                    f"output_bytes, error) SELECT v.*, %s, 1, %s, 0, '', '', 0, '' FROM unnest({arrays}) AS v "
+                    "ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id, job_id, status",
+                    [RunTrigger.SCHEDULE, now] + [list(column) for column in zip(*values, strict=True)],
+                )
+            else:
+                placeholders = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
+                cursor.execute(
+                    f"INSERT INTO {table} ({', '.join(_COLUMNS)}) VALUES "
+                    + ", ".join([placeholders] * len(values))
+                    + " ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id, job_id, status",
+                    [p for job_id, status, slot, attempts, queued_at, finished_at, start_at, reason in values
+                     for p in (job_id, status, RunTrigger.SCHEDULE, slot, 1, attempts, now, queued_at,
+                               finished_at, start_at, 0, "", "", 0, "", reason)],
+                )
             created += cursor.fetchall()
     return created

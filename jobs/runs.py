@@ -7,6 +7,7 @@ its attempt was declared lost cannot overwrite what the monitor decided.
 
 import logging
 import random
+import threading
 
 from django.conf import settings
 from django.db import transaction
@@ -31,9 +32,10 @@ from .models import (
 logger = logging.getLogger(__name__)
 
 DUPLICATES_DROPPED = "duplicate_deliveries_dropped"
+PUBLISH_BATCH = 1000  # messages per Redis pipeline
 
 
-def publish(run_id, attempt, job):
+def publish(run_id, attempt, job, producer=None):
     from .tasks import execute_run
 
     # Celery's hard limit is a backstop behind our own timeout handling (the soft limit for
@@ -45,19 +47,61 @@ def publish(run_id, attempt, job):
         queue=job.effective_queue,
         soft_time_limit=job.timeout_seconds if job.kind == "callable" else None,
         time_limit=job.timeout_seconds + 2 * grace + 5,
+        producer=producer,
+        argsrepr=f"[{run_id}, {attempt}]",  # saves Celery a saferepr() per message
+        kwargsrepr="{}",
     )
 
 
-def publish_on_commit(run_id, attempt, job):
-    transaction.on_commit(lambda: _publish_logged(run_id, attempt, job))
+def publish_many(items):
+    """Publish (run id, attempt, job) triples through one Redis pipeline per thousand messages.
 
-
-def _publish_logged(run_id, attempt, job):
+    kombu's ``Producer.batch`` buffers the very messages ``apply_async`` would send one round trip
+    each; a burst of due jobs is what makes that round trip the scheduler's main cost.
+    """
+    connection = _publishing_connection()
     try:
-        publish(run_id, attempt, job)
+        producer = connection.Producer(auto_declare=False)
+        with producer.batch(max_size=PUBLISH_BATCH):
+            for run_id, attempt, job in items:
+                publish(run_id, attempt, job, producer=producer)
     except Exception:
-        # The run stays queued in the database; the monitor publishes it again.
-        logger.exception("could not publish run %s attempt %s; the monitor will retry", run_id, attempt)
+        _publishing.connection = None  # a fresh connection next time
+        connection.release()
+        raise
+
+
+_publishing = threading.local()
+
+
+def _publishing_connection():
+    """This thread's broker connection for batches. kombu only batches on a connection that does
+    not retry a timed-out command (a retried pipeline could push its messages twice); when a batch
+    fails, its runs stay queued in the database and the monitor publishes them again."""
+    from .tasks import execute_run
+
+    if getattr(_publishing, "connection", None) is None:
+        _publishing.connection = execute_run.app.connection_for_write(
+            transport_options={"retry_on_timeout": False})
+    return _publishing.connection
+
+
+def publish_on_commit(run_id, attempt, job):
+    transaction.on_commit(lambda: _publish_logged([(run_id, attempt, job)]))
+
+
+def publish_many_on_commit(items):
+    if items:
+        transaction.on_commit(lambda: _publish_logged(items))
+
+
+def _publish_logged(items):
+    try:
+        publish_many(items)
+    except Exception:
+        # The runs stay queued in the database; the monitor publishes them again.
+        logger.exception("could not publish %s run(s) (first: run %s attempt %s); the monitor will retry",
+                         len(items), items[0][0], items[0][1])
 
 
 def run_now(job, user=None):
