@@ -71,6 +71,7 @@ def test_a_failed_upstream_skips_the_downstream_and_fails_the_run():
     wf_run.refresh_from_db()
     assert steps(wf_run) == {"a": "succeeded", "b": "failed", "c": "succeeded", "d": "skipped"}
     assert wf_run.steps.get(job__name="d").reason == "upstream b failed"
+    assert wf_run.steps.get(job__name="b").reason == "boom"
     assert wf_run.status == WorkflowRunStatus.FAILED
     assert wf_run.reason == "failed: b"
 
@@ -101,6 +102,15 @@ def test_a_rerun_keeps_the_succeeded_steps_and_runs_the_failed_one_and_downstrea
     assert JobRun.objects.filter(job__name="a").count() == 1
     with pytest.raises(progress.NotRerunnable):
         progress.rerun(WorkflowRun.objects.get(pk=wf_run.pk))
+
+
+def test_a_second_rerun_of_the_same_run_is_fenced_by_the_database():
+    wf_run = progress.start(diamond())
+    fail(wf_run, "a")
+    wf_run.refresh_from_db()
+    assert progress.start(wf_run.workflow, "rerun", rerun_of=wf_run) is not None
+    assert progress.start(wf_run.workflow, "rerun", rerun_of=wf_run) is None  # as when two raced past the check
+    assert WorkflowRun.objects.filter(rerun_of=wf_run).count() == 1
 
 
 def test_a_running_workflow_run_cannot_be_rerun():

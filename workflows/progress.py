@@ -83,10 +83,10 @@ def rerun(wf_run, user=None):
         raise NotRerunnable(f"Only a failed or cancelled workflow run can be re-run; this one is {wf_run.status}.")
     if WorkflowRun.objects.filter(rerun_of=wf_run).exists():
         raise NotRerunnable(f"Workflow run #{wf_run.pk} was already re-run as #{wf_run.rerun.pk}; re-run that one.")
-    try:
-        return start(wf_run.workflow, WorkflowTrigger.RERUN, user=user, rerun_of=wf_run)
-    except IntegrityError:  # two re-runs at once: rerun_of is unique
-        raise NotRerunnable(f"Workflow run #{wf_run.pk} was already re-run.") from None
+    new_run = start(wf_run.workflow, WorkflowTrigger.RERUN, user=user, rerun_of=wf_run)
+    if new_run is None:  # two re-runs at once: rerun_of is unique, the other one won
+        raise NotRerunnable(f"Workflow run #{wf_run.pk} was already re-run.")
+    return new_run
 
 
 def run_ended(run):
@@ -97,7 +97,9 @@ def run_ended(run):
     if step is None:
         return
     wf_run = WorkflowRun.objects.select_for_update().get(pk=step.workflow_run_id)
-    status, reason = JobRun.objects.filter(pk=run_id).values_list("status", "reason").get()
+    status, reason, error = JobRun.objects.filter(pk=run_id).values_list("status", "reason", "error").get()
+    if status != RunStatus.SUCCEEDED:
+        reason = reason or (error.strip().splitlines() or [""])[-1]
     WorkflowStep.objects.filter(pk=step.pk, status=StepStatus.ACTIVE).update(
         status=STEP_STATUS_OF_RUN.get(status, StepStatus.FAILED), finished_at=timezone.now(),
         reason=(reason or "")[:255])
