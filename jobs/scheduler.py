@@ -18,7 +18,7 @@ from django.db import close_old_connections
 from django_celery_beat.schedulers import DatabaseScheduler
 
 from notifications import sending, watch
-from workflows.progress import dispatch_due_workflows
+from workflows.dispatch import dispatch_due_workflows
 
 from . import dispatch, metrics, monitor, runs
 from .leader import Leadership

@@ -23,7 +23,6 @@ from .models import (
     STEP_TERMINAL,
     FailurePolicy,
     StepStatus,
-    Workflow,
     WorkflowRun,
     WorkflowRunStatus,
     WorkflowStep,
@@ -37,9 +36,6 @@ STEP_STATUS_OF_RUN = {
     RunStatus.SKIPPED: StepStatus.FAILED,
     RunStatus.CANCELLED: StepStatus.CANCELLED,
 }
-
-
-MAX_SLOTS_PER_TICK = 1000  # missed slots walked through for one workflow before jumping to now
 
 
 class NotRerunnable(Exception):
@@ -221,29 +217,3 @@ def _finish(wf_run, steps, now):
     reason = wf_run.reason or (f"failed: {', '.join(failed)}" if failed else "")
     WorkflowRun.objects.filter(pk=wf_run.pk, status=WorkflowRunStatus.RUNNING).update(
         status=status, finished_at=now, reason=reason[:255])
-
-
-def dispatch_due_workflows(now=None, batch=100):
-    """The scheduler's tick for workflows: start one run for the latest due slot of each due
-    workflow (older missed slots are not caught up) and move its next slot on.
-
-    Rows are locked with SKIP LOCKED, and UNIQUE(workflow, scheduled_for) fences a second leader."""
-    now = now or timezone.now()
-    started = 0
-    with transaction.atomic():
-        due = list(Workflow.objects.filter(enabled=True, next_run_at__lte=now).order_by("next_run_at")
-                   .select_related("crontab", "interval", "clocked")
-                   .select_for_update(skip_locked=True, of=("self",))[:batch])
-        for workflow in due:
-            slot = workflow.next_run_at
-            following = workflow.slot_after(slot)
-            for _ in range(MAX_SLOTS_PER_TICK):
-                if following is None or following > now:
-                    break
-                slot, following = following, workflow.slot_after(following)
-            else:  # far behind (a long downtime): the latest slot is the one before the next
-                following = workflow.slot_after(now)
-            if start(workflow, WorkflowTrigger.SCHEDULE, scheduled_for=slot) is not None:
-                started += 1
-            Workflow.objects.filter(pk=workflow.pk).update(next_run_at=following)
-    return started
