@@ -6,6 +6,8 @@ next_run_at, last_run, created_at, updated_at). ``name``, ``kind``, ``target`` a
 are always written; every other field is written only when it differs from the model's default,
 so files stay short. Applying a file makes each job in it match the file: a field missing from
 an entry is set back to its default.
+
+A file may also hold ``workflows:`` next to ``jobs:``; ``workflows.as_code`` does their part.
 """
 
 import json
@@ -15,9 +17,11 @@ from datetime import datetime
 import yaml
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import DatabaseError, transaction
+from django.db.models import ProtectedError
 
 from audit import trail
 from audit.models import Source
+from workflows import as_code as workflows_as_code
 
 from . import definitions
 from .models import Job
@@ -75,6 +79,8 @@ def export_text(fmt):
     """Every job, sorted by name, as ``fmt`` ("yaml" or "json")."""
     jobs = Job.objects.select_related("crontab", "interval", "clocked").order_by("name")
     document = {"jobs": [job_entry(job) for job in jobs]}
+    if workflows := workflows_as_code.export_entries():
+        document["workflows"] = workflows
     if fmt == "json":
         return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     return yaml.dump(document, Dumper=FileDumper, sort_keys=False, allow_unicode=True, default_flow_style=False,
@@ -117,6 +123,12 @@ class Entry:
         return f"{place}jobs[{self.index}]" + (f" (name: {name})" if name else "")
 
 
+class Entries(list):
+    """The file's job entries; ``workflows`` holds its workflow entries, None without the key."""
+
+    workflows = None
+
+
 def read_entries(text, fmt):
     try:
         if fmt == "json":
@@ -125,20 +137,26 @@ def read_entries(text, fmt):
             document, lines = yaml.safe_load(text), entry_lines(text)
     except (ValueError, yaml.YAMLError) as exc:
         raise JobFileError([f"Cannot read the file: {exc}"]) from None
-    if not isinstance(document, dict) or set(document) != {"jobs"} or not isinstance(document["jobs"], list):
-        extra = sorted(set(document) - {"jobs"}) if isinstance(document, dict) else []
+    if (not isinstance(document, dict) or "jobs" not in document or set(document) - {"jobs", "workflows"}
+            or not isinstance(document["jobs"], list) or not isinstance(document.get("workflows", []), list)):
+        extra = sorted(set(document) - {"jobs", "workflows"}) if isinstance(document, dict) else []
         hint = f" (unknown top-level keys: {', '.join(map(str, extra))})" if extra else ""
-        raise JobFileError([f"The file must hold one key, jobs, with a list of jobs{hint}."])
-    return [Entry(i, data, lines.get(i)) for i, data in enumerate(document["jobs"])]
+        raise JobFileError([f"The file must hold a key jobs with a list of jobs, and may hold a key workflows "
+                            f"with a list of workflows{hint}."])
+    entries = Entries(Entry(i, data, lines.get(i)) for i, data in enumerate(document["jobs"]))
+    if "workflows" in document:
+        workflow_lines = entry_lines(text, "workflows") if fmt != "json" else {}
+        entries.workflows = [Entry(i, data, workflow_lines.get(i)) for i, data in enumerate(document["workflows"])]
+    return entries
 
 
-def entry_lines(text):
-    """The line number (from 1) where each entry of the ``jobs`` list starts."""
+def entry_lines(text, key="jobs"):
+    """The line number (from 1) where each entry of the ``key`` list starts."""
     root = yaml.compose(text, Loader=yaml.SafeLoader)
     if not isinstance(root, yaml.MappingNode):
         return {}
-    for key, value in root.value:
-        if key.value == "jobs" and isinstance(value, yaml.SequenceNode):
+    for name, value in root.value:
+        if name.value == key and isinstance(value, yaml.SequenceNode):
             return {i: item.start_mark.line + 1 for i, item in enumerate(value.value)}
     return {}
 
@@ -163,10 +181,11 @@ class Plan:
     changes: list
     deletions: list
     unchanged: int
+    workflows: object = None  # a workflows.as_code.WorkflowPlan when the file has workflows
 
     @property
     def is_empty(self):
-        return not self.changes and not self.deletions
+        return not self.changes and not self.deletions and (self.workflows is None or self.workflows.is_empty)
 
     def lines(self):
         out = []
@@ -178,6 +197,8 @@ class Plan:
                 out.append(f"~ update {change.job.name}: {diffs}")
         out += [f"- delete {job.name}" for job in self.deletions]
         out.append(f"= unchanged: {self.unchanged}")
+        if self.workflows is not None:
+            out += self.workflows.lines()
         return out
 
 
@@ -270,10 +291,15 @@ def plan_changes(entries, prune=False):
             changes.append(Change(entry, job, values, schedule, changed))
         else:
             unchanged += 1
+    deletions = sorted((job for n, job in existing.items() if n not in seen), key=lambda j: j.name) if prune else []
+    workflow_plan = None
+    if getattr(entries, "workflows", None) is not None:
+        job_names = {name for name in existing if name in seen or not prune} | {n for n in seen if isinstance(n, str)}
+        workflow_plan, workflow_errors = workflows_as_code.plan_workflows(entries.workflows, job_names, prune)
+        errors += workflow_errors
     if errors:
         raise JobFileError(errors)
-    deletions = sorted((job for n, job in existing.items() if n not in seen), key=lambda j: j.name) if prune else []
-    return Plan(changes, deletions, unchanged)
+    return Plan(changes, deletions, unchanged, workflow_plan)
 
 
 # --- applying
@@ -304,11 +330,18 @@ def apply_plan(plan, dry_run=False):
                 errors += [f"{change.entry.where}: {m}" for m in messages_of(exc, schedule_key)]
             except DatabaseError as exc:  # a value the model accepts and the database does not
                 errors.append(f"{change.entry.where}: {str(exc).strip()}")
+        if plan.workflows is not None:
+            errors += workflows_as_code.apply_changes(plan.workflows)
+            workflows_as_code.delete_pruned(plan.workflows)
         if errors:
             raise JobFileError(errors)
         for job in plan.deletions:
             trail.record(job, "delete", Source.CLI, changes=trail.diff(trail.snapshot(job), None),
                          detail="jobs apply --prune")
-        Job.objects.filter(pk__in=[job.pk for job in plan.deletions]).delete()
+        try:
+            Job.objects.filter(pk__in=[job.pk for job in plan.deletions]).delete()
+        except ProtectedError as exc:
+            raise JobFileError([f"jobs: cannot delete {node.job.name}: the workflow {node.workflow.name} uses it."
+                                for node in exc.protected_objects]) from None
         if dry_run:
             transaction.set_rollback(True)

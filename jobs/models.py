@@ -63,6 +63,7 @@ class RunTrigger(models.TextChoices):
     SCHEDULE = "schedule"
     MANUAL = "manual"
     BACKFILL = "backfill"
+    WORKFLOW = "workflow"  # a step of a workflow run (workflows.progress)
 
 
 class AttemptOutcome(models.TextChoices):

@@ -21,6 +21,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from notifications import outbox
+from workflows import progress as workflow_progress
 
 from . import runs
 from .leader import redis_client
@@ -78,6 +79,7 @@ def fail_never_started(now):
                               error=f"Never started: waited more than {limit:.0f} s (JOBS_MAX_WAIT_SECONDS); "
                                     f"is a worker consuming queue '{run.job.effective_queue}'?"):
                 outbox.record_event(run, "failed")
+                workflow_progress.run_ended(run)
                 failed += 1
     return failed
 

@@ -14,6 +14,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from notifications import outbox
+from workflows import progress as workflow_progress
 
 from . import wire
 from .models import (
@@ -130,6 +131,7 @@ def record_success(run_id, attempt, output="", output_bytes=0, result=None):
         if moved:
             _finish_attempt(run_id, attempt, AttemptOutcome.SUCCEEDED, now)
             outbox.record_event(JobRun.objects.select_related("job").get(pk=run_id), "succeeded")
+            workflow_progress.run_ended(run_id)
     return bool(moved)
 
 
@@ -154,6 +156,7 @@ def record_failure(run_id, attempt, error, traceback="", output="", output_bytes
             final = RunStatus.TIMED_OUT if timed_out else RunStatus.FAILED
             run.transition(final, frm=[RunStatus.RUNNING], finished_at=now, **fields)
             outbox.record_event(run, "timed_out" if timed_out else "failed")
+            workflow_progress.run_ended(run)
         _finish_attempt(run_id, attempt, outcome, now, error=error, traceback=traceback)
     return run.status
 
@@ -231,6 +234,7 @@ def miss_if_past_deadline(run, now):
                                reason=f"missed: not started within {deadline} s of its slot ({late:.0f} s late)")
         if moved:
             outbox.record_event(run, "missed")
+            workflow_progress.run_ended(run)
     return moved
 
 
@@ -245,5 +249,6 @@ def cancel(run, reason="cancelled"):
             JobAttempt.objects.filter(run_id=run.pk, outcome=AttemptOutcome.RUNNING).update(
                 outcome=AttemptOutcome.CANCELLED, finished_at=now
             )
+            workflow_progress.run_ended(run)
     run.refresh_from_db()
     return bool(moved)

@@ -18,6 +18,7 @@ from django.db import close_old_connections
 from django_celery_beat.schedulers import DatabaseScheduler
 
 from notifications import sending, watch
+from workflows.dispatch import dispatch_due_workflows
 
 from . import dispatch, metrics, monitor, runs, tasks
 from .leader import Leadership
@@ -45,6 +46,7 @@ class JobScheduler(DatabaseScheduler):
         try:
             close_old_connections()
             report = dispatch.dispatch_due()
+            dispatch_due_workflows()
             if report.due_jobs:
                 logger.info("dispatched %s runs (%s skipped) for %s due jobs",
                             report.runs_created, report.slots_skipped, report.due_jobs)

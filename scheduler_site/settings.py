@@ -37,6 +37,7 @@ INSTALLED_APPS = [
     "jobs",
     "notifications",
     "audit",
+    "workflows",
 ]
 
 MIDDLEWARE = [
@@ -136,6 +137,14 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Runs, workflow runs and workflow steps each have a status (and a trigger) of their own.
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "jobs.models.RunStatus",
+        "RunTriggerEnum": "jobs.models.RunTrigger",
+        "WorkflowRunStatusEnum": "workflows.models.WorkflowRunStatus",
+        "WorkflowTriggerEnum": "workflows.models.WorkflowTrigger",
+        "StepStatusEnum": "workflows.models.StepStatus",
+    },
 }
 
 # --- Jobs: limits and the timings of the at-least-once machinery

@@ -12,6 +12,8 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema", permission_classes=[IsAuthenticated]),
          name="api-docs"),
     path("api/", include("jobs.api.urls")),
+    path("api/", include("workflows.api.urls")),
     path("metrics", metrics_view, name="metrics"),
     path("", include("jobs.pages.urls")),
+    path("", include("workflows.pages.urls")),
 ]

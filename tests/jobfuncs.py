@@ -30,3 +30,32 @@ def flaky(fail_times, path=None, context=None):
     if context.attempt <= int(fail_times):
         raise RuntimeError(f"failing attempt {context.attempt} on purpose")
     return {"succeeded_on": context.attempt}
+
+
+@job_function("test.fail_while")
+def fail_while(marker, path=None, context=None):
+    """Fails while the file ``marker`` exists: a job a test can fix between two runs."""
+    if path:
+        _append(path, f"start {context.idempotency_key} {time.time()}")
+    if os.path.exists(marker):
+        raise RuntimeError(f"failing on purpose while {marker} exists")
+    if path:
+        _append(path, f"end {context.idempotency_key} {time.time()}")
+    return {"ok": True}
+
+
+@job_function("test.barrier")
+def barrier(path, tag, parties=2, timeout=30.0, context=None):
+    """Waits until ``parties`` runs have reached the barrier ``tag``, then returns at once, so that
+    they finish together."""
+    _append(path, f"arrive-{tag} {context.idempotency_key} {time.time()}")
+    deadline = time.monotonic() + float(timeout)
+    while True:
+        with open(path) as f:
+            if sum(line.startswith(f"arrive-{tag} ") for line in f) >= int(parties):
+                break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"barrier {tag}: the other runs never arrived")
+        time.sleep(0.005)
+    _append(path, f"end {context.idempotency_key} {time.time()}")
+    return {"tag": tag}

@@ -20,6 +20,8 @@ from schemathesis.checks import not_a_server_error
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun
 from scheduler_site.wsgi import application
+from workflows.definitions import parse_graph, save_workflow
+from workflows.models import Workflow, WorkflowRun
 
 EXAMPLES = settings(max_examples=25, deadline=None, derandomize=True, database=None,
                     suppress_health_check=list(HealthCheck))
@@ -55,11 +57,15 @@ def strategy_for(operation, existing_id):
 def test_it_never_answers_a_staff_request_with_a_server_error(in_test_transaction, staff_headers):
     job = save_job(Job(name="schema-job", kind="callable", target="builtin.noop"), {"type": "manual"})
     run = JobRun.objects.create(job=job, scheduled_for=job.created_at)
+    workflow = save_workflow(Workflow(name="schema-workflow"), {"type": "manual"},
+                             parse_graph(["schema-job"], [], {"schema-job": job}))
+    workflow_run = WorkflowRun.objects.create(workflow=workflow, trigger="manual", scheduled_for=job.created_at)
+    ids = {"/api/runs/": run.pk, "/api/workflows/": workflow.pk, "/api/workflow-runs/": workflow_run.pk}
     schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application, headers=staff_headers)
     failures = []
     for result in schema.get_all_operations():
         operation = result.ok()
-        existing_id = run.pk if operation.path.startswith("/api/runs/") else job.pk
+        existing_id = next((pk for prefix, pk in ids.items() if operation.path.startswith(prefix)), job.pk)
 
         @EXAMPLES
         @given(case=strategy_for(operation, existing_id))

@@ -3,6 +3,7 @@
 from datetime import UTC, datetime, time
 
 from django.db import connection, transaction
+from django.db.models import ProtectedError
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
@@ -178,10 +179,17 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
         if changes:
             trail.record(job, "change", Source.API, request=self.request, changes=changes)
 
+    @extend_schema(responses={204: None, 409: OpenApiTypes.OBJECT},
+                   description="Delete a job; 409 while a workflow uses it.")
     def destroy(self, request, *args, **kwargs):
         self.check_command_permission(self.get_object(), None)
-        with transaction.atomic():
-            return super().destroy(request, *args, **kwargs)
+        try:
+            with transaction.atomic():  # the audit entry goes with the deletion, or neither does
+                return super().destroy(request, *args, **kwargs)
+        except ProtectedError as exc:
+            names = sorted({str(getattr(obj, "workflow", obj)) for obj in exc.protected_objects})
+            return Response({"detail": f"The job is used by the workflow(s) {', '.join(names)}: remove it "
+                                       "from them first."}, status=status.HTTP_409_CONFLICT)
 
     def perform_destroy(self, job):
         trail.record(job, "delete", Source.API, request=self.request, changes=trail.diff(trail.snapshot(job), None))

@@ -1,0 +1,59 @@
+"""Workflows in the admin: their graph (nodes and edges) and their runs with each step, to read.
+
+A workflow's graph is defined through the API or ``manage.py jobs apply``, where it is checked as a
+whole (cycles named); here it is shown, and the schedule, policy and owner can be changed."""
+
+from django.contrib import admin
+
+from .models import Workflow, WorkflowEdge, WorkflowNode, WorkflowRun, WorkflowStep
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+class NodeInline(ReadOnlyInline):
+    model = WorkflowNode
+    fields = ["job"]
+
+
+class EdgeInline(ReadOnlyInline):
+    model = WorkflowEdge
+    fields = ["upstream", "downstream", "on_failure"]
+
+
+@admin.register(Workflow)
+class WorkflowAdmin(admin.ModelAdmin):
+    list_display = ["name", "enabled", "schedule_type", "next_run_at", "on_upstream_failure", "owner"]
+    list_filter = ["enabled", "schedule_type"]
+    search_fields = ["name"]
+    fields = ["name", "description", "owner", "group", "enabled", "on_upstream_failure", "schedule_type",
+              "crontab", "interval", "clocked", "next_run_at"]
+    readonly_fields = ["schedule_type", "crontab", "interval", "clocked", "next_run_at"]
+    raw_id_fields = ["owner"]
+    inlines = [NodeInline, EdgeInline]
+
+
+class StepInline(ReadOnlyInline):
+    model = WorkflowStep
+    fields = ["job", "status", "run", "kept", "reason", "started_at", "finished_at"]
+
+
+@admin.register(WorkflowRun)
+class WorkflowRunAdmin(admin.ModelAdmin):
+    list_display = ["id", "workflow", "status", "trigger", "created_at", "finished_at"]
+    list_filter = ["status", "trigger"]
+    search_fields = ["workflow__name"]
+    readonly_fields = ["workflow", "status", "trigger", "scheduled_for", "triggered_by", "rerun_of",
+                       "cancel_requested", "created_at", "finished_at", "reason"]
+    inlines = [StepInline]
+
+    def has_add_permission(self, request):
+        return False

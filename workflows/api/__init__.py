@@ -1,0 +1,1 @@
+"""The REST API for workflows and their runs."""

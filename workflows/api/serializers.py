@@ -1,0 +1,133 @@
+"""JSON shapes of workflows and workflow runs. A workflow's graph is ``nodes`` (job names) and
+``edges`` ({"from": job, "to": job, "on_failure": "skip"|"run"}); it is checked by
+``definitions.parse_graph`` (cycles named) and saved by ``definitions.save_workflow``."""
+
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import serializers
+
+from jobs.api.permissions import may_manage_command_jobs, sees_everything, visible_jobs
+from jobs.api.serializers import GroupField, ScheduleField, field_errors
+from jobs.models import JobKind
+
+from .. import definitions
+from ..models import FailurePolicy, Workflow, WorkflowRun, WorkflowStep
+
+
+class EdgeSerializer(serializers.Serializer):
+    locals()["from"] = serializers.CharField(max_length=200, help_text="The upstream job's name.")
+    to = serializers.CharField(max_length=200, help_text="The downstream job's name.")
+    on_failure = serializers.ChoiceField(
+        choices=["", *FailurePolicy.values], required=False, allow_blank=True,
+        help_text="What a failed upstream means for the downstream job; blank: the workflow's policy.")
+
+
+class WorkflowRunSummarySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = WorkflowRun
+        fields = ["id", "status", "trigger", "scheduled_for", "created_at", "finished_at"]
+
+
+class WorkflowSerializer(serializers.ModelSerializer):
+    schedule = ScheduleField()
+    owner = serializers.CharField(source="owner.username", read_only=True, allow_null=True)
+    group = GroupField(slug_field="name", queryset=Group.objects.all(), required=False, allow_null=True,
+                       help_text="A group of yours whose members may also see and run the workflow.")
+    nodes = serializers.ListField(child=serializers.CharField(max_length=200), required=False, source="node_names",
+                                  help_text="The names of the workflow's jobs (each at most once).")
+    edges = EdgeSerializer(many=True, required=False, source="edge_dicts",
+                           help_text="Dependencies: 'to' starts once 'from' (and its other upstreams) succeeded.")
+    last_run = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Workflow
+        fields = ["id", "name", "description", "schedule", "enabled", "on_upstream_failure", "nodes", "edges",
+                  "next_run_at", "last_run", "owner", "group", "created_at", "updated_at"]
+        read_only_fields = ["next_run_at", "created_at", "updated_at"]
+
+    def get_last_run(self, workflow) -> WorkflowRunSummarySerializer(allow_null=True):
+        if hasattr(workflow, "latest_runs"):  # prefetched by the list
+            latest = workflow.latest_runs[0] if workflow.latest_runs else None
+        else:
+            latest = workflow.runs.order_by("-created_at", "-id").first()
+        return WorkflowRunSummarySerializer(latest).data if latest else None
+
+    def validate_group(self, group):
+        user = self.context["request"].user
+        if group is not None and not sees_everything(user) and not user.groups.filter(pk=group.pk).exists():
+            raise serializers.ValidationError(f"You are not a member of the group '{group.name}'.")
+        return group
+
+    def validate(self, attrs):
+        if "node_names" not in attrs and "edge_dicts" not in attrs:
+            if self.instance is None:
+                raise serializers.ValidationError({"nodes": ["This field is required."]})
+            return attrs
+        current = definitions.graph_of(self.instance) if self.instance else ([], [])
+        nodes = attrs.pop("node_names", current[0])
+        edges = attrs.pop("edge_dicts", None)
+        edges = [edge.as_dict() for edge in current[1]] if edges is None else [dict(edge) for edge in edges]
+        user = self.context["request"].user
+        jobs = {job.name: job for job in visible_jobs(user).filter(name__in=nodes)}
+        try:
+            attrs["graph"] = definitions.parse_graph(nodes, edges, jobs)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict) from None
+        commands = sorted(name for name, job in jobs.items() if job.kind == JobKind.COMMAND)
+        if commands and not may_manage_command_jobs(user):
+            raise serializers.ValidationError({"nodes": [
+                f"Only staff or users with the jobs.change_job permission may put command jobs in a workflow "
+                f"({', '.join(commands)})."]})
+        return attrs
+
+    def create(self, validated_data):
+        schedule = validated_data.pop("schedule", None) or {"type": "manual"}
+        graph = validated_data.pop("graph")
+        return self._save(Workflow(**validated_data), schedule, graph)
+
+    def update(self, workflow, validated_data):
+        schedule = validated_data.pop("schedule", None)
+        graph = validated_data.pop("graph", None)
+        was_enabled = workflow.enabled
+        for name, value in validated_data.items():
+            setattr(workflow, name, value)
+        if schedule is None and workflow.enabled and not was_enabled:
+            workflow.next_run_at = None
+            workflow.next_run_at = workflow.first_slot()
+        return self._save(workflow, schedule, graph)
+
+    def _save(self, workflow, schedule, graph):
+        try:
+            return definitions.save_workflow(workflow, schedule, graph)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(field_errors(exc)) from None
+
+
+class StepSerializer(serializers.ModelSerializer):
+    job_name = serializers.CharField(source="job.name", read_only=True)
+    run_status = serializers.CharField(source="run.status", read_only=True, allow_null=True, default=None)
+    attempt = serializers.IntegerField(source="run.attempt", read_only=True, allow_null=True, default=None)
+
+    class Meta:
+        model = WorkflowStep
+        fields = ["job", "job_name", "status", "run", "run_status", "attempt", "kept", "reason", "started_at",
+                  "finished_at"]
+        read_only_fields = fields
+
+
+class WorkflowRunSerializer(serializers.ModelSerializer):
+    workflow_name = serializers.CharField(source="workflow.name", read_only=True)
+
+    class Meta:
+        model = WorkflowRun
+        fields = ["id", "workflow", "workflow_name", "status", "trigger", "scheduled_for", "created_at",
+                  "finished_at", "reason", "rerun_of", "cancel_requested"]
+        read_only_fields = fields
+
+
+class WorkflowRunDetailSerializer(WorkflowRunSerializer):
+    steps = StepSerializer(many=True, read_only=True)
+
+    class Meta(WorkflowRunSerializer.Meta):
+        fields = [*WorkflowRunSerializer.Meta.fields, "steps"]
+        read_only_fields = fields

@@ -1,0 +1,163 @@
+"""The API's views for workflows (CRUD, run, pause, resume) and workflow runs (history, detail
+with steps, re-run from the failed steps, cancel)."""
+
+from django.db import transaction
+from django.db.models import Prefetch
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+
+from jobs.api.views import ApiViewSet, bool_param, choice_param, int_param, text_param
+
+from .. import definitions, progress
+from ..models import Workflow, WorkflowRun, WorkflowRunStatus
+from ..permissions import may_act_on, visible_workflow_runs, visible_workflows
+from .serializers import WorkflowRunDetailSerializer, WorkflowRunSerializer, WorkflowSerializer
+
+COMMAND_JOBS_DENIED = ("This workflow has command jobs: only staff or users with the jobs.change_job "
+                       "permission may change, delete, run, pause, resume, re-run or cancel it.")
+
+
+def accepted(request, wf_run, context):
+    data = WorkflowRunDetailSerializer(wf_run, context=context).data
+    location = reverse("workflows-api:workflow-run-detail", args=[wf_run.pk], request=request)
+    return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
+
+
+@extend_schema_view(
+    list=extend_schema(
+        description="Workflows you own, of your groups (all of them for staff), by name.",
+        parameters=[OpenApiParameter("name", OpenApiTypes.STR, description="Exact name."),
+                    OpenApiParameter("enabled", OpenApiTypes.BOOL)],
+    ),
+    create=extend_schema(description="Define a workflow from jobs you can see; you become its owner. A cycle "
+                                     "in `edges` is a 400 naming it (`cycle: a → b → a`)."),
+    update=extend_schema(description="Replace a workflow's fields; without `schedule`, `nodes` or `edges` "
+                                     "those are kept."),
+    partial_update=extend_schema(description="Change some fields; the graph is checked again as a whole."),
+)
+class WorkflowViewSet(ApiViewSet, viewsets.ModelViewSet):
+    serializer_class = WorkflowSerializer
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Workflow.objects.none()
+        found = visible_workflows(self.request.user).select_related("owner", "group", "crontab", "interval",
+                                                                      "clocked")
+        if self.action in ("update", "partial_update"):
+            return found.select_for_update(of=("self",))
+        if self.action != "list":
+            return found
+        latest = WorkflowRun.objects.order_by("-created_at", "-id")[:1]
+        found = found.prefetch_related("nodes__job", "edges", Prefetch("runs", queryset=latest, to_attr="latest_runs"))
+        params = self.request.query_params
+        if "name" in params:
+            found = found.filter(name=text_param(params, "name"))
+        if "enabled" in params:
+            found = found.filter(enabled=bool_param(params, "enabled"))
+        return found
+
+    def create(self, request, *args, **kwargs):
+        with transaction.atomic():
+            return super().create(request, *args, **kwargs)
+
+    def perform_create(self, serializer):
+        serializer.save(owner=self.request.user)
+
+    def update(self, request, *args, **kwargs):
+        with transaction.atomic():
+            self.check_may_act(self.get_object())
+            return super().update(request, *args, **kwargs)
+
+    def destroy(self, request, *args, **kwargs):
+        self.check_may_act(self.get_object())
+        return super().destroy(request, *args, **kwargs)
+
+    def check_may_act(self, workflow):
+        if not may_act_on(self.request.user, workflow):
+            raise PermissionDenied(COMMAND_JOBS_DENIED)
+
+    @extend_schema(request=None, responses={202: WorkflowRunDetailSerializer},
+                   description="Start a run of the workflow now; its jobs without upstreams are queued at once. "
+                               "The `Location` header points at the new workflow run.")
+    @action(detail=True, methods=["post"])
+    def run(self, request, pk=None):
+        workflow = self.get_object()
+        self.check_may_act(workflow)
+        wf_run = progress.start(workflow, user=request.user)
+        return accepted(request, wf_run, self.get_serializer_context())
+
+    @extend_schema(request=None, responses=WorkflowSerializer, description="Stop the workflow's schedule.")
+    @action(detail=True, methods=["post"])
+    def pause(self, request, pk=None):
+        workflow = self.get_object()
+        self.check_may_act(workflow)
+        definitions.pause(workflow)
+        return Response(self.get_serializer(workflow).data)
+
+    @extend_schema(request=None, responses=WorkflowSerializer,
+                   description="Restart the workflow's schedule from now on; missed slots are not run.")
+    @action(detail=True, methods=["post"])
+    def resume(self, request, pk=None):
+        workflow = self.get_object()
+        self.check_may_act(workflow)
+        definitions.resume(workflow)
+        return Response(self.get_serializer(workflow).data)
+
+
+@extend_schema_view(
+    list=extend_schema(
+        description="Runs of the workflows you can see, newest first, without their steps.",
+        parameters=[OpenApiParameter("workflow", OpenApiTypes.INT, description="A workflow's id."),
+                    OpenApiParameter("status", OpenApiTypes.STR, enum=WorkflowRunStatus.values)],
+    ),
+    retrieve=extend_schema(description="One workflow run with each step: its job, status and run."),
+)
+class WorkflowRunViewSet(ApiViewSet, viewsets.ReadOnlyModelViewSet):
+    def get_serializer_class(self):
+        return WorkflowRunSerializer if self.action == "list" else WorkflowRunDetailSerializer
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return WorkflowRun.objects.none()
+        found = visible_workflow_runs(self.request.user).select_related("workflow")
+        if self.action != "list":
+            return found.prefetch_related("steps__job", "steps__run")
+        params = self.request.query_params
+        if "workflow" in params:
+            found = found.filter(workflow_id=int_param(params, "workflow"))
+        if "status" in params:
+            found = found.filter(status=choice_param(params, "status", WorkflowRunStatus.values))
+        return found
+
+    @extend_schema(request=None, responses={202: WorkflowRunDetailSerializer, 409: OpenApiTypes.OBJECT},
+                   description="Re-run a failed or cancelled workflow run: a new workflow run keeps the steps "
+                               "that succeeded and runs the failed ones and everything downstream of them. "
+                               "409 when the run is not failed or cancelled, or was already re-run.")
+    @action(detail=True, methods=["post"])
+    def rerun(self, request, pk=None):
+        wf_run = self.get_object()
+        if not may_act_on(request.user, wf_run.workflow):
+            raise PermissionDenied(COMMAND_JOBS_DENIED)
+        try:
+            new_run = progress.rerun(wf_run, user=request.user)
+        except progress.NotRerunnable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return accepted(request, new_run, self.get_serializer_context())
+
+    @extend_schema(request=None, responses=WorkflowRunDetailSerializer,
+                   description="Cancel a running workflow run: its active step runs are cancelled and no further "
+                               "step starts. Idempotent: a finished workflow run is left as it is.")
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        wf_run = self.get_object()
+        if not may_act_on(request.user, wf_run.workflow):
+            raise PermissionDenied(COMMAND_JOBS_DENIED)
+        cancelled = progress.cancel(wf_run, user=request.user)
+        data = WorkflowRunDetailSerializer(wf_run, context=self.get_serializer_context()).data
+        data["detail"] = "Cancelled." if cancelled else f"The workflow run is already {wf_run.status}; nothing changed."
+        return Response(data)

@@ -1,0 +1,159 @@
+"""Defining workflows: the graph as nodes (job names) and edges, checked for cycles, and saved.
+
+The API and ``jobs apply`` both come through ``save_workflow``; errors are a Django
+ValidationError keyed by field (``nodes``, ``edges``, ``schedule``…), cycles named in full.
+"""
+
+from dataclasses import dataclass
+from graphlib import CycleError, TopologicalSorter
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from jobs import definitions as job_definitions
+
+from .models import FailurePolicy, WorkflowEdge, WorkflowNode
+
+MAX_NODES = 200
+
+
+@dataclass(frozen=True)
+class Edge:
+    upstream: str
+    downstream: str
+    on_failure: str = ""
+
+    def as_dict(self):
+        data = {"from": self.upstream, "to": self.downstream}
+        if self.on_failure:
+            data["on_failure"] = self.on_failure
+        return data
+
+
+def parse_graph(nodes, edges, jobs_by_name):
+    """Check ``nodes`` (a list of job names) and ``edges`` (a list of {"from", "to", "on_failure"?})
+    against the jobs that may be used (``jobs_by_name``); returns (job names, [Edge])."""
+    errors = {}
+    if not isinstance(nodes, list) or not nodes or not all(isinstance(n, str) for n in nodes):
+        errors["nodes"] = ["Must be a non-empty list of job names."]
+        raise ValidationError(errors)
+    if len(nodes) > MAX_NODES:
+        errors["nodes"] = [f"At most {MAX_NODES} jobs in one workflow."]
+    duplicates = sorted({n for n in nodes if nodes.count(n) > 1})
+    unknown = [n for n in nodes if n not in jobs_by_name]
+    node_errors = [f"'{n}' is listed more than once." for n in duplicates]
+    node_errors += [f"No job named '{n}' that you may use." for n in unknown]
+    if node_errors:
+        errors["nodes"] = node_errors
+    parsed, edge_errors = [], []
+    if not isinstance(edges, list):
+        edge_errors.append("Must be a list of {\"from\": job, \"to\": job} objects.")
+        edges = []
+    for i, edge in enumerate(edges):
+        if not isinstance(edge, dict) or not {"from", "to"} <= set(edge) or set(edge) - {"from", "to", "on_failure"}:
+            edge_errors.append(f"edges[{i}]: must be an object with 'from', 'to' and optionally 'on_failure'.")
+            continue
+        upstream, downstream, policy = edge["from"], edge["to"], edge.get("on_failure") or ""
+        if not isinstance(upstream, str) or not isinstance(downstream, str):
+            edge_errors.append(f"edges[{i}]: 'from' and 'to' are job names.")
+            continue
+        missing = [n for n in (upstream, downstream) if n not in nodes]
+        if missing:
+            edge_errors.append(f"edges[{i}]: '{missing[0]}' is not one of the workflow's nodes.")
+        elif upstream == downstream:
+            edge_errors.append(f"cycle: {upstream} → {upstream}")
+        elif policy not in ("", *FailurePolicy.values):
+            edge_errors.append(f"edges[{i}]: on_failure must be one of {', '.join(FailurePolicy.values)}.")
+        elif any(e.upstream == upstream and e.downstream == downstream for e in parsed):
+            edge_errors.append(f"edges[{i}]: {upstream} → {downstream} is listed more than once.")
+        else:
+            parsed.append(Edge(upstream, downstream, policy))
+    if not edge_errors and (cycle := find_cycle(nodes, parsed)):
+        edge_errors.append("cycle: " + " → ".join(cycle))
+    if edge_errors:
+        errors["edges"] = edge_errors
+    if errors:
+        raise ValidationError(errors)
+    return nodes, parsed
+
+
+def find_cycle(nodes, edges):
+    """A cycle as [a, b, …, a] following the edges' direction, or None."""
+    graph = {name: set() for name in nodes}
+    for edge in edges:
+        graph[edge.downstream].add(edge.upstream)
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as exc:
+        # graphlib lists each node before the one that depends on it: upstream → downstream. The
+        # cycle is told from its node listed first in the workflow, so the message is stable.
+        cycle = list(exc.args[1])[:-1]
+        start = min(range(len(cycle)), key=lambda i: nodes.index(cycle[i]))
+        cycle = cycle[start:] + cycle[:start]
+        return [*cycle, cycle[0]]
+    return None
+
+
+def layers(nodes, edges):
+    """Nodes by topological depth: [[roots], [their direct downstreams], …], names sorted in a layer."""
+    depth = {}
+    graph = {name: {e.upstream for e in edges if e.downstream == name} for name in nodes}
+    for name in TopologicalSorter(graph).static_order():
+        depth[name] = 1 + max((depth[up] for up in graph[name]), default=-1)
+    out = [[] for _ in range(max(depth.values(), default=-1) + 1)]
+    for name in sorted(depth):
+        out[depth[name]].append(name)
+    return out
+
+
+def graph_of(workflow):
+    """The workflow's (job names, [Edge]) as saved."""
+    prefetched = "nodes" in getattr(workflow, "_prefetched_objects_cache", {})
+    nodes = workflow.nodes.all() if prefetched else workflow.nodes.select_related("job")
+    names = {node.pk: node.job.name for node in nodes}
+    edges = [Edge(names[e.upstream_id], names[e.downstream_id], e.on_failure) for e in workflow.edges.all()]
+    return list(names.values()), edges
+
+
+def save_workflow(workflow, schedule=None, graph=None):
+    """Validate and save ``workflow``; apply ``schedule`` (a schedule object) and ``graph`` (the
+    output of ``parse_graph``) when given. Nodes whose job stays keep their run history."""
+    with transaction.atomic():
+        if schedule is not None:
+            job_definitions.apply_schedule(workflow, schedule)
+        workflow.full_clean(exclude=["crontab", "interval", "clocked"])
+        workflow.save()
+        if graph is not None:
+            names, edges = graph
+            jobs = graph_jobs(names)
+            existing = {node.job_id: node for node in workflow.nodes.all()}
+            wanted = [jobs[name].pk for name in names]
+            workflow.nodes.exclude(job_id__in=wanted).delete()
+            for job_id in wanted:
+                if job_id not in existing:
+                    existing[job_id] = WorkflowNode.objects.create(workflow=workflow, job_id=job_id)
+            workflow.edges.all().delete()
+            WorkflowEdge.objects.bulk_create([
+                WorkflowEdge(workflow=workflow, upstream=existing[jobs[e.upstream].pk],
+                             downstream=existing[jobs[e.downstream].pk], on_failure=e.on_failure)
+                for e in edges
+            ])
+    return workflow
+
+
+def graph_jobs(names):
+    from jobs.models import Job
+
+    return {job.name: job for job in Job.objects.filter(name__in=names)}
+
+
+def pause(workflow):
+    type(workflow).objects.filter(pk=workflow.pk).update(enabled=False)
+    workflow.enabled = False
+
+
+def resume(workflow):
+    workflow.enabled = True
+    workflow.next_run_at = None
+    workflow.next_run_at = workflow.first_slot()
+    type(workflow).objects.filter(pk=workflow.pk).update(enabled=True, next_run_at=workflow.next_run_at)

@@ -1,0 +1,119 @@
+"""manage.py workflows list | show NAME | run NAME [--wait] | rerun ID [--wait] | cancel ID
+
+Workflows are defined with the API or ``manage.py jobs apply`` (``workflows:`` in the file)."""
+
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from jobs.management.commands.jobs import EXIT_FAILED, EXIT_WAIT_TIMED_OUT, table, when
+from workflows import definitions, progress
+from workflows.models import Workflow, WorkflowRun, WorkflowRunStatus
+
+
+def find_workflow(name):
+    workflow = Workflow.objects.select_related("crontab", "interval", "clocked").filter(name=name).first()
+    if workflow is None:
+        raise CommandError(f"No workflow named {name!r}. See `manage.py workflows list` for the names.")
+    return workflow
+
+
+def find_run(run_id):
+    wf_run = WorkflowRun.objects.select_related("workflow").filter(pk=run_id).first()
+    if wf_run is None:
+        raise CommandError(f"No workflow run {run_id}.")
+    return wf_run
+
+
+class Command(BaseCommand):
+    help = "List and show workflows; run, re-run and cancel workflow runs."
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+        sub.add_parser("list", help="All workflows with their schedule, next run and last run.")
+        sub.add_parser("show", help="One workflow: its graph and its last runs with their steps.").add_argument("name")
+        for action, arg, text in (("run", "name", "Start a run of a workflow now."),
+                                  ("rerun", "id", "Re-run a failed or cancelled workflow run from its failed steps.")):
+            parser_ = sub.add_parser(action, help=text)
+            parser_.add_argument(arg, type=int if arg == "id" else str)
+            parser_.add_argument("--wait", action="store_true",
+                                 help="Wait for the workflow run to end; exit 0 if it succeeded, 1 if not, 2 on timeout.")
+            parser_.add_argument("--timeout", type=float, default=3600.0, help="Seconds to wait with --wait.")
+        sub.add_parser("cancel", help="Cancel a running workflow run.").add_argument("id", type=int)
+
+    def handle(self, *args, action, **options):
+        getattr(self, f"handle_{action}")(**options)
+
+    def handle_list(self, **options):
+        rows = []
+        for workflow in Workflow.objects.select_related("crontab", "interval", "clocked").order_by("name"):
+            last = workflow.runs.order_by("-created_at", "-id").first()
+            rows.append((workflow.name, workflow.nodes.count(), workflow.describe_schedule(),
+                         "yes" if workflow.enabled else "no",
+                         when(workflow.next_run_at) if workflow.enabled else "- (paused)",
+                         f"#{last.pk} {last.status}" if last else "-"))
+        if not rows:
+            self.stdout.write("No workflows.")
+            return
+        self.stdout.write(table(["NAME", "JOBS", "SCHEDULE", "ENABLED", "NEXT RUN", "LAST RUN"], rows))
+
+    def handle_show(self, name, **options):
+        workflow = find_workflow(name)
+        nodes, edges = definitions.graph_of(workflow)
+        self.stdout.write(f"name                 {workflow.name}")
+        self.stdout.write(f"schedule             {workflow.describe_schedule()}")
+        self.stdout.write(f"enabled              {workflow.enabled}")
+        self.stdout.write(f"on_upstream_failure  {workflow.on_upstream_failure}")
+        self.stdout.write("\nGraph, by depth:")
+        for depth, layer in enumerate(definitions.layers(nodes, edges)):
+            self.stdout.write(f"  {depth}: {', '.join(layer)}")
+        for edge in edges:
+            self.stdout.write(f"  {edge.upstream} → {edge.downstream}" + (f" (on failure: {edge.on_failure})"
+                                                                          if edge.on_failure else ""))
+        self.stdout.write("\nLast 5 runs:")
+        recent = list(workflow.runs.order_by("-created_at", "-id")[:5])
+        if not recent:
+            self.stdout.write("  none")
+        for wf_run in recent:
+            self.print_run(wf_run)
+
+    def print_run(self, wf_run):
+        self.stdout.write(f"  #{wf_run.pk} {wf_run.status} ({wf_run.trigger}, {when(wf_run.created_at)})"
+                          + (f": {wf_run.reason}" if wf_run.reason else ""))
+        for step in wf_run.steps.select_related("job", "run"):
+            run = f"run {step.run_id} {step.run.status}" if step.run else "no run"
+            self.stdout.write(f"    {step.job.name}: {step.status} ({run})" + (f" {step.reason}" if step.reason else ""))
+
+    def handle_run(self, name, wait, timeout, **options):
+        wf_run = progress.start(find_workflow(name))
+        self.stdout.write(f"Workflow run {wf_run.pk} of {wf_run.workflow.name} started.")
+        if wait:
+            self.wait_for(wf_run, timeout)
+
+    def handle_rerun(self, id, wait, timeout, **options):
+        try:
+            wf_run = progress.rerun(find_run(id))
+        except progress.NotRerunnable as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(f"Workflow run {wf_run.pk} re-runs {id} from its failed steps.")
+        if wait:
+            self.wait_for(wf_run, timeout)
+
+    def handle_cancel(self, id, **options):
+        wf_run = find_run(id)
+        if progress.cancel(wf_run):
+            self.stdout.write(f"Workflow run {id} cancelled.")
+        else:
+            self.stdout.write(f"Workflow run {id} is already {wf_run.status}; nothing changed.")
+
+    def wait_for(self, wf_run, timeout):
+        deadline = time.monotonic() + timeout
+        while not wf_run.is_terminal:
+            if time.monotonic() > deadline:
+                raise CommandError(f"Workflow run {wf_run.pk} is still {wf_run.status} after {timeout:g}s.",
+                                   returncode=EXIT_WAIT_TIMED_OUT)
+            time.sleep(0.5)
+            wf_run.refresh_from_db()
+        self.print_run(wf_run)
+        if wf_run.status != WorkflowRunStatus.SUCCEEDED:
+            raise CommandError(f"Workflow run {wf_run.pk} ended {wf_run.status}.", returncode=EXIT_FAILED)

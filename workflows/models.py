@@ -1,0 +1,228 @@
+"""Workflows: jobs joined by dependency edges (a DAG), and the record of each workflow run.
+
+A workflow run has one ``WorkflowStep`` per node. A step's move from ``waiting`` to ``active`` (when
+its run is created) is a conditional UPDATE on a row that is unique per (workflow run, node), taken
+while the workflow run's row is locked: that is what makes a job with two upstreams start once.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
+
+from jobs.models import Job, JobRun, ScheduleType
+
+
+class FailurePolicy(models.TextChoices):
+    SKIP = "skip", "Skip the downstream job"
+    RUN = "run", "Run the downstream job anyway"
+
+
+class WorkflowRunStatus(models.TextChoices):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+WORKFLOW_RUN_TERMINAL = frozenset({WorkflowRunStatus.SUCCEEDED, WorkflowRunStatus.FAILED,
+                                   WorkflowRunStatus.CANCELLED})
+
+
+class WorkflowTrigger(models.TextChoices):
+    SCHEDULE = "schedule"
+    MANUAL = "manual"
+    RERUN = "rerun"
+
+
+class StepStatus(models.TextChoices):
+    WAITING = "waiting"      # an upstream has not finished yet
+    ACTIVE = "active"        # its job run exists and has not finished
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"        # its run failed, timed out, or was skipped by a job policy
+    SKIPPED = "skipped"      # never run: an upstream did not succeed
+    CANCELLED = "cancelled"
+
+
+STEP_TERMINAL = frozenset({StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.CANCELLED})
+
+
+class Workflow(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="workflows")
+    group = models.ForeignKey("auth.Group", null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="workflows")
+    on_upstream_failure = models.CharField(
+        max_length=8, choices=FailurePolicy.choices, default=FailurePolicy.SKIP,
+        help_text="What a failed upstream means for a downstream job, unless its edge says otherwise.",
+    )
+
+    schedule_type = models.CharField(max_length=16, choices=ScheduleType.choices, default=ScheduleType.MANUAL)
+    crontab = models.ForeignKey(CrontabSchedule, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    interval = models.ForeignKey(IntervalSchedule, null=True, blank=True, on_delete=models.PROTECT,
+                                 related_name="+")
+    clocked = models.ForeignKey(ClockedSchedule, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    enabled = models.BooleanField(default=True)
+    next_run_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                name="workflow_exactly_one_schedule",
+                condition=(
+                    Q(schedule_type=ScheduleType.CRON, crontab__isnull=False, interval__isnull=True, clocked__isnull=True)
+                    | Q(schedule_type=ScheduleType.INTERVAL, crontab__isnull=True, interval__isnull=False, clocked__isnull=True)
+                    | Q(schedule_type=ScheduleType.ONCE, crontab__isnull=True, interval__isnull=True, clocked__isnull=False)
+                    | Q(schedule_type=ScheduleType.MANUAL, crontab__isnull=True, interval__isnull=True, clocked__isnull=True)
+                ),
+            ),
+            models.CheckConstraint(condition=Q(on_upstream_failure__in=FailurePolicy.values),
+                                   name="workflow_failure_policy_valid"),
+        ]
+        indexes = [
+            # dispatch_due_workflows: Workflow.objects.filter(enabled=True, next_run_at__lte=now).
+            models.Index(fields=["next_run_at"], name="workflow_due_idx",
+                         condition=Q(enabled=True, next_run_at__isnull=False)),
+        ]
+
+    def __str__(self):
+        return self.name
+
+    # A workflow's schedule is a job's schedule: the same django-celery-beat rows, read the same way.
+    describe_schedule = Job.describe_schedule
+    cron_expression = Job.cron_expression
+    every_seconds = Job.every_seconds
+    slot_after = Job.slot_after
+
+    @property
+    def node_names(self):
+        from .definitions import graph_of
+
+        return graph_of(self)[0]
+
+    @property
+    def edge_dicts(self):
+        from .definitions import graph_of
+
+        return [edge.as_dict() for edge in graph_of(self)[1]]
+
+    def first_slot(self, now=None):
+        now = now or timezone.now()
+        if self.schedule_type == ScheduleType.ONCE:
+            if self.pk and self.runs.filter(trigger=WorkflowTrigger.SCHEDULE).exists():
+                return None
+            return self.clocked.clocked_time
+        if self.schedule_type == ScheduleType.INTERVAL:
+            return now + timezone.timedelta(seconds=self.every_seconds)
+        if self.schedule_type == ScheduleType.CRON:
+            return self.slot_after(now)
+        return None
+
+
+class WorkflowNode(models.Model):
+    """A job in a workflow; a job appears at most once in one workflow."""
+
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="nodes")
+    # PROTECT: deleting a job must not silently reshape a workflow's graph.
+    job = models.ForeignKey(Job, on_delete=models.PROTECT, related_name="workflow_nodes")
+
+    class Meta:
+        ordering = ["workflow", "id"]
+        constraints = [models.UniqueConstraint(fields=["workflow", "job"], name="workflow_node_one_per_job")]
+
+    def __str__(self):
+        return f"{self.workflow.name}: {self.job.name}"
+
+
+class WorkflowEdge(models.Model):
+    """``downstream`` runs after ``upstream`` has finished (succeeded, or per the failure policy)."""
+
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="edges")
+    upstream = models.ForeignKey(WorkflowNode, on_delete=models.CASCADE, related_name="downstream_edges")
+    downstream = models.ForeignKey(WorkflowNode, on_delete=models.CASCADE, related_name="upstream_edges")
+    on_failure = models.CharField(max_length=8, choices=FailurePolicy.choices, blank=True, default="",
+                                  help_text="Overrides the workflow's policy for this edge; blank: the workflow's.")
+
+    class Meta:
+        ordering = ["workflow", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["upstream", "downstream"], name="workflow_edge_once"),
+            models.CheckConstraint(condition=~Q(upstream=models.F("downstream")), name="workflow_edge_not_self"),
+            models.CheckConstraint(condition=Q(on_failure__in=["", *FailurePolicy.values]),
+                                   name="workflow_edge_policy_valid"),
+        ]
+
+    def policy(self, workflow):
+        return self.on_failure or workflow.on_upstream_failure
+
+
+class WorkflowRun(models.Model):
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="runs")
+    status = models.CharField(max_length=16, choices=WorkflowRunStatus.choices, default=WorkflowRunStatus.RUNNING)
+    trigger = models.CharField(max_length=16, choices=WorkflowTrigger.choices)
+    scheduled_for = models.DateTimeField()
+    triggered_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+")
+    rerun_of = models.OneToOneField("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="rerun")
+    cancel_requested = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    reason = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # One run per scheduled slot: a second scheduler or a restart cannot add another.
+            models.UniqueConstraint(fields=["workflow", "scheduled_for"], condition=Q(trigger="schedule"),
+                                    name="workflow_run_one_per_slot"),
+            models.CheckConstraint(condition=Q(status__in=WorkflowRunStatus.values), name="workflow_run_status_valid"),
+        ]
+        indexes = [
+            # A workflow's run history, newest first: workflow.runs.order_by("-created_at").
+            models.Index(fields=["workflow", "-created_at"], name="workflow_run_recent_idx"),
+        ]
+
+    def __str__(self):
+        return f"{self.workflow.name} run #{self.pk} ({self.status})"
+
+    @property
+    def is_terminal(self):
+        return self.status in WORKFLOW_RUN_TERMINAL
+
+
+class WorkflowStep(models.Model):
+    workflow_run = models.ForeignKey(WorkflowRun, on_delete=models.CASCADE, related_name="steps")
+    node = models.ForeignKey(WorkflowNode, on_delete=models.CASCADE, related_name="steps")
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(max_length=16, choices=StepStatus.choices, default=StepStatus.WAITING)
+    # The run of this step; a re-run's kept steps point at the run of the workflow run they come from.
+    # RESTRICT: a step's run goes only with the step's job (whose deletion removes both).
+    run = models.ForeignKey(JobRun, null=True, blank=True, on_delete=models.RESTRICT, related_name="workflow_steps")
+    kept = models.BooleanField(default=False, help_text="Carried over, succeeded, from the run this one re-runs.")
+    reason = models.CharField(max_length=255, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["workflow_run", "id"]
+        constraints = [
+            # Exactly one step, hence at most one run, per node in a workflow run.
+            models.UniqueConstraint(fields=["workflow_run", "node"], name="workflow_step_one_per_node"),
+            models.CheckConstraint(condition=Q(status__in=StepStatus.values), name="workflow_step_status_valid"),
+            models.CheckConstraint(condition=Q(status="waiting") | Q(status="skipped") | Q(status="cancelled")
+                                   | Q(run__isnull=False), name="workflow_step_started_has_run"),
+        ]
+        indexes = [
+            # The hook when a run ends: WorkflowStep.objects.filter(run_id=..., status="active").
+            models.Index(fields=["run"], name="workflow_step_active_run_idx", condition=Q(status="active")),
+        ]
+
+    def __str__(self):
+        return f"{self.job.name} in {self.workflow_run_id} ({self.status})"

@@ -1,0 +1,100 @@
+"""The workflow pages: every workflow the user can see, and one workflow with its graph (nodes
+coloured by the selected workflow run's steps), its run history and the run/re-run/cancel buttons.
+Another user's workflow answers 404, as in the API."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Count, OuterRef, Subquery
+from django.shortcuts import get_object_or_404, redirect
+from django.views.decorators.http import require_POST
+
+from jobs.pages.views import page
+
+from .. import definitions, progress
+from ..models import WorkflowRun
+from ..permissions import may_act_on, visible_workflow_runs, visible_workflows
+from . import graph
+
+RUNS_PER_PAGE = 25
+
+
+@login_required
+def workflow_list(request):
+    latest = WorkflowRun.objects.filter(workflow=OuterRef("pk")).order_by("-created_at", "-id")
+    workflows = list(visible_workflows(request.user).select_related("crontab", "interval", "clocked").annotate(
+        node_count=Count("nodes", distinct=True), last_id=Subquery(latest.values("pk")[:1])))
+    last_runs = WorkflowRun.objects.in_bulk([w.last_id for w in workflows if w.last_id])
+    for workflow in workflows:
+        workflow.last = last_runs.get(workflow.last_id)
+    return page(request, "workflows/list.html", {"workflows": workflows}, "workflows")
+
+
+@login_required
+def workflow_detail(request, pk):
+    workflow = get_object_or_404(visible_workflows(request.user).select_related("crontab", "interval", "clocked"),
+                                 pk=pk)
+    history = Paginator(workflow.runs.order_by("-created_at", "-id"), RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    selected = None
+    if request.GET.get("run", "").isdigit():
+        selected = workflow.runs.filter(pk=int(request.GET["run"])).first()
+    selected = selected or workflow.runs.order_by("-created_at", "-id").first()
+    steps = {}
+    if selected:
+        steps = {step.job.name: step for step in selected.steps.select_related("job", "run")}
+    nodes, edges = definitions.graph_of(workflow)
+    context = {
+        "workflow": workflow, "history": history, "selected": selected,
+        "steps": sorted(steps.values(), key=lambda s: s.pk), "edges": edges,
+        "graph": graph.draw(nodes, edges, steps), "may_act": may_act_on(request.user, workflow),
+    }
+    return page(request, "workflows/detail.html", context, "workflows")
+
+
+def workflow_to_act_on(request, pk):
+    workflow = get_object_or_404(visible_workflows(request.user), pk=pk)
+    if not may_act_on(request.user, workflow):
+        raise PermissionDenied("This workflow has command jobs; you may not run it.")
+    return workflow
+
+
+@login_required
+@require_POST
+def workflow_run_now(request, pk):
+    workflow = workflow_to_act_on(request, pk)
+    wf_run = progress.start(workflow, user=request.user)
+    messages.success(request, f"Workflow run #{wf_run.pk} of {workflow.name} started.")
+    return redirect(f"{workflow_url(workflow)}?run={wf_run.pk}")
+
+
+@login_required
+@require_POST
+def workflow_rerun(request, pk):
+    wf_run = get_object_or_404(visible_workflow_runs(request.user).select_related("workflow"), pk=pk)
+    workflow = workflow_to_act_on(request, wf_run.workflow_id)
+    try:
+        new_run = progress.rerun(wf_run, user=request.user)
+    except progress.NotRerunnable as exc:
+        messages.error(request, str(exc))
+        return redirect(f"{workflow_url(workflow)}?run={wf_run.pk}")
+    messages.success(request, f"Workflow run #{new_run.pk} re-runs #{wf_run.pk} from its failed steps.")
+    return redirect(f"{workflow_url(workflow)}?run={new_run.pk}")
+
+
+@login_required
+@require_POST
+def workflow_cancel(request, pk):
+    wf_run = get_object_or_404(visible_workflow_runs(request.user).select_related("workflow"), pk=pk)
+    workflow = workflow_to_act_on(request, wf_run.workflow_id)
+    if progress.cancel(wf_run, user=request.user):
+        messages.success(request, f"Workflow run #{wf_run.pk} is cancelled.")
+    else:
+        messages.info(request, f"Workflow run #{wf_run.pk} is already {wf_run.status}.")
+    return redirect(f"{workflow_url(workflow)}?run={wf_run.pk}")
+
+
+def workflow_url(workflow):
+    from django.urls import reverse
+
+    return reverse("workflow-pages:detail", args=[workflow.pk])

@@ -1,0 +1,31 @@
+"""Who sees which workflows: as with jobs, a user sees the workflows they own and those of their
+groups, staff see all; a workflow run follows its workflow. Anything else answers 404."""
+
+from django.db.models import Q
+
+from jobs.api.permissions import may_manage_command_jobs, sees_everything
+from jobs.models import JobKind
+
+from .models import Workflow, WorkflowRun
+
+
+def visible_workflows(user):
+    workflows = Workflow.objects.all()
+    if sees_everything(user):
+        return workflows
+    return workflows.filter(Q(owner=user) | Q(group__in=user.groups.all()))
+
+
+def visible_workflow_runs(user):
+    found = WorkflowRun.objects.all()
+    if sees_everything(user):
+        return found
+    return found.filter(workflow__in=visible_workflows(user))
+
+
+def may_act_on(user, workflow):
+    """Running a workflow runs its jobs: one with a command job needs the right to manage command
+    jobs, as running that job alone would."""
+    if may_manage_command_jobs(user):
+        return True
+    return not workflow.nodes.filter(job__kind=JobKind.COMMAND).exists()

@@ -1,0 +1,219 @@
+"""The life of a workflow run: start it, start each step when its upstreams are done, end it.
+
+Every decision about a workflow run is taken while its row is locked (SELECT … FOR UPDATE), in
+the same transaction as the change that prompted it: a step's run reaching a terminal state
+(``run_ended``, called by jobs.runs and jobs.monitor), a start, a cancel. Two upstreams finishing
+at once on two workers therefore decide one after the other, and the second sees the first's
+step as done; the step's own move from ``waiting`` to ``active`` is a conditional UPDATE besides.
+
+Each step is an ordinary ``JobRun`` (trigger ``workflow``): retries, timeouts, lost-run detection
+and republishing are the job's own, and a workflow run waits for them.
+"""
+
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from jobs import runs as job_runs
+from jobs.models import Job, JobRun, RunStatus, RunTrigger
+
+from .models import (
+    STEP_TERMINAL,
+    FailurePolicy,
+    StepStatus,
+    WorkflowRun,
+    WorkflowRunStatus,
+    WorkflowStep,
+    WorkflowTrigger,
+)
+
+STEP_STATUS_OF_RUN = {
+    RunStatus.SUCCEEDED: StepStatus.SUCCEEDED,
+    RunStatus.FAILED: StepStatus.FAILED,
+    RunStatus.TIMED_OUT: StepStatus.FAILED,
+    RunStatus.SKIPPED: StepStatus.FAILED,
+    RunStatus.CANCELLED: StepStatus.CANCELLED,
+}
+
+
+class NotRerunnable(Exception):
+    pass
+
+
+def start(workflow, trigger=WorkflowTrigger.MANUAL, user=None, scheduled_for=None, rerun_of=None):
+    """Create a workflow run with a step per node and start the steps that have no upstream.
+
+    Returns the run, or None when a scheduled slot already has one (another scheduler made it)."""
+    now = timezone.now()
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                wf_run = WorkflowRun.objects.create(
+                    workflow=workflow, trigger=trigger, scheduled_for=scheduled_for or now, triggered_by=user,
+                    rerun_of=rerun_of, created_at=now)
+        except IntegrityError:
+            return None
+        kept = {}
+        if rerun_of is not None:
+            kept = {step.node_id: step for step in rerun_of.steps.filter(status=StepStatus.SUCCEEDED)}
+        WorkflowStep.objects.bulk_create([
+            WorkflowStep(workflow_run=wf_run, node=node, job_id=node.job_id,
+                         **({"status": StepStatus.SUCCEEDED, "run_id": kept[node.pk].run_id, "kept": True,
+                             "started_at": kept[node.pk].started_at, "finished_at": kept[node.pk].finished_at,
+                             "reason": f"kept from workflow run #{rerun_of.pk}"}
+                            if node.pk in kept else {}))
+            for node in workflow.nodes.all()
+        ])
+        WorkflowRun.objects.select_for_update().get(pk=wf_run.pk)
+        advance(wf_run)
+    wf_run.refresh_from_db()
+    return wf_run
+
+
+def rerun(wf_run, user=None):
+    """A new workflow run that keeps the steps that succeeded in ``wf_run`` and runs the rest: the
+    failed step(s) and everything downstream of them. ``wf_run`` itself stays as it ended."""
+    if wf_run.status not in (WorkflowRunStatus.FAILED, WorkflowRunStatus.CANCELLED):
+        raise NotRerunnable(f"Only a failed or cancelled workflow run can be re-run; this one is {wf_run.status}.")
+    if WorkflowRun.objects.filter(rerun_of=wf_run).exists():
+        raise NotRerunnable(f"Workflow run #{wf_run.pk} was already re-run as #{wf_run.rerun.pk}; re-run that one.")
+    new_run = start(wf_run.workflow, WorkflowTrigger.RERUN, user=user, rerun_of=wf_run)
+    if new_run is None:  # two re-runs at once: rerun_of is unique, the other one won
+        raise NotRerunnable(f"Workflow run #{wf_run.pk} was already re-run.")
+    return new_run
+
+
+def run_ended(run):
+    """Hook: ``run`` (a JobRun or its id) has just reached a terminal state, in the caller's
+    transaction. Records the step's outcome and starts whatever that makes ready."""
+    run_id = getattr(run, "pk", run)
+    step = WorkflowStep.objects.filter(run_id=run_id, status=StepStatus.ACTIVE).only("pk", "workflow_run_id").first()
+    if step is None:
+        return
+    wf_run = WorkflowRun.objects.select_for_update().get(pk=step.workflow_run_id)
+    status, reason, error = JobRun.objects.filter(pk=run_id).values_list("status", "reason", "error").get()
+    if status != RunStatus.SUCCEEDED:
+        reason = reason or (error.strip().splitlines() or [""])[-1]
+    WorkflowStep.objects.filter(pk=step.pk, status=StepStatus.ACTIVE).update(
+        status=STEP_STATUS_OF_RUN.get(status, StepStatus.FAILED), finished_at=timezone.now(),
+        reason=(reason or "")[:255])
+    advance(wf_run)
+
+
+def cancel(wf_run, user=None, reason=""):
+    """Cancel a running workflow run: no new step starts, active step runs are cancelled.
+    Returns whether this call cancelled it."""
+    reason = reason or (f"Cancelled by {user.get_username()}" if user else "Cancelled")
+    with transaction.atomic():
+        moved = WorkflowRun.objects.filter(pk=wf_run.pk, status=WorkflowRunStatus.RUNNING,
+                                           cancel_requested=False).update(cancel_requested=True, reason=reason[:255])
+    # The run rows are locked before the workflow run's by every hook (the run ends, then the hook
+    # locks the workflow run); cancelling them one by one, outside a workflow-run lock, keeps that order.
+    for run in JobRun.objects.filter(workflow_steps__workflow_run=wf_run, workflow_steps__status=StepStatus.ACTIVE):
+        job_runs.cancel(run, reason=f"workflow run #{wf_run.pk}: {reason}")
+    with transaction.atomic():
+        locked = WorkflowRun.objects.select_for_update().get(pk=wf_run.pk)
+        if not locked.is_terminal:
+            advance(locked)
+    wf_run.refresh_from_db()
+    return bool(moved)
+
+
+def advance(wf_run):
+    """Start the waiting steps whose upstreams are all done, skip those an upstream failure rules
+    out, and end the workflow run when no step is left to run. The caller holds the row lock."""
+    wf_run = WorkflowRun.objects.select_related("workflow").get(pk=wf_run.pk)
+    if wf_run.is_terminal:
+        return
+    workflow = wf_run.workflow
+    steps = {step.node_id: step for step in wf_run.steps.select_related("job")}
+    upstreams = {node_id: [] for node_id in steps}
+    for edge in workflow.edges.all():
+        if edge.downstream_id in upstreams and edge.upstream_id in steps:
+            upstreams[edge.downstream_id].append((edge.upstream_id, edge.policy(workflow)))
+    now = timezone.now()
+    changed = True
+    while changed:  # a skip can make further steps ready (or skipped) in turn
+        changed = False
+        for node_id, step in steps.items():
+            if step.status != StepStatus.WAITING:
+                continue
+            ups = upstreams[node_id]
+            if any(steps[up].status not in STEP_TERMINAL for up, _ in ups):
+                continue
+            blocked = [steps[up] for up, policy in ups
+                       if steps[up].status != StepStatus.SUCCEEDED and policy == FailurePolicy.SKIP]
+            if wf_run.cancel_requested:
+                changed |= _finish_step(step, StepStatus.CANCELLED, f"workflow run cancelled: {wf_run.reason}", now)
+            elif blocked:
+                reason = "; ".join(f"upstream {up.job.name} {up.status}" for up in blocked)
+                changed |= _finish_step(step, StepStatus.SKIPPED, reason, now)
+            else:
+                changed |= _start_step(step, wf_run, now)
+    if all(step.status in STEP_TERMINAL for step in steps.values()):
+        _finish(wf_run, steps.values(), now)
+
+
+def _finish_step(step, status, reason, now):
+    moved = WorkflowStep.objects.filter(pk=step.pk, status=StepStatus.WAITING).update(
+        status=status, reason=reason[:255], finished_at=now)
+    step.status = status
+    return bool(moved)
+
+
+def _start_step(step, wf_run, now):
+    try:
+        with transaction.atomic():
+            run = create_step_run(step.job, wf_run, now)
+            if not WorkflowStep.objects.filter(pk=step.pk, status=StepStatus.WAITING).update(
+                    status=StepStatus.ACTIVE, run=run, started_at=now):
+                raise AlreadyStarted  # rolls the run (and its publishing) back
+    except AlreadyStarted:
+        return False
+    step.status, step.run = StepStatus.ACTIVE, run
+    return True
+
+
+class AlreadyStarted(Exception):
+    pass
+
+
+def create_step_run(job, wf_run, now):
+    """A queued run of ``job``, published on commit, as run now makes one.
+
+    Its scheduled_for is the moment it was made; JobRun allows one run per (job, scheduled_for),
+    so a job started by two workflow runs in the same microsecond takes the next free one."""
+    slot = now
+    for _ in range(100):
+        try:
+            with transaction.atomic():
+                run = JobRun.objects.create(
+                    job=job, trigger=RunTrigger.WORKFLOW, scheduled_for=slot, status=RunStatus.QUEUED,
+                    queued_at=now, max_attempts=job.max_attempts, triggered_by=wf_run.triggered_by)
+            break
+        except IntegrityError:
+            slot += timedelta(microseconds=1)
+    else:
+        raise RuntimeError(f"no free slot for a run of job {job.pk}")
+    # After commit, not here: the scheduler locks job rows and may then wait for a workflow run's
+    # lock (cancelling a run under the 'replace' overlap policy); this runs holding that lock.
+    transaction.on_commit(lambda: Job.objects.filter(Q(last_run__isnull=True) | Q(last_run__lt=run.pk), pk=job.pk)
+                          .update(last_run=run))
+    job_runs.publish_on_commit(run.pk, run.attempt, job)
+    return run
+
+
+def _finish(wf_run, steps, now):
+    statuses = {step.status for step in steps}
+    if wf_run.cancel_requested:
+        status = WorkflowRunStatus.CANCELLED
+    elif statuses <= {StepStatus.SUCCEEDED}:
+        status = WorkflowRunStatus.SUCCEEDED
+    else:
+        status = WorkflowRunStatus.FAILED
+    failed = sorted(step.job.name for step in steps if step.status in (StepStatus.FAILED, StepStatus.CANCELLED))
+    reason = wf_run.reason or (f"failed: {', '.join(failed)}" if failed else "")
+    WorkflowRun.objects.filter(pk=wf_run.pk, status=WorkflowRunStatus.RUNNING).update(
+        status=status, finished_at=now, reason=reason[:255])
