@@ -3,7 +3,7 @@
 # Extra arguments go to pytest (e.g. scripts/test.sh tests/test_schedules.py -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m venv .venv
+[ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt
 bash scripts/services.sh
 # The browser test drives Debian's Chromium (it skips, saying why, when Chromium cannot be had).
