@@ -37,7 +37,8 @@ def execute(context):
         user_kwargs, user_env = limits.run_as()
     except limits.LimitsUnavailable as exc:
         raise JobFailed(str(exc)) from None
-    env = {**os.environ, **user_env, **job.environment, "JOB_RUN_ID": str(context.run_id),
+    inherited = {k: v for k, v in os.environ.items() if k not in settings.JOBS_COMMAND_ENV_EXCLUDE}
+    env = {**inherited, **user_env, **job.environment, "JOB_RUN_ID": str(context.run_id),
            "JOB_ATTEMPT": str(context.attempt), "JOB_IDEMPOTENCY_KEY": context.idempotency_key}
     tail = OutputTail(settings.JOBS_OUTPUT_MAX_BYTES)
     try:
