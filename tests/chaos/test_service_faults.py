@@ -67,6 +67,30 @@ def test_it_keeps_consuming_after_redis_restarts(processes, ledger, private_redi
 
 
 @pytest.mark.timeout(120)
+def test_a_worker_survives_redis_dying_while_it_runs_a_task(processes, ledger, private_redis, scoreboard):
+    """The worker holds an unacknowledged message when Redis dies: kombu 5.7.0 ended the worker
+    here (scheduler_site/kombu_patches.py); it must live on and consume after the restart."""
+    job = make_job("redis-dies-mid-run", kwargs={"path": ledger.path, "seconds": 2},
+                   schedule={"type": "interval", "every_seconds": 1})
+    worker = processes.worker(concurrency=2, REDIS_URL=private_redis.url)
+    processes.beat(REDIS_URL=private_redis.url)
+    wait_for(lambda: job.runs.filter(status=RunStatus.RUNNING).exists(), timeout=30, message="a run in progress")
+
+    private_redis.kill()
+    time.sleep(2)
+    private_redis.start()
+    restarted_at, restart_moment = time.monotonic(), job.runs.latest("scheduled_for").scheduled_for
+    succeeded_after(job, restart_moment, 3, timeout=60)
+    recovered = since(restarted_at)
+    assert worker.poll() is None, "the worker process ended when Redis went away"
+
+    slot_count, verdict = pause_and_check(job, ledger)
+    assert verdict.duplicates == 0
+    scoreboard.record("7b Redis dies under a running task", slot_count, verdict.succeeded, verdict.duplicates,
+                      recovered)
+
+
+@pytest.mark.timeout(120)
 def test_it_recovers_when_postgres_drops_every_connection(processes, ledger, scoreboard):
     # Simulates a PostgreSQL restart without restarting the shared server: every backend of the
     # test database but our own is terminated while a long run and scheduled runs are in flight.
