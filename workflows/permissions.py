@@ -1,19 +1,15 @@
 """Who sees which workflows: as with jobs, a user sees the workflows they own and those of their
 groups, staff see all; a workflow run follows its workflow. Anything else answers 404."""
 
-from django.db.models import Q
 
-from jobs.api.permissions import may_manage_command_jobs, sees_everything
+from jobs.api.permissions import may_manage_command_jobs, owned_or_shared, sees_everything
 from jobs.models import JobKind
 
 from .models import Workflow, WorkflowRun
 
 
 def visible_workflows(user):
-    workflows = Workflow.objects.all()
-    if sees_everything(user):
-        return workflows
-    return workflows.filter(Q(owner=user) | Q(group__in=user.groups.all()))
+    return owned_or_shared(Workflow.objects.all(), user)
 
 
 def visible_workflow_runs(user):

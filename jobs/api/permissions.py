@@ -13,11 +13,15 @@ def sees_everything(user):
     return user.is_staff or user.is_superuser
 
 
-def visible_jobs(user):
-    jobs = Job.objects.all()
+def owned_or_shared(queryset, user):
+    """The rows of ``queryset`` (with ``owner`` and ``group``) that ``user`` may see."""
     if sees_everything(user):
-        return jobs
-    return jobs.filter(Q(owner=user) | Q(group__in=user.groups.all()))
+        return queryset
+    return queryset.filter(Q(owner=user) | Q(group__in=user.groups.all()))
+
+
+def visible_jobs(user):
+    return owned_or_shared(Job.objects.all(), user)
 
 
 def visible_runs(user):
