@@ -122,6 +122,7 @@ class JobAdmin(admin.ModelAdmin):
             ("Execution", {"fields": ["queue", "max_retries", "retry_backoff_seconds",
                                       "retry_backoff_max_seconds", "retry_jitter", "timeout_seconds",
                                       "sla_seconds"]}),
+            ("History", {"fields": ["retention_days", "retention_min_runs"]}),
         ]
 
     def get_inlines(self, request, obj):

@@ -25,7 +25,7 @@ FIELDS = [
     "http_method", "http_headers", "http_body", "http_ok_statuses", "schedule",
     "catchup_policy", "catchup_max", "overlap_policy", "start_deadline_seconds", "jitter_seconds",
     "enabled", "queue", "max_retries", "retry_backoff_seconds", "retry_backoff_max_seconds",
-    "retry_jitter", "timeout_seconds", "sla_seconds",
+    "retry_jitter", "timeout_seconds", "sla_seconds", "retention_days", "retention_min_runs",
 ]
 ALWAYS_WRITTEN = {"name", "kind", "target", "schedule"}
 REQUIRED = {"name", "kind", "target"}

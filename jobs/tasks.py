@@ -76,3 +76,26 @@ def execute_run(self, run_id, attempt):
     close_old_connections()
     runs.record_success(run_id, attempt, outcome.output, outcome.output_bytes, outcome.result)
     return {"run_id": run_id, "attempt": attempt, "result": outcome.result}
+
+
+@shared_task(name="jobs.prune_runs", ignore_result=True)
+def prune_runs():
+    """The periodic retention pass (CELERY_BEAT_SCHEDULE); one at a time across all workers."""
+    from . import retention
+    from .leader import redis_client
+
+    if not settings.JOBS_RETENTION_INTERVAL_SECONDS:
+        return  # turned off; a PeriodicTask row left from before may still send it
+    lock = redis_client().lock("jobs:retention", timeout=max(60, settings.JOBS_RETENTION_INTERVAL_SECONDS))
+    if not lock.acquire(blocking=False):
+        logger.info("retention: another pass is running; skipping this one")
+        return
+    try:
+        report = retention.prune()
+        logger.info("retention: deleted %s runs and %s task results of %s jobs in %.1f s (%s batches skipped)",
+                    report.runs, report.task_results, report.jobs, report.seconds, report.skipped_batches)
+    finally:
+        try:
+            lock.release()
+        except Exception:
+            logger.warning("retention: the lock expired before the pass ended")

@@ -155,6 +155,14 @@ JOBS_LEADER_KEY = env_str("JOBS_LEADER_KEY", "scheduler:leader")
 JOBS_NODE_NAME = env_str("JOBS_NODE_NAME", "")
 JOBS_COMMANDS_ENABLED = env_bool("JOBS_COMMANDS_ENABLED", True)
 JOBS_CALLABLE_MODULES = env_list("JOBS_CALLABLE_MODULES", ["jobs.builtin"])
+# History: finished runs older than JOBS_RETENTION_DAYS are deleted, keeping at least the newest
+# JOBS_RETENTION_MIN_RUNS of each job (a job's own retention_days / retention_min_runs override them),
+# by a periodic task every JOBS_RETENTION_INTERVAL_SECONDS (0 turns it off), JOBS_RETENTION_BATCH
+# runs per statement.
+JOBS_RETENTION_DAYS = env_int("JOBS_RETENTION_DAYS", 30, 1)
+JOBS_RETENTION_MIN_RUNS = env_int("JOBS_RETENTION_MIN_RUNS", 100, 1)
+JOBS_RETENTION_BATCH = env_int("JOBS_RETENTION_BATCH", 2000, 1)
+JOBS_RETENTION_INTERVAL_SECONDS = env_float("JOBS_RETENTION_INTERVAL_SECONDS", 3600.0, 0)
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 METRICS_ALLOWED_IPS = env_list("METRICS_ALLOWED_IPS", ["127.0.0.1", "::1"])
 NOTIFY_DIGEST_THRESHOLD = env_int("NOTIFY_DIGEST_THRESHOLD", 20, 1)
@@ -198,6 +206,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_BEAT_SCHEDULER = "jobs.scheduler:JobScheduler"
 CELERY_BEAT_MAX_LOOP_INTERVAL = 5
+# Ordinary periodic tasks, installed as django-celery-beat PeriodicTasks and sent by the leader only.
+CELERY_BEAT_SCHEDULE = {}
+if JOBS_RETENTION_INTERVAL_SECONDS > 0:
+    CELERY_BEAT_SCHEDULE["jobs-prune-runs"] = {
+        "task": "jobs.prune_runs",
+        "schedule": JOBS_RETENTION_INTERVAL_SECONDS,
+        "options": {"queue": JOBS_DEFAULT_QUEUE, "expires": JOBS_RETENTION_INTERVAL_SECONDS},
+    }
 
 # --- Flower
 FLOWER_URL = env_str("FLOWER_URL", "http://127.0.0.1:5555")

@@ -123,7 +123,8 @@ class JobSerializer(serializers.ModelSerializer):
             "catchup_policy", "catchup_max", "overlap_policy", "start_deadline_seconds", "jitter_seconds",
             "enabled", "queue", "max_retries", "retry_backoff_seconds",
             "retry_backoff_max_seconds", "retry_jitter", "timeout_seconds", "sla_seconds",
-            "next_run_at", "last_run", "owner", "group", "created_at", "updated_at",
+            "retention_days", "retention_min_runs", "next_run_at", "last_run", "owner", "group", "created_at",
+            "updated_at",
         ]
         read_only_fields = ["next_run_at", "created_at", "updated_at"]
 

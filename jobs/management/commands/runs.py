@@ -1,4 +1,5 @@
-"""manage.py runs list [--job NAME] [--status S] [--since ISO|1h] [--limit N]"""
+"""manage.py runs list [--job NAME] [--status S] [--since ISO|1h] [--limit N]
+manage.py runs prune [--dry-run] [--job NAME] [--batch N]"""
 
 import re
 from datetime import UTC, datetime, time, timedelta
@@ -7,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from jobs import retention
 from jobs.models import Job, JobRun, RunStatus
 
 from .jobs import format_duration, table, when
@@ -41,8 +43,14 @@ class Command(BaseCommand):
         listing.add_argument("--status", choices=RunStatus.values, help="Only runs in this status.")
         listing.add_argument("--since", help="Only runs created since: ISO 8601, or an age such as 1h, 2d.")
         listing.add_argument("--limit", type=int, default=50, help="At most this many runs (default 50).")
+        pruning = sub.add_parser("prune", help="Delete finished runs past their job's retention policy.")
+        pruning.add_argument("--dry-run", action="store_true", help="Only count what would be deleted.")
+        pruning.add_argument("--job", help="Only the runs of the job with this name.")
+        pruning.add_argument("--batch", type=int, help="Runs per DELETE (default JOBS_RETENTION_BATCH).")
 
     def handle(self, *args, action, job=None, status=None, since=None, limit=50, **options):
+        if action == "prune":
+            return self.prune(job, options["dry_run"], options["batch"])
         runs = JobRun.objects.select_related("job").order_by("-created_at", "-id")
         if job is not None:
             if not Job.objects.filter(name=job).exists():
@@ -65,3 +73,22 @@ class Command(BaseCommand):
         self.stdout.write(table(
             ["ID", "JOB", "STATUS", "TRIGGER", "ATTEMPT", "SCHEDULED FOR", "STARTED", "DURATION", "WORKER"], rows
         ))
+
+    def prune(self, name, dry_run, batch):
+        jobs = None
+        if name is not None:
+            jobs = Job.objects.filter(name=name)
+            if not jobs.exists():
+                raise CommandError(f"No job named {name!r}. See `manage.py jobs list` for the names.")
+        if batch is not None and batch < 1:
+            raise CommandError("--batch must be at least 1.")
+        report = retention.prune(batch_size=batch, dry_run=dry_run, jobs=jobs)
+        for job_name, count in sorted(report.per_job.items()):
+            self.stdout.write(f"{job_name}: {count}")
+        verb = "Would delete" if dry_run else "Deleted"
+        line = f"{verb} {report.runs} runs of {len(report.per_job)} jobs ({report.jobs} checked)"
+        if not dry_run:
+            line += f", {report.task_results} task results, in {report.seconds:.1f} s"
+            if report.skipped_batches:
+                line += f"; {report.skipped_batches} batches met a lock and were left for the next pass"
+        self.stdout.write(line + ".")
