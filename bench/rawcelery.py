@@ -27,3 +27,13 @@ app.conf.update(
 @app.task(name="bench.noop")
 def noop(run_id, attempt):
     return None
+
+
+@app.task(name="bench.stamp")
+def stamp(sent_at):
+    """For bench/latency.py: how long from publish to a pool process starting the task."""
+    import time
+
+    import redis
+
+    redis.Redis.from_url(app.conf.broker_url).rpush("bench:stamps", time.time() - sent_at)

@@ -12,7 +12,7 @@ import os
 import threading
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 
 from . import runs
 
@@ -54,6 +54,7 @@ def _beat_forever():
         with _lock:
             held = list(_held.items())
         if not held:
+            connection.close()  # nothing to beat for: give the connection back until there is
             continue
         # Drop a connection the database closed (a restart) or one past CONN_MAX_AGE.
         close_old_connections()
