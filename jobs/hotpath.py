@@ -7,6 +7,7 @@ returns the run with its job; the success moves the run and finishes its attempt
 a notification rule wants the run's event, which is then recorded the ordinary way.
 """
 
+import psycopg
 from django.db import InterfaceError, OperationalError, connection
 
 from notifications.outbox import RULE_WANTS_EVENTS_SQL
@@ -111,7 +112,9 @@ def _execute(sql, params):
     for retry in (True, False):
         try:
             connection.ensure_connection()
-            with connection.wrap_database_errors, connection.connection.cursor() as cursor:
+            # psycopg.Cursor binds on the server; the connection's default cursor (Django's
+            # ClientCursor) would quietly ignore prepare=True.
+            with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
                 cursor.execute(sql, params, prepare=True)
                 return cursor.fetchone()
         except (OperationalError, InterfaceError):
