@@ -4,7 +4,8 @@
 work in one round trip and one commit each, with data-modifying CTEs: the claim is still a
 conditional UPDATE (one claimant wins), it inserts the attempt row in the same statement and
 returns the run with its job; the success moves the run and finishes its attempt together, unless
-a notification rule wants the run's event, which is then recorded the ordinary way.
+a notification rule wants the run's event (or the run has another trigger than schedule or manual),
+which is then recorded the ordinary way.
 """
 
 import psycopg
@@ -21,6 +22,9 @@ def _columns(model, alias):
 
 RUN_COLUMNS = _columns(JobRun, "r")
 JOB_COLUMNS = _columns(Job, "j")
+# A run of another trigger (a workflow step, say, whose terminal-state hook must run in the same
+# transaction as the transition) is recorded the ordinary way, in jobs.runs.
+FAST_TRIGGERS = [str(RunTrigger.SCHEDULE), str(RunTrigger.MANUAL)]
 RUN, JOB, ATTEMPT = JobRun._meta.db_table, Job._meta.db_table, JobAttempt._meta.db_table
 
 # The claim commits without waiting for its WAL flush (synchronous_commit off for this one
@@ -50,7 +54,7 @@ SELECT claimed.* FROM claimed, (SELECT set_config('synchronous_commit', 'off', t
 
 SUCCEED_SQL = f"""
 WITH target AS (
-    SELECT r.id, {RULE_WANTS_EVENTS_SQL} AS wanted
+    SELECT r.id, (r.trigger <> ALL(%(fast_triggers)s::text[]) OR {RULE_WANTS_EVENTS_SQL}) AS wanted
     FROM {RUN} AS r JOIN {JOB} AS j ON j.id = r.job_id
     WHERE r.id = %(run_id)s AND r.attempt = %(attempt)s AND r.status = %(running)s
 ), moved AS (
@@ -89,7 +93,7 @@ def succeed(run_id, attempt, now, output, output_bytes, result, events):
     wants one of ``events`` of it. Returns (moved, wanted): with ``wanted`` nothing was changed,
     and the caller records the success together with its event."""
     params = {
-        "events": list(events),
+        "events": list(events), "fast_triggers": FAST_TRIGGERS,
         "run_id": run_id, "attempt": attempt, "now": now, "output": output, "output_bytes": output_bytes,
         # None is SQL NULL, as the ORM's update(result=None) stores it; anything else is JSON.
         "result": None if result is None else JobRun._meta.get_field("result").get_db_prep_value(result, connection),

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs import heartbeats, runs
@@ -161,3 +162,21 @@ def _heartbeat_connections():
         cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                        "AND pid <> pg_backend_pid() AND state IS NOT NULL")
         return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db
+def test_a_run_of_another_trigger_is_recorded_the_ordinary_way():
+    # A workflow step's terminal-state hook must run in the transition's transaction (jobs.runs).
+    job = make_job()
+    manual, other = queued_run(job), queued_run(job, trigger="workflow", scheduled_for=timezone.now() + timedelta(1))
+    for run in (manual, other):
+        runs.claim(run.pk, 1, worker="w", pid=1)
+
+    with CaptureQueriesContext(connection) as fast:
+        assert runs.record_success(manual.pk, 1) is True
+    with CaptureQueriesContext(connection) as ordinary:
+        assert runs.record_success(other.pk, 1) is True
+
+    assert not [q for q in fast.captured_queries if q["sql"].startswith("UPDATE")]  # one prepared statement
+    assert [q for q in ordinary.captured_queries if q["sql"].startswith('UPDATE "jobs_jobrun"')]
+    assert set(JobRun.objects.values_list("status", flat=True)) == {RunStatus.SUCCEEDED}
