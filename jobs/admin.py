@@ -128,6 +128,7 @@ class JobAdmin(admin.ModelAdmin):
             ("Execution", {"fields": ["queue", "max_retries", "retry_backoff_seconds",
                                       "retry_backoff_max_seconds", "retry_jitter", "timeout_seconds",
                                       "sla_seconds"]}),
+            ("History", {"fields": ["retention_days", "retention_min_runs"]}),
             *([("Audit trail", {"fields": ["audit_trail"]})] if obj is not None else []),
         ]
 

@@ -33,7 +33,7 @@ FIELDS = [
     "catchup_policy", "catchup_max", "overlap_policy", "start_deadline_seconds", "jitter_seconds",
     "memory_limit_mb", "cpu_limit_seconds", "max_open_files", "max_processes", "working_directory",
     "enabled", "queue", "max_retries", "retry_backoff_seconds", "retry_backoff_max_seconds",
-    "retry_jitter", "timeout_seconds", "sla_seconds",
+    "retry_jitter", "timeout_seconds", "sla_seconds", "retention_days", "retention_min_runs",
 ]
 ALWAYS_WRITTEN = {"name", "kind", "target", "schedule"}
 REQUIRED = {"name", "kind", "target"}

@@ -157,6 +157,14 @@ class Job(models.Model):
     retry_jitter = models.BooleanField(default=True)
     timeout_seconds = models.PositiveIntegerField(default=3600, validators=[MinValueValidator(1)])
     sla_seconds = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
+    retention_days = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Delete finished runs older than this many days; empty means JOBS_RETENTION_DAYS.",
+    )
+    retention_min_runs = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Always keep at least this many of the newest runs; empty means JOBS_RETENTION_MIN_RUNS.",
+    )
 
     next_run_at = models.DateTimeField(null=True, blank=True, editable=False)
     last_run = models.ForeignKey(
@@ -181,6 +189,11 @@ class Job(models.Model):
             models.CheckConstraint(condition=_positive("timeout_seconds"), name="job_timeout_positive"),
             models.CheckConstraint(
                 condition=Q(sla_seconds__isnull=True) | _positive("sla_seconds"), name="job_sla_positive"
+            ),
+            models.CheckConstraint(
+                condition=(Q(retention_days__isnull=True) | _positive("retention_days"))
+                & (Q(retention_min_runs__isnull=True) | _positive("retention_min_runs")),
+                name="job_retention_positive",
             ),
             models.CheckConstraint(
                 condition=Q(retry_backoff_seconds__gte=0) & Q(retry_backoff_max_seconds__gte=0),
@@ -219,6 +232,12 @@ class Job(models.Model):
     @property
     def max_attempts(self):
         return self.max_retries + 1
+
+    @property
+    def effective_retention(self):
+        """(days, min_runs): this job's retention policy, the global defaults filling the gaps."""
+        return (self.retention_days or settings.JOBS_RETENTION_DAYS,
+                self.retention_min_runs or settings.JOBS_RETENTION_MIN_RUNS)
 
     def clean(self):
         from .executors import get_executor

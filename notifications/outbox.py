@@ -107,6 +107,15 @@ def record_slot_missed(job, slot, reason):
         return 0
 
 
+# Whether an enabled rule of an enabled channel takes one of the events %(events)s (a text[]) of
+# the job aliased ``j``: ``Rule.matches`` and ``_channels_for`` in SQL (keep them in step), so the
+# worker can record a run nobody is to hear about in one statement (jobs.hotpath).
+RULE_WANTS_EVENTS_SQL = """EXISTS (
+    SELECT 1 FROM notifications_rule ru JOIN notifications_channel ch ON ch.id = ru.channel_id
+    WHERE ru.enabled AND ch.enabled AND ru.events ?| %(events)s::text[]
+      AND (ru.scope = 'all' OR (ru.scope = 'tag' AND j.tags ? ru.tag) OR (ru.scope = 'job' AND ru.job_id = j.id)))"""
+
+
 def dedup_key(event, run, channel):
     if event == "attempt_failed":
         return f"{event}:{run.pk}:{run.attempt}:{channel.pk}"

@@ -25,6 +25,8 @@ PROCESS_ENV = {
     "JOBS_KILL_GRACE_SECONDS": "1",
     "JOBS_REPUBLISH_AFTER_SECONDS": "5",
     "LOG_LEVEL": "INFO",
+    # No retention task on the queues unless a test asks for it (some tests count messages).
+    "JOBS_RETENTION_INTERVAL_SECONDS": "0",
 }
 
 

@@ -173,6 +173,21 @@ def test_the_trail_is_pruned_with_the_runs_retention(people):
     assert trail("old-and-new") == [("resume", "owner", "api")]
 
 
+def test_the_runs_retention_pass_prunes_the_trail_by_the_global_policy(people, settings):
+    from jobs import retention as run_retention
+
+    settings.JOBS_RETENTION_DAYS = 30
+    job = hourly("kept-as-long-as-runs", owner=people.owner)
+    client = people.client(people.owner)
+    client.post(f"/api/jobs/{job.pk}/pause/")
+    client.post(f"/api/jobs/{job.pk}/resume/")
+    AuditEntry.objects.filter(action="pause").update(created_at=timezone.now() - timedelta(days=31))
+
+    assert run_retention.prune(dry_run=True).audit_entries == 0
+    assert run_retention.prune().audit_entries == 1
+    assert trail("kept-as-long-as-runs") == [("resume", "owner", "api")]
+
+
 def test_a_user_sees_only_the_trail_of_jobs_they_can_see(people):
     people.client(people.owner).post(f"/api/jobs/{people.job.pk}/pause/")
     teammate, outsider = Client(), Client()

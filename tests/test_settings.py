@@ -24,6 +24,8 @@ def start_with(**env):
         ({"JOBS_MAX_TIMEOUT_SECONDS": "7200", "CELERY_VISIBILITY_TIMEOUT": "3600"},
          "CELERY_VISIBILITY_TIMEOUT (3600s) must be longer than JOBS_MAX_TIMEOUT_SECONDS (7200s)"),
         ({"SECRET_KEY": "", "DEBUG": "false"}, "SECRET_KEY must be set"),
+        ({"JOBS_RETENTION_MIN_RUNS": "0"}, "JOBS_RETENTION_MIN_RUNS must be at least 1, got 0"),
+        ({"JOBS_RETENTION_DAYS": "a month"}, "JOBS_RETENTION_DAYS must be a whole number"),
     ],
 )
 def test_it_refuses_to_start_with_a_bad_value(env, message):

@@ -124,7 +124,8 @@ class JobSerializer(serializers.ModelSerializer):
             "memory_limit_mb", "cpu_limit_seconds", "max_open_files", "max_processes", "working_directory",
             "enabled", "queue", "max_retries", "retry_backoff_seconds",
             "retry_backoff_max_seconds", "retry_jitter", "timeout_seconds", "sla_seconds",
-            "next_run_at", "last_run", "owner", "group", "created_at", "updated_at",
+            "retention_days", "retention_min_runs", "next_run_at", "last_run", "owner", "group", "created_at",
+            "updated_at",
         ]
         read_only_fields = ["next_run_at", "created_at", "updated_at"]
 

@@ -1,4 +1,5 @@
-"""manage.py runs list [--job NAME] [--status S] [--since ISO|1h] [--limit N] | cancel ID"""
+"""manage.py runs list [--job NAME] [--status S] [--since ISO|1h] [--limit N] | cancel ID
+manage.py runs prune [--dry-run] [--job NAME] [--batch N]"""
 
 import re
 from datetime import UTC, datetime, time, timedelta
@@ -10,6 +11,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from audit import trail
 from audit.models import Source
+from jobs import retention
 from jobs import runs as run_states
 from jobs.models import Job, JobRun, RunStatus
 
@@ -47,6 +49,11 @@ class Command(BaseCommand):
         listing.add_argument("--limit", type=int, default=50, help="At most this many runs (default 50).")
         cancel = sub.add_parser("cancel", help="Cancel a queued, retrying or running run.")
         cancel.add_argument("id", type=int)
+
+        pruning = sub.add_parser("prune", help="Delete finished runs past their job's retention policy.")
+        pruning.add_argument("--dry-run", action="store_true", help="Only count what would be deleted.")
+        pruning.add_argument("--job", help="Only the runs of the job with this name.")
+        pruning.add_argument("--batch", type=int, help="Runs per DELETE (default JOBS_RETENTION_BATCH).")
 
     def handle(self, *args, action, **options):
         getattr(self, f"handle_{action}")(**options)
@@ -87,3 +94,23 @@ class Command(BaseCommand):
         self.stdout.write(table(
             ["ID", "JOB", "STATUS", "TRIGGER", "ATTEMPT", "SCHEDULED FOR", "STARTED", "DURATION", "WORKER"], rows
         ))
+
+    def handle_prune(self, job=None, dry_run=False, batch=None, **options):
+        name = job
+        jobs = None
+        if name is not None:
+            jobs = Job.objects.filter(name=name)
+            if not jobs.exists():
+                raise CommandError(f"No job named {name!r}. See `manage.py jobs list` for the names.")
+        if batch is not None and batch < 1:
+            raise CommandError("--batch must be at least 1.")
+        report = retention.prune(batch_size=batch, dry_run=dry_run, jobs=jobs)
+        for job_name, count in sorted(report.per_job.items()):
+            self.stdout.write(f"{job_name}: {count}")
+        verb = "Would delete" if dry_run else "Deleted"
+        line = f"{verb} {report.runs} runs of {len(report.per_job)} jobs ({report.jobs} checked)"
+        if not dry_run:
+            line += f", {report.task_results} task results, in {report.seconds:.1f} s"
+            if report.skipped_batches:
+                line += f"; {report.skipped_batches} batches met a lock and were left for the next pass"
+        self.stdout.write(line + ".")

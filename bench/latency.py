@@ -1,0 +1,211 @@
+"""Start latency: run-now through the API to ``started``, and a scheduled slot to ``started``.
+
+A real web server (gunicorn, the Procfile's settings), one worker (``-c 2``, prefork) and one beat
+(the scheduler leader) against an otherwise idle database. Run now: POST /api/jobs/<id>/run/ with
+a token, one request at a time, the next once the run has finished; latency = the run's
+``started_at`` - the moment before the request was sent. Scheduled: one-time jobs whose slots
+fall every --gap seconds; latency = ``started_at`` - ``scheduled_for``. Baseline, in the same
+invocation: a raw Celery task (``bench/rawcelery.py``, same delivery settings) published with
+``apply_async`` and stamping when a pool process starts it.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/scheduler_bench9 REDIS_URL=redis://127.0.0.1:6379/12 \\
+        .venv/bin/python bench/latency.py --samples 200
+"""
+
+import argparse
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "scheduler_site.settings")
+os.environ.setdefault("SECRET_KEY", "bench-only")
+os.environ["JOBS_DEFAULT_QUEUE"] = "bench"
+os.environ["JOBS_RETENTION_INTERVAL_SECONDS"] = "0"
+
+import django  # noqa: E402
+
+django.setup()
+
+import redis  # noqa: E402
+import requests  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.contrib.auth.models import User  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.utils import timezone  # noqa: E402
+from rest_framework.authtoken.models import Token  # noqa: E402
+
+from jobs.definitions import save_job  # noqa: E402
+from jobs.models import Job, JobRun, RunStatus  # noqa: E402
+
+
+def say(*parts):
+    print(*parts, flush=True)
+
+
+def reset():
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE jobs_jobattempt, jobs_jobrun, jobs_job, notifications_delivery CASCADE")
+    redis.Redis.from_url(settings.REDIS_URL).flushdb()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Processes:
+    def __init__(self):
+        self.procs = []
+
+    def start(self, name, argv):
+        env = dict(os.environ, PYTHONPATH=str(REPO), DEBUG="false", ALLOWED_HOSTS="127.0.0.1,localhost")
+        with open(f"/tmp/bench-latency-{name}-{os.getpid()}.log", "wb") as log:
+            proc = subprocess.Popen(argv, cwd=REPO, env=env, start_new_session=True, stdout=log,
+                                    stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        return proc
+
+    def stop(self):
+        for proc in self.procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def celery(*args):
+    return [sys.executable, "-m", "celery", *args]
+
+
+def wait_until(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def warm_worker(job):
+    """One run through the worker first: imports, connections."""
+    from jobs import runs
+
+    run = runs.run_now(job)
+    wait_until(lambda: JobRun.objects.filter(pk=run.pk, status=RunStatus.SUCCEEDED).exists(), 60, "the worker")
+
+
+def run_now_latencies(base_url, token, job, samples):
+    session = requests.Session()
+    session.headers["Authorization"] = f"Token {token}"
+    latencies = []
+    for i in range(samples):
+        sent = timezone.now()
+        answer = session.post(f"{base_url}/api/jobs/{job.pk}/run/")
+        if answer.status_code != 202:
+            raise SystemExit(f"run now answered {answer.status_code}: {answer.text[:300]}")
+        run_id = answer.json()["id"]
+        wait_until(lambda pk=run_id: JobRun.objects.filter(pk=pk, status=RunStatus.SUCCEEDED).exists(), 30, "the run")
+        started = JobRun.objects.get(pk=run_id).started_at
+        latencies.append((started - sent).total_seconds())
+        if (i + 1) % 50 == 0:
+            say(f"  run now: {i + 1}/{samples}, p50 so far {pct(sorted(latencies), 50) * 1000:.1f} ms")
+        time.sleep(0.05)
+    return latencies
+
+
+def scheduled_latencies(samples, gap):
+    start = timezone.now() + timedelta(seconds=5)
+    for i in range(samples):
+        save_job(Job(name=f"slot-{i}", kind="callable", target="builtin.noop"),
+                 {"type": "once", "run_at": (start + timedelta(seconds=i * gap)).isoformat()})
+    end = start + timedelta(seconds=samples * gap + 10)
+    done = 0
+    while timezone.now() < end and done < samples:
+        time.sleep(5)
+        done = JobRun.objects.filter(job__name__startswith="slot-", status=RunStatus.SUCCEEDED).count()
+        say(f"  scheduled: {done}/{samples} slots run")
+    rows = JobRun.objects.filter(job__name__startswith="slot-", started_at__isnull=False)
+    return [(r.started_at - r.scheduled_for).total_seconds() for r in rows.only("started_at", "scheduled_for")]
+
+
+def raw_latencies(samples):
+    sys.path.insert(0, str(REPO / "bench"))
+    from rawcelery import stamp
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    client.delete("bench:stamps")
+    for i in range(samples + 5):
+        stamp.apply_async(args=[time.time()])
+        wait_until(lambda n=i: client.llen("bench:stamps") > n, 30, "the raw task")
+        time.sleep(0.05)
+    return [float(x) for x in client.lrange("bench:stamps", 5, -1)]
+
+
+def pct(values, p):
+    return values[min(len(values) - 1, int(len(values) * p / 100))] if values else float("nan")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--samples", type=int, default=200)
+    parser.add_argument("--gap", type=float, default=0.25, help="seconds between scheduled slots")
+    args = parser.parse_args()
+    call_command("migrate", verbosity=0)
+    reset()
+    user, _ = User.objects.get_or_create(username="bench", defaults={"is_staff": True})
+    token, _ = Token.objects.get_or_create(user=user)
+    job = save_job(Job(name="run-now", kind="callable", target="builtin.noop", owner=user), {"type": "manual"})
+    port = free_port()
+    procs = Processes()
+    results = {}
+    try:
+        procs.start("web", [str(Path(sys.executable).parent / "gunicorn"), "scheduler_site.wsgi", "--bind",
+                            f"127.0.0.1:{port}", "--workers", "2", "--threads", "4"])
+        procs.start("worker", celery("-A", "scheduler_site", "worker", "-l", "WARNING", "-c", "2", "-P", "prefork",
+                                     "-Q", "bench", "--without-gossip", "--without-mingle"))
+        procs.start("raw", celery("-A", "bench.rawcelery", "worker", "-l", "WARNING", "-c", "2", "-P", "prefork",
+                                  "-Q", "rawbench", "--without-gossip", "--without-mingle"))
+        wait_until(lambda: _answers(port), 60, "gunicorn")
+        warm_worker(job)
+        say(f"raw Celery: {args.samples} tasks, publish to start")
+        results["raw Celery: apply_async → task starts"] = raw_latencies(args.samples)
+        say(f"ours: {args.samples} run-now requests")
+        results["ours: POST run now → started_at"] = run_now_latencies(f"http://127.0.0.1:{port}", token.key, job,
+                                                                       args.samples)
+        procs.start("beat", celery("-A", "scheduler_site", "beat", "-l", "WARNING", "--pidfile=", "-s",
+                                   f"/tmp/bench-latency-beat-{os.getpid()}"))
+        say(f"ours: {args.samples} scheduled slots, one every {args.gap} s")
+        results["ours: slot → started_at"] = scheduled_latencies(args.samples, args.gap)
+    finally:
+        procs.stop()
+    say("")
+    say(f"{'measure':<40} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8}")
+    for name, values in results.items():
+        values = sorted(values)
+        say(f"{name:<40} {len(values):>5} {pct(values, 50) * 1000:>8.1f} {pct(values, 95) * 1000:>8.1f} "
+            f"{pct(values, 99) * 1000:>8.1f} {(values or [float('nan')])[-1] * 1000:>8.1f}")
+    reset()
+
+
+def _answers(port):
+    try:
+        return requests.get(f"http://127.0.0.1:{port}/api/", timeout=1).status_code < 500
+    except requests.RequestException:
+        return False
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""The worker's per-run bookkeeping as single statements on PostgreSQL.
+
+``runs.claim`` and ``runs.record_success`` keep their meaning; on PostgreSQL these do the same
+work in one round trip and one commit each, with data-modifying CTEs: the claim is still a
+conditional UPDATE (one claimant wins), it inserts the attempt row in the same statement and
+returns the run with its job; the success moves the run and finishes its attempt together, unless
+a notification rule wants the run's event (or the run has another trigger than schedule or manual),
+which is then recorded the ordinary way.
+"""
+
+import psycopg
+from django.db import InterfaceError, OperationalError, connection
+
+from notifications.outbox import RULE_WANTS_EVENTS_SQL
+
+from .models import AttemptOutcome, Job, JobAttempt, JobRun, RunStatus, RunTrigger, task_id_for
+
+
+def _columns(model, alias):
+    return [(f.column, f"{alias}__{f.column}") for f in model._meta.concrete_fields]
+
+
+RUN_COLUMNS = _columns(JobRun, "r")
+JOB_COLUMNS = _columns(Job, "j")
+# A run of another trigger (a workflow step, say, whose terminal-state hook must run in the same
+# transaction as the transition) is recorded the ordinary way, in jobs.runs.
+FAST_TRIGGERS = [str(RunTrigger.SCHEDULE), str(RunTrigger.MANUAL)]
+RUN, JOB, ATTEMPT = JobRun._meta.db_table, Job._meta.db_table, JobAttempt._meta.db_table
+
+CLAIM_SQL = f"""
+WITH claimed AS (
+    UPDATE {RUN} AS r
+    SET status = %(running)s, worker = %(worker)s, heartbeat_at = %(now)s, started_at = %(now)s, finished_at = NULL
+    FROM {JOB} AS j
+    WHERE r.id = %(run_id)s AND r.attempt = %(attempt)s AND r.status = %(queued)s AND j.id = r.job_id
+      -- runs.miss_if_past_deadline: a scheduled first attempt past its job's start deadline is not claimed
+      AND NOT (r.trigger = %(schedule)s AND r.attempt = 1 AND COALESCE(j.start_deadline_seconds, 0) > 0
+               AND %(now)s - r.scheduled_for > make_interval(secs => j.start_deadline_seconds))
+    RETURNING {", ".join(f'r."{c}" AS "{a}"' for c, a in RUN_COLUMNS)},
+              {", ".join(f'j."{c}" AS "{a}"' for c, a in JOB_COLUMNS)}
+), attempt AS (
+    INSERT INTO {ATTEMPT} (run_id, number, outcome, task_id, worker, pid, started_at, finished_at, heartbeat_at,
+                           error, traceback)
+    SELECT "r__id", %(attempt)s, %(outcome)s, %(task_id)s, %(worker)s, %(pid)s, %(now)s, NULL, %(now)s, '', ''
+    FROM claimed
+)
+SELECT claimed.* FROM claimed
+"""
+
+SUCCEED_SQL = f"""
+WITH target AS (
+    SELECT r.id, (r.trigger <> ALL(%(fast_triggers)s::text[]) OR {RULE_WANTS_EVENTS_SQL}) AS wanted
+    FROM {RUN} AS r JOIN {JOB} AS j ON j.id = r.job_id
+    WHERE r.id = %(run_id)s AND r.attempt = %(attempt)s AND r.status = %(running)s
+), moved AS (
+    UPDATE {RUN}
+    SET status = %(succeeded)s, finished_at = %(now)s, output = %(output)s, output_bytes = %(output_bytes)s,
+        result = %(result)s, error = ''
+    WHERE id IN (SELECT id FROM target WHERE NOT wanted) AND attempt = %(attempt)s AND status = %(running)s
+    RETURNING id
+), finished AS (
+    UPDATE {ATTEMPT}
+    SET outcome = %(attempt_succeeded)s, finished_at = %(now)s, error = '', traceback = ''
+    WHERE run_id IN (SELECT id FROM moved) AND number = %(attempt)s AND outcome = %(attempt_running)s
+)
+SELECT (SELECT count(*) FROM moved), (SELECT bool_or(wanted) FROM target)
+"""
+
+
+def claim(run_id, attempt, worker, pid, now):
+    """The claimed run (with its job loaded), or None when this delivery did not claim it."""
+    params = {
+        "run_id": run_id, "attempt": attempt, "worker": worker, "pid": pid, "now": now,
+        "task_id": task_id_for(run_id, attempt), "running": RunStatus.RUNNING, "queued": RunStatus.QUEUED,
+        "schedule": RunTrigger.SCHEDULE, "outcome": AttemptOutcome.RUNNING,
+    }
+    row = _execute(CLAIM_SQL, params)
+    if row is None:
+        return None
+    runs_values, job_values = row[:len(RUN_COLUMNS)], row[len(RUN_COLUMNS):]
+    run = _from_db(JobRun, runs_values)
+    run.job = _from_db(Job, job_values)
+    return run
+
+
+def succeed(run_id, attempt, now, output, output_bytes, result, events):
+    """Move the run from running to succeeded (and its attempt with it) unless a notification rule
+    wants one of ``events`` of it. Returns (moved, wanted): with ``wanted`` nothing was changed,
+    and the caller records the success together with its event."""
+    params = {
+        "events": list(events), "fast_triggers": FAST_TRIGGERS,
+        "run_id": run_id, "attempt": attempt, "now": now, "output": output, "output_bytes": output_bytes,
+        # None is SQL NULL, as the ORM's update(result=None) stores it; anything else is JSON.
+        "result": None if result is None else JobRun._meta.get_field("result").get_db_prep_value(result, connection),
+        "succeeded": RunStatus.SUCCEEDED, "running": RunStatus.RUNNING,
+        "attempt_succeeded": AttemptOutcome.SUCCEEDED, "attempt_running": AttemptOutcome.RUNNING,
+    }
+    moved, wanted = _execute(SUCCEED_SQL, params)
+    return bool(moved), bool(wanted)
+
+
+def _execute(sql, params):
+    """One statement in autocommit, its first row.
+
+    Prepared on the server (psycopg's ``prepare=True``; Django's own cursors bind on the client
+    and never prepare): planning these statements cost more than running them. The worker skips
+    Django's per-task health check (a SELECT 1 per run, see jobs.signals); a connection the
+    database dropped meanwhile fails here, is replaced, and the statement is sent once more. Safe
+    to repeat: both statements are conditional, so one that did commit before its answer was
+    lost changes nothing the second time."""
+    for retry in (True, False):
+        try:
+            connection.ensure_connection()
+            # psycopg.Cursor binds on the server; the connection's default cursor (Django's
+            # ClientCursor) would quietly ignore prepare=True.
+            with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+                cursor.execute(sql, params, prepare=True)
+                return cursor.fetchone()
+        except (OperationalError, InterfaceError):
+            if not retry or connection.in_atomic_block:
+                raise
+            connection.close()
+
+
+def _from_db(model, values):
+    fields = model._meta.concrete_fields
+    converted = []
+    for field, value in zip(fields, values, strict=True):
+        for converter in field.get_db_converters(connection):
+            value = converter(value, field, connection)
+        converted.append(value)
+    return model.from_db(connection.alias, [f.attname for f in fields], converted)

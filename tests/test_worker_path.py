@@ -1,0 +1,182 @@
+"""The worker's bookkeeping in single statements (jobs.hotpath) means what the ORM path meant: one
+claimant, an attempt row, the job loaded, deadlines, duplicates counted, the success recorded with
+its event when a rule wants one, a dropped connection replaced; and the per-process heartbeat."""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from jobs import heartbeats, runs
+from jobs.models import AttemptOutcome, DeliveryCounter, JobAttempt, JobRun, RunStatus, RunTrigger
+from notifications.models import Delivery
+
+from .conftest import wait_for
+from .test_notifications_support import channel_with_rule, make_job
+
+
+def queued_run(job, **fields):
+    now = timezone.now()
+    fields = {"scheduled_for": now, "queued_at": now, "status": RunStatus.QUEUED, **fields}
+    return JobRun.objects.create(job=job, **fields)
+
+
+@pytest.mark.django_db
+def test_one_claim_wins_and_brings_the_run_its_attempt_and_its_job():
+    job = make_job(tags=["reports"], kwargs={"to": "ops"}, timeout_seconds=42)
+    run = queued_run(job)
+
+    claimed = runs.claim(run.pk, 1, worker="w1@host", pid=123)
+    again = runs.claim(run.pk, 1, worker="w2@host", pid=456)
+
+    assert again is None
+    assert DeliveryCounter.get(runs.DUPLICATES_DROPPED) == 1
+    assert (claimed.pk, claimed.status, claimed.worker) == (run.pk, RunStatus.RUNNING, "w1@host")
+    assert (claimed.job.pk, claimed.job.tags, claimed.job.kwargs, claimed.job.timeout_seconds) == (
+        job.pk, ["reports"], {"to": "ops"}, 42)
+    assert claimed.scheduled_for == run.scheduled_for and claimed.started_at is not None
+    attempt = JobAttempt.objects.get(run=run)
+    assert (attempt.number, attempt.worker, attempt.pid, attempt.task_id, attempt.outcome) == (
+        1, "w1@host", 123, f"run-{run.pk}-1", AttemptOutcome.RUNNING)
+    run.refresh_from_db()
+    assert run.status == RunStatus.RUNNING and run.heartbeat_at == run.started_at
+
+
+@pytest.mark.django_db
+def test_a_scheduled_run_past_its_start_deadline_is_skipped_not_claimed():
+    job = make_job(start_deadline_seconds=60)
+    late = queued_run(job, trigger=RunTrigger.SCHEDULE, scheduled_for=timezone.now() - timedelta(seconds=90))
+    on_time = queued_run(job, trigger=RunTrigger.SCHEDULE, scheduled_for=timezone.now() - timedelta(seconds=30))
+    manual = queued_run(job, trigger=RunTrigger.MANUAL, scheduled_for=timezone.now() - timedelta(seconds=900))
+
+    assert runs.claim(late.pk, 1, worker="w", pid=1) is None
+    assert runs.claim(on_time.pk, 1, worker="w", pid=1) is not None
+    assert runs.claim(manual.pk, 1, worker="w", pid=1) is not None
+    late.refresh_from_db()
+    assert late.status == RunStatus.SKIPPED and late.reason.startswith("missed")
+    assert DeliveryCounter.get(runs.DUPLICATES_DROPPED) == 0
+
+
+@pytest.mark.django_db
+def test_a_success_is_recorded_once_with_its_result_and_attempt():
+    job = make_job()
+    run = queued_run(job)
+    runs.claim(run.pk, 1, worker="w", pid=1)
+
+    assert runs.record_success(run.pk, 1, "out", 3, {"rows": 7}) is True
+    assert runs.record_success(run.pk, 1, "again", 5, None) is False
+
+    run.refresh_from_db()
+    assert (run.status, run.output, run.output_bytes, run.result, run.error) == (
+        RunStatus.SUCCEEDED, "out", 3, {"rows": 7}, "")
+    assert JobAttempt.objects.get(run=run).outcome == AttemptOutcome.SUCCEEDED
+    other = queued_run(job, scheduled_for=timezone.now() + timedelta(seconds=1))
+    runs.claim(other.pk, 1, worker="w", pid=1)
+    runs.record_success(other.pk, 1)
+    assert JobRun.objects.filter(pk=other.pk, result__isnull=True).exists()  # SQL NULL, as the ORM stores None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("scope", ["all", "tag", "job"])
+def test_a_success_a_rule_wants_is_recorded_with_its_delivery(scope):
+    job = make_job(tags=["reports"])
+    rule = {"tag": {"scope": "tag", "tag": "reports"}, "job": {"scope": "job", "job": job}}.get(scope, {})
+    channel = channel_with_rule("slack", {"url": "http://127.0.0.1:9/a"}, ["succeeded"], **rule)
+    unwatched = make_job("unwatched")
+    for watched in (job, unwatched):
+        run = queued_run(watched)
+        runs.claim(run.pk, 1, worker="w", pid=1)
+        assert runs.record_success(run.pk, 1) is True
+
+    heard = {"nightly-report"} if scope != "all" else {"nightly-report", "unwatched"}
+    assert set(Delivery.objects.values_list("job__name", "event", "channel")) == {
+        (name, "succeeded", channel.pk) for name in heard}
+    assert set(JobRun.objects.values_list("status", flat=True)) == {RunStatus.SUCCEEDED}
+
+
+@pytest.mark.django_db
+def test_a_disabled_rule_or_channel_wants_nothing():
+    job = make_job()
+    channel = channel_with_rule("slack", {"url": "http://127.0.0.1:9/a"}, ["succeeded"])
+    channel.rules.update(enabled=False)
+    run = queued_run(job)
+    runs.claim(run.pk, 1, worker="w", pid=1)
+    runs.record_success(run.pk, 1)
+
+    assert not Delivery.objects.exists()
+
+
+def test_a_connection_the_database_dropped_is_replaced(transactional_db):
+    job = make_job()
+    run = queued_run(job)
+    connection.ensure_connection()
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+
+    killer = threading.Thread(target=_terminate, args=(pid,))
+    killer.start()
+    killer.join()
+
+    assert runs.claim(run.pk, 1, worker="w", pid=1) is not None
+    assert runs.record_success(run.pk, 1) is True
+
+
+def _terminate(pid):
+    try:
+        with connection.cursor() as cursor:  # this thread's own connection
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+    finally:
+        connection.close()
+
+
+def test_one_heartbeat_thread_beats_for_every_held_attempt_and_stops_a_taken_run(transactional_db, settings):
+    settings.JOBS_HEARTBEAT_SECONDS = 0.2
+    job = make_job()
+    kept, taken = queued_run(job), queued_run(job, scheduled_for=timezone.now() + timedelta(seconds=1))
+    for run in (kept, taken):
+        runs.claim(run.pk, 1, worker="w", pid=1)
+    claimed_at = JobRun.objects.get(pk=kept.pk).heartbeat_at
+    kept_stopped = heartbeats.hold(kept.pk, 1)
+    taken_stopped = heartbeats.hold(taken.pk, 1)
+    try:
+        runs.cancel(taken)
+        wait_for(taken_stopped.is_set, timeout=10, message="the cancelled run's stop signal")
+        wait_for(lambda: JobRun.objects.get(pk=kept.pk).heartbeat_at > claimed_at, timeout=10,
+                 message="a heartbeat of the held run")
+        assert JobAttempt.objects.get(run=kept).heartbeat_at > claimed_at
+        assert not kept_stopped.is_set()
+        assert [t.name for t in threading.enumerate()].count("heartbeats") == 1
+    finally:
+        heartbeats.release(kept.pk, 1)
+        heartbeats.release(taken.pk, 1)
+    # With nothing to beat for, the thread closes its connection (the test database can go).
+    wait_for(lambda: not _heartbeat_connections(), timeout=10, message="the heartbeat connection closed")
+
+
+def _heartbeat_connections():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND pid <> pg_backend_pid() AND state IS NOT NULL")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db
+def test_a_run_of_another_trigger_is_recorded_the_ordinary_way():
+    # A workflow step's terminal-state hook must run in the transition's transaction (jobs.runs).
+    job = make_job()
+    manual, other = queued_run(job), queued_run(job, trigger="workflow", scheduled_for=timezone.now() + timedelta(1))
+    for run in (manual, other):
+        runs.claim(run.pk, 1, worker="w", pid=1)
+
+    with CaptureQueriesContext(connection) as fast:
+        assert runs.record_success(manual.pk, 1) is True
+    with CaptureQueriesContext(connection) as ordinary:
+        assert runs.record_success(other.pk, 1) is True
+
+    assert not [q for q in fast.captured_queries if q["sql"].startswith("UPDATE")]  # one prepared statement
+    assert [q for q in ordinary.captured_queries if q["sql"].startswith('UPDATE "jobs_jobrun"')]
+    assert set(JobRun.objects.values_list("status", flat=True)) == {RunStatus.SUCCEEDED}
