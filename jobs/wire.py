@@ -30,7 +30,7 @@ def _template():
 
     app = execute_run.app
     message = app.amqp.as_task_v2("template", TASK_NAME, args=[0, 0], kwargs={}, origin=anon_nodename(),
-                                  argsrepr="", kwargsrepr="{}")
+                                  argsrepr="", kwargsrepr="{}", ignore_result=execute_run.ignore_result)
     return dict(message.headers), app.thread_oid
 
 
