@@ -1,7 +1,7 @@
 """Runs per second through the whole pipeline against raw Celery, in one invocation.
 
-Ours: N queued runs of ``builtin.noop`` (run rows created in bulk, one message each published
-through ``runs.publish``, as the scheduler does), drained by one ``celery worker -c 2 -P prefork``
+Ours: N queued runs of ``builtin.noop`` (run rows created in bulk, their messages published
+through ``runs.publish_many``, as the scheduler does), drained by one ``celery worker -c 2 -P prefork``
 of the service: claim, attempt row, heartbeat, executor, outcome, events, result. Raw: N no-op
 tasks of a bare Celery app with the same delivery settings (``bench/rawcelery.py``), drained by
 the same kind of worker. The queue is filled before the worker starts; the rate is counted from
@@ -72,8 +72,7 @@ def fill_ours(n):
             JobRun(job=job, trigger=RunTrigger.MANUAL, scheduled_for=now + timedelta(microseconds=made + i),
                    status=RunStatus.QUEUED, queued_at=now)
             for i in range(size)])
-        for run in batch:
-            runs.publish(run.pk, 1, job)
+        runs.publish_many([(run.pk, 1, job) for run in batch])
         made += size
         say(f"  ours: {made:,}/{n:,} runs created and published")
 

@@ -209,7 +209,7 @@ class JobAdmin(admin.ModelAdmin):
         super().delete_model(request, obj)
 
     def delete_queryset(self, request, queryset):
-        for job in queryset:
+        for job in queryset.select_related("crontab", "interval", "clocked", "owner", "group"):
             trail.record(job, "delete", Source.ADMIN, request=request, changes=trail.diff(trail.snapshot(job), None))
         super().delete_queryset(request, queryset)
 

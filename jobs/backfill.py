@@ -7,6 +7,7 @@ the overlap policy and jitter, which are about the live schedule, do not apply t
 """
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -47,18 +48,41 @@ def check_range(job, start, end, limit, now=None, past_only=False):
     return slots
 
 
+def job_runs(job_ids, start, end):
+    """The scheduled and backfilled runs of these jobs with a slot in [start, end), in slot order."""
+    return (JobRun.objects.filter(job_id__in=job_ids, scheduled_for__gte=start, scheduled_for__lt=end)
+            .exclude(trigger=RunTrigger.MANUAL).order_by("scheduled_for", "id"))
+
+
+def runs_by_slot(job, slots, end, known_runs=None):
+    """{slot: its run}: a cron or one-time slot's run has exactly that time; an interval slot's run
+    is the first scheduled or backfilled one in [slot, next slot)."""
+    if known_runs is None:
+        found = job_runs([job.pk], slots[0], end)
+    else:
+        found = [run for run in known_runs if run.scheduled_for >= slots[0]]
+    if job.schedule_type != ScheduleType.INTERVAL:
+        wanted = set(slots)
+        return {run.scheduled_for: run for run in found if run.scheduled_for in wanted}
+    every = timedelta(seconds=job.every_seconds)
+    by_slot = {}
+    for run in found:
+        k = int((run.scheduled_for - slots[0]) / every)
+        if 0 <= k < len(slots):
+            by_slot.setdefault(slots[k], run)
+    return by_slot
+
+
 def backfill(job, start, end, user=None, dry_run=False, now=None):
     """Create (or, with ``dry_run``, only list) the runs of the job's slots in [start, end)."""
     now = now or timezone.now()
     slots = check_range(job, start, end, settings.JOBS_BACKFILL_MAX_SLOTS, now=now, past_only=True)
     found = Backfill(slots=slots)
     with transaction.atomic():
-        # Matched in Python, not with scheduled_for IN (...): on SQLite the scheduler's raw inserts
-        # store times as text with an offset, which an equality lookup does not match.
-        wanted = set(slots)
-        taken = (JobRun.objects.filter(job=job, scheduled_for__gte=start, scheduled_for__lt=end)
-                 .values_list("scheduled_for", "pk") if slots else [])
-        found.existing = {slot: pk for slot, pk in taken if slot in wanted}
+        # The slot report's matching: an interval job's run counts for the interval it falls in,
+        # since resuming or editing the job moves its grid (the uniqueness of (job, time) alone
+        # would let a backfill run such an interval again).
+        found.existing = {slot: run.pk for slot, run in runs_by_slot(job, slots, end).items()} if slots else {}
         if dry_run or not found.missing:
             return found
         rows = [(job, slot, RunStatus.QUEUED, "", None) for slot in found.missing]

@@ -10,6 +10,7 @@ declared lost by the monitor) it sets the attempt's ``stopped`` event so the exe
 import logging
 import os
 import threading
+import time
 
 from django.conf import settings
 from django.db import close_old_connections, connection
@@ -48,9 +49,8 @@ def _ensure_thread():
 
 
 def _beat_forever():
-    wake = threading.Event()
     while True:
-        wake.wait(settings.JOBS_HEARTBEAT_SECONDS)
+        time.sleep(settings.JOBS_HEARTBEAT_SECONDS)
         with _lock:
             held = list(_held.items())
         if not held:

@@ -95,7 +95,7 @@ def republish_unclaimed(now):
         queued_per_queue[name] = queued_per_queue.get(name, 0) + count
     client = redis_client()
     depth = {}
-    republished = 0
+    again = []
     for run in stale.order_by("queued_at")[:1000]:
         queue = run.job.effective_queue
         if queue not in depth:
@@ -105,7 +105,7 @@ def republish_unclaimed(now):
         moved = JobRun.objects.filter(pk=run.pk, status=RunStatus.QUEUED, attempt=run.attempt).update(
             queued_at=now, publish_count=run.publish_count + 1)
         if moved:
-            runs.publish(run.pk, run.attempt, run.job)
+            again.append((run.pk, run.attempt, run.job))
             depth[queue] += 1
-            republished += 1
-    return republished
+    runs.publish_many(again)
+    return len(again)

@@ -43,6 +43,8 @@ def time_limits(job):
 
 
 def publish(run_id, attempt, job):
+    """One message through Celery's own ``apply_async``: the reference the service's messages
+    (``publish_many``, jobs/wire.py) are checked against in tests/test_wire.py."""
     from .tasks import execute_run
 
     hard, soft = time_limits(job)
@@ -144,8 +146,9 @@ def record_success(run_id, attempt, output="", output_bytes=0, result=None):
         )
         if moved:
             _finish_attempt(run_id, attempt, AttemptOutcome.SUCCEEDED, now)
-            outbox.record_event(JobRun.objects.select_related("job").get(pk=run_id), "succeeded")
-            workflow_progress.run_ended(run_id)
+            run = JobRun.objects.select_related("job").get(pk=run_id)
+            outbox.record_event(run, "succeeded")
+            workflow_progress.run_ended(run)
     return bool(moved)
 
 

@@ -29,8 +29,8 @@ from django.utils import timezone
 from audit.models import Action, AuditEntry
 from notifications import outbox
 
-from .backfill import check_range
-from .models import Job, JobRun, RunStatus, RunTrigger, ScheduleType
+from .backfill import check_range, job_runs, runs_by_slot
+from .models import Job, RunStatus, ScheduleType
 
 logger = logging.getLogger(__name__)
 
@@ -150,31 +150,6 @@ def build(job, start, end, now=None, alert=True, known=None):
             for slot in report.missing:
                 outbox.record_slot_missed(job, slot.at, "no run was recorded for this slot")
     return report
-
-
-def job_runs(job_ids, start, end):
-    """The scheduled and backfilled runs of these jobs with a slot in [start, end), in slot order."""
-    return (JobRun.objects.filter(job_id__in=job_ids, scheduled_for__gte=start, scheduled_for__lt=end)
-            .exclude(trigger=RunTrigger.MANUAL).order_by("scheduled_for", "id"))
-
-
-def runs_by_slot(job, slots, end, known_runs=None):
-    """{slot: its run}: a cron or one-time slot's run has exactly that time; an interval slot's run
-    is the first scheduled or backfilled one in [slot, next slot)."""
-    if known_runs is None:
-        found = job_runs([job.pk], slots[0], end)
-    else:
-        found = [run for run in known_runs if run.scheduled_for >= slots[0]]
-    if job.schedule_type != ScheduleType.INTERVAL:
-        wanted = set(slots)
-        return {run.scheduled_for: run for run in found if run.scheduled_for in wanted}
-    every = timedelta(seconds=job.every_seconds)
-    by_slot = {}
-    for run in found:
-        k = int((run.scheduled_for - slots[0]) / every)
-        if 0 <= k < len(slots):
-            by_slot.setdefault(slots[k], run)
-    return by_slot
 
 
 def explain(job, moment, now=None):

@@ -20,7 +20,6 @@ from django.conf import settings
 
 from .models import task_id_for
 
-TASK_NAME = "jobs.execute_run"
 _EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
 _local = threading.local()
 
@@ -29,7 +28,7 @@ def _template():
     from .tasks import execute_run
 
     app = execute_run.app
-    message = app.amqp.as_task_v2("template", TASK_NAME, args=[0, 0], kwargs={}, origin=anon_nodename(),
+    message = app.amqp.as_task_v2("template", execute_run.name, args=[0, 0], kwargs={}, origin=anon_nodename(),
                                   argsrepr="", kwargsrepr="{}", ignore_result=execute_run.ignore_result)
     return dict(message.headers), app.thread_oid
 

@@ -53,6 +53,26 @@ def test_it_backfills_a_day_of_an_hourly_job_once_and_a_repeat_creates_none(peop
     assert JobRun.objects.filter(job=job).count() == 24
 
 
+def test_an_interval_that_already_ran_off_the_current_grid_is_not_backfilled_again(people):
+    job = save_job(Job(name="every-hour", kind="callable", target="builtin.noop", owner=people.owner),
+                   {"type": "interval", "every_seconds": 3600})
+    Job.objects.filter(pk=job.pk).update(next_run_at=DAY + timedelta(days=2))
+    job.refresh_from_db()
+    # Resumed or edited since: the run of 05:00-06:00 fell at 05:17, off today's grid.
+    ran = JobRun.objects.create(job=job, scheduled_for=DAY + timedelta(hours=5, minutes=17),
+                                status=RunStatus.SUCCEEDED)
+    body = {"start": DAY.isoformat(), "end": (DAY + timedelta(days=1)).isoformat()}
+
+    response = people.client(people.owner).post(backfill_url(job), body, format="json")
+
+    assert response.status_code == 202, response.json()
+    assert response.json()["to_create"] == 23
+    assert {"scheduled_for": (DAY + timedelta(hours=5)).isoformat().replace("+00:00", "Z"), "run": ran.pk} \
+        in response.json()["slots"]
+    assert JobRun.objects.filter(job=job, scheduled_for__gte=DAY + timedelta(hours=5),
+                                 scheduled_for__lt=DAY + timedelta(hours=6)).count() == 1
+
+
 def test_a_dry_run_lists_the_slots_and_the_runs_they_already_have(people):
     job = hourly(owner=people.owner)
     existing = JobRun.objects.create(job=job, scheduled_for=DAY + timedelta(hours=2), status=RunStatus.SUCCEEDED)

@@ -169,12 +169,19 @@ def test_the_scheduler_starts_one_run_per_due_slot(django_capture_on_commit_call
     from workflows.models import Workflow
 
     workflow = diamond()
-    Workflow.objects.filter(pk=workflow.pk).update(next_run_at=timezone.now() - timedelta(seconds=1))
+    slot = timezone.now() - timedelta(seconds=1)
+    Workflow.objects.filter(pk=workflow.pk).update(next_run_at=slot)
     assert dispatch_due_workflows() == 1
     assert dispatch_due_workflows() == 0
     workflow.refresh_from_db()
     assert workflow.runs.get().trigger == "schedule"
     assert workflow.next_run_at is None  # a manual workflow has no next slot
+
+    # A second scheduler (or one restarted) that still sees the same slot due: the one-run-per-slot
+    # constraint, not next_run_at, is what refuses it.
+    Workflow.objects.filter(pk=workflow.pk).update(next_run_at=slot)
+    assert dispatch_due_workflows() == 0
+    assert workflow.runs.count() == 1
 
 
 @pytest.mark.django_db(transaction=True)

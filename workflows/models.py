@@ -99,6 +99,7 @@ class Workflow(models.Model):
     cron_expression = Job.cron_expression
     every_seconds = Job.every_seconds
     slot_after = Job.slot_after
+    first_slot = Job.first_slot  # its runs' SCHEDULE trigger is the same word as a job's
 
     @property
     def node_names(self):
@@ -111,18 +112,6 @@ class Workflow(models.Model):
         from .definitions import graph_of
 
         return [edge.as_dict() for edge in graph_of(self)[1]]
-
-    def first_slot(self, now=None):
-        now = now or timezone.now()
-        if self.schedule_type == ScheduleType.ONCE:
-            if self.pk and self.runs.filter(trigger=WorkflowTrigger.SCHEDULE).exists():
-                return None
-            return self.clocked.clocked_time
-        if self.schedule_type == ScheduleType.INTERVAL:
-            return now + timezone.timedelta(seconds=self.every_seconds)
-        if self.schedule_type == ScheduleType.CRON:
-            return self.slot_after(now)
-        return None
 
 
 class WorkflowNode(models.Model):

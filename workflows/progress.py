@@ -88,6 +88,8 @@ def rerun(wf_run, user=None):
 def run_ended(run):
     """Hook: ``run`` (a JobRun or its id) has just reached a terminal state, in the caller's
     transaction. Records the step's outcome and starts whatever that makes ready."""
+    if isinstance(run, JobRun) and run.trigger != RunTrigger.WORKFLOW:
+        return  # not a step: spare every other run's end a query
     run_id = getattr(run, "pk", run)
     step = WorkflowStep.objects.filter(run_id=run_id, status=StepStatus.ACTIVE).only("pk", "workflow_run_id").first()
     if step is None:
