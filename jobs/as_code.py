@@ -317,10 +317,8 @@ def apply_plan(plan, dry_run=False):
             before = None if is_new else trail.snapshot(job)
             for key, value in change.values.items():
                 setattr(job, key, value)
-            if change.schedule is None and job.enabled and not was_enabled:
-                # Enabling is a resume, as in the API: from now on, paused slots are not run.
-                job.next_run_at = None
-                job.next_run_at = job.first_slot()
+            if change.schedule is None:
+                definitions.restart_if_reenabled(job, was_enabled)
             try:
                 definitions.save_job(job, change.schedule)
                 if changes := trail.diff(before, trail.snapshot(job)):

@@ -9,7 +9,7 @@ from django.utils.dateparse import parse_datetime
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
 
 from . import schedules
-from .models import Job, ScheduleType
+from .models import ScheduleType
 
 MAX_INTERVAL_SECONDS = 10 * 365 * 86400  # IntervalSchedule.every is a 32-bit integer
 
@@ -116,14 +116,22 @@ def save_job(job, schedule=None):
     return job
 
 
-def pause(job):
-    Job.objects.filter(pk=job.pk).update(enabled=False)
-    job.enabled = False
+def restart_if_reenabled(obj, was_enabled):
+    """Enabling a job or a workflow is a resume: its schedule starts from now, and the slots that
+    fell while it was off are not run. ``obj`` is not saved."""
+    if obj.enabled and not was_enabled:
+        obj.next_run_at = None  # an interval's grid is anchored on next_run_at: start afresh
+        obj.next_run_at = obj.first_slot()
 
 
-def resume(job):
-    """Enable the job again from now on: slots that fell while it was paused are not run."""
-    job.enabled = True
-    job.next_run_at = None
-    job.next_run_at = job.first_slot()
-    Job.objects.filter(pk=job.pk).update(enabled=True, next_run_at=job.next_run_at)
+def pause(obj):
+    """Stop the schedule of a job or a workflow."""
+    type(obj).objects.filter(pk=obj.pk).update(enabled=False)
+    obj.enabled = False
+
+
+def resume(obj):
+    """Enable a job or a workflow again from now on: slots that fell while it was paused are not run."""
+    obj.enabled = True
+    restart_if_reenabled(obj, was_enabled=False)
+    type(obj).objects.filter(pk=obj.pk).update(enabled=True, next_run_at=obj.next_run_at)

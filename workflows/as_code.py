@@ -177,9 +177,8 @@ def apply_changes(plan):
         was_enabled = workflow.enabled if not change.is_new else True
         for key, value in change.values.items():
             setattr(workflow, key, value)
-        if change.schedule is None and workflow.enabled and not was_enabled:
-            workflow.next_run_at = None
-            workflow.next_run_at = workflow.first_slot()
+        if change.schedule is None:
+            job_definitions.restart_if_reenabled(workflow, was_enabled)
         try:
             definitions.save_workflow(workflow, change.schedule, change.graph)
         except ValidationError as exc:

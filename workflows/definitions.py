@@ -9,6 +9,7 @@ from graphlib import CycleError, TopologicalSorter
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Count, OuterRef, Subquery
 
 from jobs import definitions as job_definitions
 
@@ -147,13 +148,18 @@ def graph_jobs(names):
     return {job.name: job for job in Job.objects.filter(name__in=names)}
 
 
-def pause(workflow):
-    type(workflow).objects.filter(pk=workflow.pk).update(enabled=False)
-    workflow.enabled = False
+pause, resume = job_definitions.pause, job_definitions.resume
 
 
-def resume(workflow):
-    workflow.enabled = True
-    workflow.next_run_at = None
-    workflow.next_run_at = workflow.first_slot()
-    type(workflow).objects.filter(pk=workflow.pk).update(enabled=True, next_run_at=workflow.next_run_at)
+def listed(workflows):
+    """The workflows of the queryset, each with ``node_count`` and ``last`` (its newest run), in
+    two queries: what the list page and ``manage.py workflows list`` show."""
+    from .models import WorkflowRun
+
+    latest = WorkflowRun.objects.filter(workflow=OuterRef("pk")).order_by("-created_at", "-id")
+    workflows = list(workflows.select_related("crontab", "interval", "clocked").annotate(
+        node_count=Count("nodes", distinct=True), last_id=Subquery(latest.values("pk")[:1])))
+    last_runs = WorkflowRun.objects.in_bulk([w.last_id for w in workflows if w.last_id])
+    for workflow in workflows:
+        workflow.last = last_runs.get(workflow.last_id)
+    return workflows

@@ -171,10 +171,8 @@ class JobSerializer(serializers.ModelSerializer):
         was_enabled = job.enabled
         for name, value in validated_data.items():
             setattr(job, name, value)
-        if schedule is None and job.enabled and not was_enabled:
-            # Enabling through an edit is a resume: start from now, do not run the paused slots.
-            job.next_run_at = None
-            job.next_run_at = job.first_slot()
+        if schedule is None:
+            definitions.restart_if_reenabled(job, was_enabled)
         return self._save(job, schedule)
 
     def _save(self, job, schedule):

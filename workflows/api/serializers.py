@@ -6,6 +6,7 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
+from jobs import definitions as job_definitions
 from jobs.api.permissions import may_manage_command_jobs, sees_everything, visible_jobs
 from jobs.api.serializers import GroupField, ScheduleField, field_errors
 from jobs.models import JobKind
@@ -91,9 +92,8 @@ class WorkflowSerializer(serializers.ModelSerializer):
         was_enabled = workflow.enabled
         for name, value in validated_data.items():
             setattr(workflow, name, value)
-        if schedule is None and workflow.enabled and not was_enabled:
-            workflow.next_run_at = None
-            workflow.next_run_at = workflow.first_slot()
+        if schedule is None:
+            job_definitions.restart_if_reenabled(workflow, was_enabled)
         return self._save(workflow, schedule, graph)
 
     def _save(self, workflow, schedule, graph):

@@ -6,14 +6,12 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, OuterRef, Subquery
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
 from jobs.pages.views import page
 
 from .. import definitions, progress
-from ..models import WorkflowRun
 from ..permissions import may_act_on, visible_workflow_runs, visible_workflows
 from . import graph
 
@@ -22,12 +20,7 @@ RUNS_PER_PAGE = 25
 
 @login_required
 def workflow_list(request):
-    latest = WorkflowRun.objects.filter(workflow=OuterRef("pk")).order_by("-created_at", "-id")
-    workflows = list(visible_workflows(request.user).select_related("crontab", "interval", "clocked").annotate(
-        node_count=Count("nodes", distinct=True), last_id=Subquery(latest.values("pk")[:1])))
-    last_runs = WorkflowRun.objects.in_bulk([w.last_id for w in workflows if w.last_id])
-    for workflow in workflows:
-        workflow.last = last_runs.get(workflow.last_id)
+    workflows = definitions.listed(visible_workflows(request.user))
     return page(request, "workflows/list.html", {"workflows": workflows}, "workflows")
 
 

@@ -46,9 +46,9 @@ class Command(BaseCommand):
 
     def handle_list(self, **options):
         rows = []
-        for workflow in Workflow.objects.select_related("crontab", "interval", "clocked").order_by("name"):
-            last = workflow.runs.order_by("-created_at", "-id").first()
-            rows.append((workflow.name, workflow.nodes.count(), workflow.describe_schedule(),
+        for workflow in definitions.listed(Workflow.objects.order_by("name")):
+            last = workflow.last
+            rows.append((workflow.name, workflow.node_count, workflow.describe_schedule(),
                          "yes" if workflow.enabled else "no",
                          when(workflow.next_run_at) if workflow.enabled else "- (paused)",
                          f"#{last.pk} {last.status}" if last else "-"))
