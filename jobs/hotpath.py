@@ -9,6 +9,7 @@ which is then recorded the ordinary way.
 """
 
 import psycopg
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
 from notifications.outbox import RULE_WANTS_EVENTS_SQL
@@ -99,11 +100,17 @@ def succeed(run_id, attempt, now, output, output_bytes, result, events):
     return bool(moved), bool(wanted)
 
 
+# Django opens its connections with prepare_threshold=None, which turns psycopg's preparation off
+# altogether, prepare=True included. A threshold no query reaches keeps every other statement
+# unprepared (as Django wants, for connection poolers) while prepare=True works for these two.
+PREPARE_ONLY_WHEN_ASKED = 2**31 - 1
+
+
 def _execute(sql, params):
     """One statement in autocommit, its first row.
 
-    Prepared on the server (psycopg's ``prepare=True``; Django's own cursors bind on the client
-    and never prepare): planning these statements cost more than running them. The worker skips
+    Prepared on the server (unless JOBS_PREPARED_STATEMENTS is off, for a pooler in transaction
+    mode): parsing and planning these statements cost more than running them. The worker skips
     Django's per-task health check (a SELECT 1 per run, see jobs.signals); a connection the
     database dropped meanwhile fails here, is replaced, and the statement is sent once more. Safe
     to repeat: both statements are conditional, so one that did commit before its answer was
@@ -111,10 +118,14 @@ def _execute(sql, params):
     for retry in (True, False):
         try:
             connection.ensure_connection()
+            raw = connection.connection
+            prepare = settings.JOBS_PREPARED_STATEMENTS
+            if prepare and raw.prepare_threshold is None:
+                raw.prepare_threshold = PREPARE_ONLY_WHEN_ASKED
             # psycopg.Cursor binds on the server; the connection's default cursor (Django's
             # ClientCursor) would quietly ignore prepare=True.
-            with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-                cursor.execute(sql, params, prepare=True)
+            with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
+                cursor.execute(sql, params, prepare=prepare)
                 return cursor.fetchone()
         except (OperationalError, InterfaceError):
             if not retry or connection.in_atomic_block:

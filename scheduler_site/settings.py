@@ -187,6 +187,9 @@ JOBS_RETENTION_BATCH = env_int("JOBS_RETENTION_BATCH", 2000, 1)
 JOBS_RETENTION_INTERVAL_SECONDS = env_float("JOBS_RETENTION_INTERVAL_SECONDS", 3600.0, 0)
 # Also store a django-celery-results row per run attempt (the run and attempt rows already hold it all).
 JOBS_TASK_RESULTS = env_bool("JOBS_TASK_RESULTS", False)
+# The worker's claim and outcome statements are prepared on the server; turn this off behind a
+# connection pooler in transaction mode (PgBouncer before 1.21), which cannot keep them.
+JOBS_PREPARED_STATEMENTS = env_bool("JOBS_PREPARED_STATEMENTS", True)
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 METRICS_ALLOWED_IPS = env_list("METRICS_ALLOWED_IPS", ["127.0.0.1", "::1"])
 NOTIFY_DIGEST_THRESHOLD = env_int("NOTIFY_DIGEST_THRESHOLD", 20, 1)

@@ -125,6 +125,29 @@ def test_a_connection_the_database_dropped_is_replaced(transactional_db):
     assert runs.record_success(run.pk, 1) is True
 
 
+@pytest.mark.parametrize("prepared", [True, False])
+def test_the_claim_and_the_success_are_prepared_on_the_server_unless_turned_off(transactional_db, settings,
+                                                                             prepared):
+    # Django opens connections with preparation off; prepare=True alone was quietly ignored.
+    settings.JOBS_PREPARED_STATEMENTS = prepared
+    connection.close()
+    job = make_job()
+    first, second = queued_run(job), queued_run(job, scheduled_for=timezone.now() + timedelta(seconds=1))
+    for run in (first, second):
+        runs.claim(run.pk, 1, worker="w", pid=1)
+        runs.record_success(run.pk, 1)
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        statements = [row[0] for row in cursor.fetchall()]
+        cursor.execute("SELECT count(*) FROM jobs_jobrun WHERE status = 'succeeded'")
+        succeeded = cursor.fetchone()[0]
+    assert succeeded == 2
+    assert sorted("UPDATE jobs_jobrun AS r" in s or "WITH target AS" in s for s in statements) == (
+        [True, True] if prepared else [])
+    connection.close()
+
+
 def _terminate(pid):
     try:
         with connection.cursor() as cursor:  # this thread's own connection
