@@ -8,6 +8,8 @@ a notification rule wants the run's event (or the run has another trigger than s
 which is then recorded the ordinary way.
 """
 
+import functools
+
 import psycopg
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
@@ -134,10 +136,17 @@ def _execute(sql, params):
 
 
 def _from_db(model, values):
+    attnames, converters = _loading(model)
+    converted = list(values)
+    for i, field, field_converters in converters:
+        for converter in field_converters:
+            converted[i] = converter(converted[i], field, connection)
+    return model.from_db(connection.alias, attnames, converted)
+
+
+@functools.cache
+def _loading(model):
+    """A model's field names and, for the fields that have any, their converters from the database."""
     fields = model._meta.concrete_fields
-    converted = []
-    for field, value in zip(fields, values, strict=True):
-        for converter in field.get_db_converters(connection):
-            value = converter(value, field, connection)
-        converted.append(value)
-    return model.from_db(connection.alias, [f.attname for f in fields], converted)
+    converters = [(i, f, c) for i, f in enumerate(fields) if (c := f.get_db_converters(connection))]
+    return [f.attname for f in fields], converters

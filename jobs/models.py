@@ -337,14 +337,18 @@ class Job(models.Model):
 
 
 class JobRun(models.Model):
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs")
+    # Every index is written again by every status change (status is indexed, so no update of a run
+    # is HOT): job_id is served by run_one_per_slot (job, scheduled_for), triggered_by by a partial
+    # index that scheduled runs stay out of.
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs", db_index=False)
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING)
     trigger = models.CharField(max_length=16, choices=RunTrigger.choices, default=RunTrigger.SCHEDULE)
     scheduled_for = models.DateTimeField()
     attempt = models.PositiveIntegerField(default=1)
     max_attempts = models.PositiveIntegerField(default=1)
     triggered_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        db_index=False,
     )
     created_at = models.DateTimeField(default=timezone.now)
     queued_at = models.DateTimeField(null=True, blank=True)
@@ -382,6 +386,8 @@ class JobRun(models.Model):
             # run_status_recent_idx reads every run of that status (bench/pages.py); and
             # job.runs.filter(status=...).order_by("-created_at") on the job page.
             models.Index(fields=["job", "status", "-created_at"], name="run_job_status_idx"),
+            # Deleting a user sets triggered_by to NULL on their runs; only manual runs have one.
+            models.Index(fields=["triggered_by"], name="run_triggered_by_idx", condition=Q(triggered_by__isnull=False)),
             # The monitor and the retry dispatcher only look at unfinished runs:
             # JobRun.objects.filter(status__in=ACTIVE_STATUSES, ...).
             models.Index(
@@ -433,7 +439,8 @@ def task_id_for(run_id, attempt):
 
 
 class JobAttempt(models.Model):
-    run = models.ForeignKey(JobRun, on_delete=models.CASCADE, related_name="attempts")
+    # run_id lookups use attempt_one_per_number (run, number).
+    run = models.ForeignKey(JobRun, on_delete=models.CASCADE, related_name="attempts", db_index=False)
     number = models.PositiveIntegerField()
     outcome = models.CharField(max_length=16, choices=AttemptOutcome.choices, default=AttemptOutcome.RUNNING)
     task_id = models.CharField(max_length=255)

@@ -4,6 +4,7 @@ A function becomes runnable only by being decorated with ``@job_function``; a jo
 else fails validation when it is defined, not when it runs.
 """
 
+import functools
 import importlib
 import inspect
 
@@ -36,6 +37,7 @@ def load_modules(modules):
         importlib.import_module(module)
 
 
+@functools.cache  # asked on every run; inspect.signature is slow
 def wants_context(func):
     try:
         return "context" in inspect.signature(func).parameters
