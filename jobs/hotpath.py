@@ -18,13 +18,17 @@ from notifications.outbox import RULE_WANTS_EVENTS_SQL
 
 from .models import AttemptOutcome, Job, JobAttempt, JobRun, RunStatus, RunTrigger, task_id_for
 
-
-def _columns(model, alias):
-    return [(f.column, f"{alias}__{f.column}") for f in model._meta.concrete_fields]
-
-
-RUN_COLUMNS = _columns(JobRun, "r")
-JOB_COLUMNS = _columns(Job, "j")
+# The claim returns what running the job needs; the rest stays deferred (loaded if job code asks).
+# Not the run's output, result or error: a retried run still holds its last attempt's, up to megabytes.
+RUN_FIELDS = tuple(f for f in JobRun._meta.concrete_fields if f.name not in {"output", "result", "error", "reason"})
+# (In the model's field order, which Model.from_db expects when fields are deferred.)
+JOB_FIELDS = tuple(f for f in Job._meta.concrete_fields if f.name in {
+    "id", "name", "tags", "kind", "target", "args", "kwargs", "environment", "http_method", "http_headers",
+    "http_body", "http_ok_statuses", "working_directory", "memory_limit_mb", "cpu_limit_seconds",
+    "max_open_files", "max_processes", "queue", "timeout_seconds", "sla_seconds", "max_retries",
+})
+RUN_COLUMNS = [(f.column, f"r__{f.column}") for f in RUN_FIELDS]
+JOB_COLUMNS = [(f.column, f"j__{f.column}") for f in JOB_FIELDS]
 # A run of another trigger (a workflow step, say, whose terminal-state hook must run in the same
 # transaction as the transition) is recorded the ordinary way, in jobs.runs.
 FAST_TRIGGERS = [str(RunTrigger.SCHEDULE), str(RunTrigger.MANUAL)]
@@ -80,9 +84,9 @@ def claim(run_id, attempt, worker, pid, now):
     row = _execute(CLAIM_SQL, params)
     if row is None:
         return None
-    runs_values, job_values = row[:len(RUN_COLUMNS)], row[len(RUN_COLUMNS):]
-    run = _from_db(JobRun, runs_values)
-    run.job = _from_db(Job, job_values)
+    runs_values, job_values = row[:len(RUN_FIELDS)], row[len(RUN_FIELDS):]
+    run = _from_db(JobRun, RUN_FIELDS, runs_values)
+    run.job = _from_db(Job, JOB_FIELDS, job_values)
     return run
 
 
@@ -135,8 +139,8 @@ def _execute(sql, params):
             connection.close()
 
 
-def _from_db(model, values):
-    attnames, converters = _loading(model)
+def _from_db(model, fields, values):
+    attnames, converters = _loading(fields)
     converted = list(values)
     for i, field, field_converters in converters:
         for converter in field_converters:
@@ -145,8 +149,7 @@ def _from_db(model, values):
 
 
 @functools.cache
-def _loading(model):
-    """A model's field names and, for the fields that have any, their converters from the database."""
-    fields = model._meta.concrete_fields
+def _loading(fields):
+    """The fields' names and, for those that have any, their converters from the database."""
     converters = [(i, f, c) for i, f in enumerate(fields) if (c := f.get_db_converters(connection))]
     return [f.attname for f in fields], converters

@@ -38,6 +38,10 @@ def test_one_claim_wins_and_brings_the_run_its_attempt_and_its_job():
     assert (claimed.job.pk, claimed.job.tags, claimed.job.kwargs, claimed.job.timeout_seconds) == (
         job.pk, ["reports"], {"to": "ops"}, 42)
     assert claimed.scheduled_for == run.scheduled_for and claimed.started_at is not None
+    # What running does not need is deferred, and still there for job code that asks for it.
+    assert {"output", "result", "error"} <= claimed.get_deferred_fields()
+    assert "description" in claimed.job.get_deferred_fields()
+    assert (claimed.job.description, claimed.output) == (job.description, "")
     attempt = JobAttempt.objects.get(run=run)
     assert (attempt.number, attempt.worker, attempt.pid, attempt.task_id, attempt.outcome) == (
         1, "w1@host", 123, f"run-{run.pk}-1", AttemptOutcome.RUNNING)
