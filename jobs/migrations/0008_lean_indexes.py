@@ -45,4 +45,20 @@ class Migration(migrations.Migration):
             model_name='jobrun',
             index=models.Index(condition=models.Q(('triggered_by__isnull', False)), fields=['triggered_by'], name='run_triggered_by_idx'),
         ),
+        migrations.RemoveIndex(
+            model_name='jobrun',
+            name='run_status_recent_idx',
+        ),
+        migrations.RemoveIndex(
+            model_name='jobrun',
+            name='run_job_status_idx',
+        ),
+        migrations.AddIndex(
+            model_name='jobrun',
+            index=models.Index(condition=models.Q(('status__in', ['failed', 'timed_out', 'lost', 'skipped', 'cancelled'])), fields=['status', '-created_at'], name='run_unsuccessful_idx'),
+        ),
+        migrations.AddIndex(
+            model_name='jobrun',
+            index=models.Index(condition=models.Q(('status__in', ['failed', 'timed_out', 'lost', 'skipped', 'cancelled'])), fields=['job', 'status', '-created_at'], name='run_job_unsuccessful_idx'),
+        ),
     ]
