@@ -49,6 +49,33 @@ def test_one_claim_wins_and_brings_the_run_its_attempt_and_its_job():
     assert run.status == RunStatus.RUNNING and run.heartbeat_at == run.started_at
 
 
+def test_of_claimants_racing_on_their_own_connections_exactly_one_wins(transactional_db):
+    # The conditional UPDATE is the fence: four deliveries of one run, released together.
+    run = queued_run(make_job())
+    start = threading.Barrier(4)
+    won = []
+
+    def deliver(worker):
+        try:
+            start.wait(timeout=10)
+            won.append(runs.claim(run.pk, 1, worker=worker, pid=1))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=deliver, args=(f"w{i}@host",)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    winners = [claimed for claimed in won if claimed is not None]
+    assert len(won) == 4 and len(winners) == 1
+    assert list(JobAttempt.objects.filter(run=run).values_list("worker", flat=True)) == [winners[0].worker]
+    assert DeliveryCounter.get(runs.DUPLICATES_DROPPED) == 3
+    run.refresh_from_db()
+    assert (run.status, run.worker) == (RunStatus.RUNNING, winners[0].worker)
+
+
 @pytest.mark.django_db
 def test_a_scheduled_run_past_its_start_deadline_is_skipped_not_claimed():
     job = make_job(start_deadline_seconds=60)
