@@ -10,7 +10,7 @@ from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from jobs import heartbeats, runs
+from jobs import heartbeats, hotpath, runs
 from jobs.models import AttemptOutcome, DeliveryCounter, JobAttempt, JobRun, RunStatus, RunTrigger
 from notifications.models import Delivery
 
@@ -234,3 +234,44 @@ def test_a_run_of_another_trigger_is_recorded_the_ordinary_way():
     assert not [q for q in fast.captured_queries if q["sql"].startswith("UPDATE")]  # one prepared statement
     assert [q for q in ordinary.captured_queries if q["sql"].startswith('UPDATE "jobs_jobrun"')]
     assert set(JobRun.objects.values_list("status", flat=True)) == {RunStatus.SUCCEEDED}
+
+
+JOB_TAGS = [[], ["reports"], ["nightly", "reports"], ["Reports"], ["reports-eu"]]
+RULES = [  # (scope, tag, whose job, events, rule enabled, channel enabled)
+    ("all", "", None, ["succeeded"], True, True),
+    ("all", "", None, ["recovered"], True, True),
+    ("all", "", None, ["failed", "timed_out"], True, True),
+    ("all", "", None, ["succeeded"], False, True),
+    ("all", "", None, ["succeeded"], True, False),
+    ("tag", "reports", None, ["succeeded"], True, True),
+    ("tag", "reports", None, ["failed"], True, True),
+    ("job", "", "own", ["succeeded", "failed"], True, True),
+    ("job", "", "other", ["succeeded"], True, True),
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("scope, tag, whose, events, rule_enabled, channel_enabled", RULES)
+def test_the_success_statement_asks_the_rules_what_the_ordinary_path_asks(scope, tag, whose, events,
+                                                                          rule_enabled, channel_enabled):
+    # hotpath's RULE_WANTS_EVENTS_SQL restates Rule.matches and outbox's rule filter in SQL; were they to
+    # part, a success some rule wants would go by the fast path and its notification would be lost.
+    from notifications import outbox
+    from notifications.models import Channel, Rule
+
+    jobs = [make_job(name=f"job-{i}", tags=tags) for i, tags in enumerate(JOB_TAGS)]
+    other = make_job(name="other")
+    channel = Channel.objects.create(name="ops", kind="slack", config={"url": "http://127.0.0.1:9/a"},
+                                     enabled=channel_enabled)
+    for job in jobs:
+        Rule.objects.all().delete()
+        Rule.objects.create(channel=channel, events=events, scope=scope, tag=tag, enabled=rule_enabled,
+                            job={"own": job, "other": other}.get(whose))
+        run = queued_run(job)
+        runs.claim(run.pk, 1, worker="w", pid=1)
+        ordinary = any(outbox._channels_for(run, event) for event in runs.SUCCESS_EVENTS)
+
+        moved, wanted = hotpath.succeed(run.pk, 1, timezone.now(), "", 0, None, runs.SUCCESS_EVENTS)
+
+        assert wanted == ordinary, (job.tags, scope, tag, whose, events)
+        assert moved is not wanted
