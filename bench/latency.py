@@ -23,16 +23,9 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "scheduler_site.settings")
-os.environ.setdefault("SECRET_KEY", "bench-only")
-os.environ["JOBS_DEFAULT_QUEUE"] = "bench"
-os.environ["JOBS_RETENTION_INTERVAL_SECONDS"] = "0"
+import benchenv
 
-import django  # noqa: E402
-
-django.setup()
+REPO = benchenv.setup(JOBS_DEFAULT_QUEUE="bench", JOBS_RETENTION_INTERVAL_SECONDS="0")
 
 import redis  # noqa: E402
 import requests  # noqa: E402

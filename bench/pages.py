@@ -12,22 +12,14 @@ Needs a database it may fill (it migrates it).
 """
 
 import argparse
-import os
 import random
 import statistics
-import sys
 import time
 from datetime import timedelta
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "scheduler_site.settings")
-os.environ.setdefault("SECRET_KEY", "bench-only")
+import benchenv
 
-import django  # noqa: E402
-
-django.setup()
+REPO = benchenv.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402

@@ -15,22 +15,13 @@ one ``DELETE`` statement, as a hand-written cleanup would do it.
 import argparse
 import os
 import random
-import sys
 import threading
 import time
 from datetime import timedelta
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "scheduler_site.settings")
-os.environ.setdefault("SECRET_KEY", "bench-only")
-os.environ["JOBS_RETENTION_DAYS"] = "10"
-os.environ["JOBS_RETENTION_MIN_RUNS"] = "10"
+import benchenv
 
-import django  # noqa: E402
-
-django.setup()
+REPO = benchenv.setup(JOBS_RETENTION_DAYS="10", JOBS_RETENTION_MIN_RUNS="10")
 
 import redis  # noqa: E402
 from django.conf import settings  # noqa: E402

@@ -23,17 +23,11 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "scheduler_site.settings")
-os.environ.setdefault("SECRET_KEY", "bench-only")
-os.environ["JOBS_DEFAULT_QUEUE"] = QUEUE = "bench"
+import benchenv
 
-import django  # noqa: E402
-
-django.setup()
+QUEUE = "bench"
+REPO = benchenv.setup(JOBS_DEFAULT_QUEUE=QUEUE)
 
 import redis  # noqa: E402
 from django.conf import settings  # noqa: E402

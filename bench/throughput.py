@@ -26,21 +26,16 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "scheduler_site.settings")
-os.environ.setdefault("SECRET_KEY", "bench-only")
-os.environ["JOBS_DEFAULT_QUEUE"] = QUEUE = "bench"
-os.environ["JOBS_RETENTION_INTERVAL_SECONDS"] = "0"
+import benchenv
 
-import django  # noqa: E402
-
-django.setup()
+QUEUE = "bench"
+REPO = benchenv.setup(JOBS_DEFAULT_QUEUE=QUEUE, JOBS_RETENTION_INTERVAL_SECONDS="0")
 
 import redis  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
+from django.db.models import Count  # noqa: E402
 from django.utils import timezone  # noqa: E402
 from django_celery_results.models import TaskResult  # noqa: E402
 
@@ -167,7 +162,7 @@ def drain(which, n, concurrency, profile_dir=None):
 
 
 def check_ours(n):
-    statuses = dict(JobRun.objects.values_list("status").annotate(c=django.db.models.Count("id")))
+    statuses = dict(JobRun.objects.values_list("status").annotate(c=Count("id")))
     return {
         "succeeded": statuses.get(RunStatus.SUCCEEDED, 0),
         "other": {k: v for k, v in statuses.items() if k != RunStatus.SUCCEEDED},

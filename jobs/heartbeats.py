@@ -7,6 +7,7 @@ writes the first heartbeat). When a beat finds the run no longer this attempt's 
 declared lost by the monitor) it sets the attempt's ``stopped`` event so the executor can stop.
 """
 
+import contextlib
 import logging
 import os
 import threading
@@ -37,6 +38,16 @@ def hold(run_id, attempt):
 def release(run_id, attempt):
     with _lock:
         _held.pop((run_id, attempt), None)
+
+
+@contextlib.contextmanager
+def held(run_id, attempt):
+    """Beat for this attempt inside the block, which gets its ``stopped`` event."""
+    stopped = hold(run_id, attempt)
+    try:
+        yield stopped
+    finally:
+        release(run_id, attempt)
 
 
 def _ensure_thread():

@@ -58,7 +58,8 @@ TERMINAL_STATUSES = frozenset(
 )
 ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRYING})
 # Where a run ends when it did not succeed (a lost run that is not retried stays lost).
-UNSUCCESSFUL_END_STATUSES = ["failed", "timed_out", "lost", "skipped", "cancelled"]
+UNSUCCESSFUL_END_STATUSES = [RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST, RunStatus.SKIPPED,
+                             RunStatus.CANCELLED]
 
 
 class RunTrigger(models.TextChoices):

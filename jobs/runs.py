@@ -93,6 +93,10 @@ def run_now(job, user=None):
     return run
 
 
+def _queued(run_id, attempt):
+    return JobRun.objects.select_related("job").filter(pk=run_id, attempt=attempt, status=RunStatus.QUEUED).first()
+
+
 def claim(run_id, attempt, worker, pid):
     """Take the run for this attempt; None when another delivery already has it, it is over, or it
     missed its start deadline."""
@@ -102,11 +106,11 @@ def claim(run_id, attempt, worker, pid):
         if run is not None:
             return run
         # Not claimed: find out why (rare, so the slow way): a missed deadline or a duplicate.
-        run = JobRun.objects.select_related("job").filter(pk=run_id, attempt=attempt, status=RunStatus.QUEUED).first()
+        run = _queued(run_id, attempt)
         if run is None or not miss_if_past_deadline(run, now):
             DeliveryCounter.increment(DUPLICATES_DROPPED)
         return None
-    run = JobRun.objects.select_related("job").filter(pk=run_id, attempt=attempt, status=RunStatus.QUEUED).first()
+    run = _queued(run_id, attempt)
     if run is not None and miss_if_past_deadline(run, now):
         return None
     with transaction.atomic():

@@ -31,24 +31,21 @@ def execute_run(self, run_id, attempt):
         logger.info("run %s attempt %s is already claimed or finished; dropping this delivery", run_id, attempt)
         return {"run_id": run_id, "attempt": attempt, "duplicate": True}
 
-    stopped = heartbeats.hold(run_id, attempt)
-    context = RunContext(run_id=run_id, attempt=attempt, job=run.job,
-                         timeout_seconds=run.job.timeout_seconds, cancelled=stopped)
     started = time.monotonic()
     try:
-        outcome = get_executor(run.job.kind).execute(context)
+        with heartbeats.held(run_id, attempt) as stopped:
+            context = RunContext(run_id=run_id, attempt=attempt, job=run.job,
+                                 timeout_seconds=run.job.timeout_seconds, cancelled=stopped)
+            outcome = get_executor(run.job.kind).execute(context)
     except JobFailed as exc:
-        heartbeats.release(run_id, attempt)
         close_old_connections()
         runs.record_failure(run_id, attempt, str(exc), traceback=tb.format_exc(), output=exc.output,
                             output_bytes=exc.output_bytes, timed_out=isinstance(exc, JobTimedOut))
         raise
     except BaseException as exc:
-        heartbeats.release(run_id, attempt)
         close_old_connections()
         runs.record_failure(run_id, attempt, f"{type(exc).__name__}: {exc}", traceback=tb.format_exc())
         raise
-    heartbeats.release(run_id, attempt)
     if time.monotonic() - started > RECHECK_CONNECTION_AFTER_SECONDS:
         # The job may have run for hours: re-check the connection (health check) before recording,
         # so a database restart meanwhile does not lose the outcome.

@@ -1,7 +1,6 @@
 """Who sees which workflows: as with jobs, a user sees the workflows they own and those of their
 groups, staff see all; a workflow run follows its workflow. Anything else answers 404."""
 
-
 from jobs.api.permissions import may_manage_command_jobs, owned_or_shared, sees_everything
 from jobs.models import JobKind
 

@@ -96,12 +96,9 @@ class Command(BaseCommand):
         ))
 
     def handle_prune(self, job=None, dry_run=False, batch=None, **options):
-        name = job
-        jobs = None
-        if name is not None:
-            jobs = Job.objects.filter(name=name)
-            if not jobs.exists():
-                raise CommandError(f"No job named {name!r}. See `manage.py jobs list` for the names.")
+        jobs = None if job is None else Job.objects.filter(name=job)
+        if jobs is not None and not jobs.exists():
+            raise CommandError(f"No job named {job!r}. See `manage.py jobs list` for the names.")
         if batch is not None and batch < 1:
             raise CommandError("--batch must be at least 1.")
         report = retention.prune(batch_size=batch, dry_run=dry_run, jobs=jobs)
