@@ -45,6 +45,17 @@ def test_it_republishes_queued_runs_whose_messages_redis_lost(processes, ledger,
     scoreboard.record("6 flush Redis, 50 queued", 50, verdict.succeeded, verdict.duplicates, since(flushed_at))
 
 
+def restart_and_wait_for_runs(private_redis, job):
+    """Kill Redis, start it again 2 s later (empty), and wait for 3 runs of ``job`` scheduled after
+    that to succeed; the seconds that took."""
+    private_redis.kill()
+    time.sleep(2)
+    private_redis.start()
+    restarted_at, restart_moment = time.monotonic(), job.runs.latest("scheduled_for").scheduled_for
+    succeeded_after(job, restart_moment, 3, timeout=60)
+    return since(restarted_at)
+
+
 @pytest.mark.timeout(120)
 def test_it_keeps_consuming_after_redis_restarts(processes, ledger, private_redis, scoreboard):
     job = make_job("redis-restart", kwargs={"path": ledger.path, "seconds": 0.5},
@@ -54,12 +65,7 @@ def test_it_keeps_consuming_after_redis_restarts(processes, ledger, private_redi
     wait_for(lambda: job.runs.filter(status=RunStatus.SUCCEEDED).count() >= 2, timeout=30,
              message="two runs before the restart")
 
-    private_redis.kill()
-    time.sleep(2)
-    private_redis.start()
-    restarted_at, restart_moment = time.monotonic(), job.runs.latest("scheduled_for").scheduled_for
-    succeeded_after(job, restart_moment, 3, timeout=60)
-    recovered = since(restarted_at)
+    recovered = restart_and_wait_for_runs(private_redis, job)
 
     slot_count, verdict = pause_and_check(job, ledger)
     assert verdict.duplicates == 0
@@ -76,12 +82,7 @@ def test_a_worker_survives_redis_dying_while_it_runs_a_task(processes, ledger, p
     processes.beat(REDIS_URL=private_redis.url)
     wait_for(lambda: job.runs.filter(status=RunStatus.RUNNING).exists(), timeout=30, message="a run in progress")
 
-    private_redis.kill()
-    time.sleep(2)
-    private_redis.start()
-    restarted_at, restart_moment = time.monotonic(), job.runs.latest("scheduled_for").scheduled_for
-    succeeded_after(job, restart_moment, 3, timeout=60)
-    recovered = since(restarted_at)
+    recovered = restart_and_wait_for_runs(private_redis, job)
     assert worker.poll() is None, "the worker process ended when Redis went away"
 
     slot_count, verdict = pause_and_check(job, ledger)
