@@ -13,8 +13,71 @@ def setup(**env):
     sys.path.insert(0, str(REPO))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "scheduler_site.settings")
     os.environ.setdefault("SECRET_KEY", "bench-only")
+    os.environ.setdefault("HTTPS", "false")  # requests go over plain http (bench/pages.py's test client)
     os.environ.update(env)
     import django
 
     django.setup()
     return REPO
+
+
+def brokers(names, stack):
+    """[(label, broker URL)] for ``names``: ``redis`` is REDIS_URL (the benchmark's own database),
+    ``rabbitmq`` a private RabbitMQ node started here (tests/brokers.py, on TEST_PORT_BASE's ports)
+    and stopped when ``stack`` (a contextlib.ExitStack) closes; a URL is taken as it is."""
+    import tempfile
+
+    found = []
+    for name in names:
+        if "://" in name:
+            found.append((name.split("://", 1)[0], name))
+        elif name == "redis":
+            found.append(("redis", os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")))
+        elif name == "rabbitmq":
+            from tests.brokers import PrivateRabbit
+
+            node = PrivateRabbit(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-rabbitmq-")))
+            stack.callback(node.stop)
+            node.start()
+            found.append(("rabbitmq", node.url))
+        else:
+            raise SystemExit(f"unknown broker {name!r}: redis, rabbitmq or a broker URL")
+    return found
+
+
+def use_broker(url):
+    """Point this process (Django's settings and a fresh Celery app, made current) and the processes
+    it starts (CELERY_BROKER_URL in the environment) at the broker ``url``."""
+    from celery import Celery
+    from django.conf import settings
+    from kombu import pools
+
+    from jobs import publishing
+    from scheduler_site import broker
+
+    os.environ["CELERY_BROKER_URL"] = url
+    settings.CELERY_BROKER_URL = url
+    for name, value in broker.celery_settings(
+            url, variable="CELERY_BROKER_URL", master_name=os.environ.get("CELERY_SENTINEL_MASTER_NAME", ""),
+            visibility_timeout=settings.CELERY_VISIBILITY_TIMEOUT, max_timeout=settings.JOBS_MAX_TIMEOUT_SECONDS,
+            kill_grace=settings.JOBS_KILL_GRACE_SECONDS).items():
+        setattr(settings, name, value)
+    publishing.forget()
+    pools.reset()
+    app = Celery("scheduler_site")
+    app.config_from_object("django.conf:settings", namespace="CELERY")
+    app.set_current()
+    app.set_default()
+    return app
+
+
+def drop_queues(url, queues):
+    """Empty the benchmark's queues: FLUSHDB on Redis, the queues deleted on RabbitMQ."""
+    from kombu import Connection
+
+    with Connection(url) as connection:
+        if connection.transport.driver_type == "redis":
+            connection.default_channel.client.flushdb()
+        else:
+            for queue in queues:
+                connection.default_channel.queue_delete(queue)

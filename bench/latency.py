@@ -47,7 +47,7 @@ def say(*parts):
 def reset():
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE jobs_jobattempt, jobs_jobrun, jobs_job, notifications_delivery CASCADE")
-    redis.Redis.from_url(settings.REDIS_URL).flushdb()
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
 
 
 def free_port():
@@ -94,9 +94,9 @@ def wait_until(predicate, timeout, what):
 
 def warm_worker(job):
     """One run through the worker first: imports, connections."""
-    from jobs import runs
+    from jobs import lifecycle
 
-    run = runs.run_now(job)
+    run = lifecycle.create_run(job)
     wait_until(lambda: JobRun.objects.filter(pk=run.pk, status=RunStatus.SUCCEEDED).exists(), 60, "the worker")
 
 
@@ -138,7 +138,7 @@ def raw_latencies(samples):
     sys.path.insert(0, str(REPO / "bench"))
     from rawcelery import stamp
 
-    client = redis.Redis.from_url(settings.REDIS_URL)
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     client.delete("bench:stamps")
     for i in range(samples + 5):
         stamp.apply_async(args=[time.time()])

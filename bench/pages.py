@@ -1,17 +1,28 @@
-"""Server time of the built-in pages over 10,000 jobs and 1,000,000 runs, next to the admin's run list.
+"""Server time of the built-in pages over 10,000 jobs and 1,000,000 (or 10,000,000) runs, each page
+as a ratio to the stock admin's run list measured in the same invocation.
 
-Seeds the database once (reruns find the data and skip it), then requests each page in-process
-with Django's test Client: 5 warm-up requests, then 50 timed ones. Prints p50/p95/max and the
-number of SQL queries per page, and EXPLAIN (ANALYZE, BUFFERS) of each page's slowest query.
+Seeds the database once (reruns find the data and skip it): jobs through the ORM, runs and attempts
+with INSERT ... SELECT generate_series, then the pages' figures counted from those runs
+(``lifecycle.recount_ends``). Runs come at the same rate whatever their number (one every 2.6 s,
+30 days per million), so ten times the runs is ten times the history. Then requests each page
+in-process with Django's test Client, as staff and as a non-staff owner of 100 jobs (among them
+the job holding a tenth of the runs): 5 warm-up requests, then 50 timed ones. Prints p50/p95/max,
+the number of SQL queries, how many times faster than the admin changelist, and EXPLAIN (ANALYZE,
+BUFFERS) of each page's slowest query.
 
     psql -h 127.0.0.1 -U postgres -c "create database scheduler_pages"
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/scheduler_pages REDIS_URL=redis://127.0.0.1:6379/4 \
-        SECRET_KEY=x .venv/bin/python bench/pages.py
+        SECRET_KEY=x .venv/bin/python bench/pages.py --save /tmp/pages-1m.json
+    psql -h 127.0.0.1 -U postgres -c "create database scheduler_pages10m"
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/scheduler_pages10m REDIS_URL=redis://127.0.0.1:6379/4 \
+        SECRET_KEY=x .venv/bin/python bench/pages.py --runs 10000000 --against /tmp/pages-1m.json
 
-Needs a database it may fill (it migrates it).
+Needs a database it may fill (it migrates it); one database per number of runs.
 """
 
 import argparse
+import gc
+import json
 import random
 import statistics
 import time
@@ -29,17 +40,24 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.utils import timezone  # noqa: E402
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule  # noqa: E402
 
+from jobs import lifecycle  # noqa: E402
 from jobs.definitions import apply_schedule  # noqa: E402
 from jobs.models import Job, JobKind, JobRun, ScheduleType  # noqa: E402
+from jobs.pages.keyset import position  # noqa: E402
 
 JOBS = 10_000
 RUNS = 1_000_000
 OWNED_JOBS = 100
 HEAVY_SHARE = 10  # one run in HEAVY_SHARE belongs to the first job: the "job with many runs"
-DAYS = 30
+SECONDS_PER_RUN = 30 * 86400 / 1_000_000  # 30 days of history per million runs
 WARMUP = 5
 TIMED = 50
+# The admin changelists (the baseline) take seconds a request at 10,000,000 runs: fewer requests.
+ADMIN_WARMUP = 1
+ADMIN_TIMED = 10
 TARGET_MS = 100
+TARGET_FASTER = 15  # times faster than the admin changelist
+BASELINE = ("admin run changelist", "staff")
 
 
 def say(*parts):
@@ -62,8 +80,8 @@ def seed_users():
     return staff, owner
 
 
-def seed_jobs(owner):
-    if Job.objects.count() >= JOBS:
+def seed_jobs(owner, jobs_wanted):
+    if Job.objects.count() >= jobs_wanted:
         say(f"jobs: {Job.objects.count()} already there")
         return
     rng = random.Random(1)
@@ -77,7 +95,7 @@ def seed_jobs(owner):
     kinds = [(JobKind.CALLABLE, "jobs.builtin.noop"), (JobKind.COMMAND, "echo hello"),
              (JobKind.HTTP, "http://127.0.0.1:9/ping")]
     jobs = []
-    for i in range(JOBS):
+    for i in range(jobs_wanted):
         kind, target = kinds[i % len(kinds)]
         job = Job(name=f"bench-job-{i:05d}", kind=kind, target=target, owner=owner if i < OWNED_JOBS else None,
                   tags=["bench", f"team-{i % 20}"], sla_seconds=60 if i % 7 == 0 else None)
@@ -92,13 +110,13 @@ def seed_jobs(owner):
         job.enabled = i % 50 != 0
         jobs.append(job)
     Job.objects.bulk_create(jobs, batch_size=2000)
-    say(f"jobs: {JOBS} created")
+    say(f"jobs: {jobs_wanted} created")
 
 
 RUNS_SQL = """
 INSERT INTO jobs_jobrun (job_id, status, trigger, scheduled_for, attempt, max_attempts, created_at, queued_at,
     started_at, finished_at, heartbeat_at, next_attempt_at, publish_count, worker, output, output_bytes, result,
-    error, reason, triggered_by_id)
+    error, reason, triggered_by_id, lost_attempts)
 SELECT job_id, status, trigger, slot, 1, 1, slot, slot + interval '50 ms',
     CASE WHEN status IN ('skipped', 'queued') THEN NULL ELSE slot + interval '200 ms' END,
     CASE WHEN status IN ('skipped', 'queued', 'running') THEN NULL
@@ -109,7 +127,7 @@ SELECT job_id, status, trigger, slot, 1, 1, slot, slot + interval '50 ms',
     CASE WHEN status = 'succeeded' THEN 'done' ELSE '' END, 4, NULL,
     CASE WHEN status = 'failed' THEN 'RuntimeError: boom'
          WHEN status = 'timed_out' THEN 'Timed out after 3600 s' ELSE '' END,
-    CASE WHEN status = 'skipped' THEN 'missed: start deadline passed' ELSE '' END, NULL
+    CASE WHEN status = 'skipped' THEN 'missed: start deadline passed' ELSE '' END, NULL, 0
 FROM (
     SELECT g,
         CASE WHEN g %% %(heavy)s = 0 THEN %(first)s ELSE %(first)s + 1 + (g * 7919) %% (%(jobs)s - 1) END AS job_id,
@@ -138,14 +156,14 @@ WHERE r.job_id = j.id
 """
 
 
-def seed_runs():
-    if JobRun.objects.count() >= RUNS:
+def seed_runs(runs_wanted, jobs_wanted):
+    if JobRun.objects.count() >= runs_wanted:
         say(f"runs: {JobRun.objects.count()} already there")
         return
     first = Job.objects.order_by("pk").values_list("pk", flat=True).first()
     started = time.monotonic()
-    count = execute(RUNS_SQL, {"heavy": HEAVY_SHARE, "first": first, "jobs": JOBS, "runs": RUNS,
-                          "spacing": DAYS * 86400 / RUNS})
+    count = execute(RUNS_SQL, {"heavy": HEAVY_SHARE, "first": first, "jobs": jobs_wanted, "runs": runs_wanted,
+                               "spacing": SECONDS_PER_RUN})
     say(f"runs: {count} inserted in {time.monotonic() - started:.0f} s")
     started = time.monotonic()
     count = execute(ATTEMPTS_SQL)
@@ -153,8 +171,12 @@ def seed_runs():
     count = execute(LAST_RUN_SQL)
     say(f"jobs: last_run set on {count}")
     started = time.monotonic()
-    # VACUUM as autovacuum soon would: it sets the visibility map that index-only scans (counts) need.
-    for table in ("jobs_job", "jobs_jobrun", "jobs_jobattempt"):
+    count = lifecycle.recount_ends()
+    say(f"the pages' figures: {count} ends counted in {time.monotonic() - started:.0f} s")
+    started = time.monotonic()
+    # VACUUM as autovacuum soon would: it sets the visibility map that index-only scans need.
+    for table in ("jobs_job", "jobs_jobrun", "jobs_jobattempt", "jobs_jobhourcounts", "jobs_hourcounts",
+                  "jobs_recentruns"):
         execute(f"VACUUM ANALYZE {table}")
     say(f"vacuumed and analyzed in {time.monotonic() - started:.0f} s")
 
@@ -162,13 +184,13 @@ def seed_runs():
 # --- measuring
 
 
-def measure(client, url):
+def measure(client, url, warmup=WARMUP, timed=TIMED):
     """(timings in ms, captured queries of one more request)."""
-    for _ in range(WARMUP):
+    for _ in range(warmup):
         response = client.get(url)
         assert response.status_code == 200, (url, response.status_code)
     timings = []
-    for _ in range(TIMED):
+    for _ in range(timed):
         started = time.perf_counter()
         client.get(url)
         timings.append((time.perf_counter() - started) * 1000)
@@ -195,19 +217,25 @@ def explain(sql):
     return lines[0].strip(), indexes, seq_run, timing[0] if timing else "", lines
 
 
-def pages(staff_ids):
-    heavy_job, run_id = staff_ids
+def pages(heavy_job, run_id, deep):
+    """(name, user, url) of each page measured; the admin changelists are the baseline."""
     return [
         ("overview", "staff", "/"),
+        ("overview", "owner", "/"),
         ("jobs list", "staff", "/jobs/"),
         ("jobs list ?kind=http&status=failed", "staff", "/jobs/?kind=http&status=failed"),
         ("jobs list", "owner", "/jobs/"),
         ("job detail (heavy job)", "staff", f"/jobs/{heavy_job}/"),
+        ("job detail (heavy job)", "owner", f"/jobs/{heavy_job}/"),
+        ("job detail (heavy job) ?status=failed", "owner", f"/jobs/{heavy_job}/?status=failed"),
         ("runs list", "staff", "/runs/"),
         ("runs list ?status=failed", "staff", "/runs/?status=failed"),
+        ("runs list, half the history back", "staff", f"/runs/?older={deep}"),
         ("runs list", "owner", "/runs/"),
         ("runs list ?status=failed", "owner", "/runs/?status=failed"),
+        ("runs list, half the history back", "owner", f"/runs/?older={deep}"),
         ("run detail", "staff", f"/runs/{run_id}/"),
+        ("run detail", "owner", f"/runs/{run_id}/"),
         ("admin run changelist", "staff", "/admin/jobs/jobrun/"),
         ("admin run changelist ?status=failed", "staff", "/admin/jobs/jobrun/?status__exact=failed"),
     ]
@@ -215,51 +243,82 @@ def pages(staff_ids):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=RUNS, help=f"runs to seed (default {RUNS:,})")
+    parser.add_argument("--jobs", type=int, default=JOBS, help=f"jobs to seed (default {JOBS:,})")
     parser.add_argument("--only", help="measure only the pages whose name contains this")
     parser.add_argument("--plans", action="store_true", help="print the whole plan of each slowest query")
+    parser.add_argument("--seed-only", action="store_true", help="seed the database, measure nothing")
+    parser.add_argument("--save", metavar="PATH", help="write the figures as JSON, for --against")
+    parser.add_argument("--no-gc", action="store_true",
+                        help="measure with Python's garbage collector off, to tell its pauses from the page's work")
+    parser.add_argument("--against", metavar="PATH", help="print each page's p95 as a ratio to a saved invocation's")
     args = parser.parse_args()
 
     call_command("migrate", verbosity=0)
     staff, owner = seed_users()
-    seed_jobs(owner)
-    seed_runs()
+    seed_jobs(owner, args.jobs)
+    seed_runs(args.runs, args.jobs)
+    if args.seed_only:
+        return
 
     heavy_job = Job.objects.order_by("pk").values_list("pk", flat=True).first()
     run_id = JobRun.objects.filter(job_id=heavy_job, status="failed").order_by("-created_at").values_list(
         "pk", flat=True)[5]
+    middle = timezone.now() - timedelta(seconds=args.runs * SECONDS_PER_RUN / 2)
+    deep = position(JobRun.objects.filter(created_at__lte=middle).order_by("-created_at", "-id").first())
     clients = {}
     for name, user in (("staff", staff), ("owner", owner)):
         # SERVER_NAME: a host ALLOWED_HOSTS accepts, without setup_test_environment's template signals.
         clients[name] = Client(SERVER_NAME="localhost")
         clients[name].force_login(user)
 
+    if args.no_gc:
+        gc.disable()
     rows, slow = [], []
-    for name, who, url in pages((heavy_job, run_id)):
-        if args.only and args.only not in name:
+    for name, who, url in pages(heavy_job, run_id, deep):
+        if args.only and args.only not in name and (name, who) != BASELINE:
             continue
-        timings, queries = measure(clients[who], url)
+        timings, queries = (measure(clients[who], url, ADMIN_WARMUP, ADMIN_TIMED) if name.startswith("admin")
+                            else measure(clients[who], url))
         p50, p95, top = statistics.median(timings), percentile(timings, 0.95), max(timings)
-        rows.append((name, who, p50, p95, top, len(queries)))
+        rows.append({"page": name, "user": who, "p50": p50, "p95": p95, "max": top, "queries": len(queries)})
         say(f"  {name} [{who}]: p95 {p95:.1f} ms, {len(queries)} queries")
         selects = [q for q in queries if q["sql"].lstrip().upper().startswith("SELECT")]
         if selects:
             slowest = max(selects, key=lambda q: float(q["time"]))
             slow.append((name, who, slowest))
 
+    baseline = next(row["p95"] for row in rows if (row["page"], row["user"]) == BASELINE)
+    earlier = {}
+    if args.against:
+        with open(args.against) as f:
+            saved = json.load(f)
+        earlier = {(row["page"], row["user"]): row["p95"] for row in saved["rows"]}
+    runs, jobs = JobRun.objects.count(), Job.objects.count()
     say("")
-    say(f"{JobRun.objects.count():,} runs, {Job.objects.count():,} jobs; {WARMUP} warm-up + {TIMED} timed "
-        "requests per page, in-process test Client")
+    say(f"{runs:,} runs, {jobs:,} jobs; {WARMUP} warm-up + {TIMED} timed requests per page ({ADMIN_WARMUP} + "
+        f"{ADMIN_TIMED} for the admin's), in-process test Client")
     say("")
-    say("| page | user | p50 ms | p95 ms | max ms | SQL queries | p95 ≤ 100 ms |")
-    say("|---|---|---:|---:|---:|---:|---|")
-    for name, who, p50, p95, top, count in rows:
-        say(f"| {name} | {who} | {p50:.1f} | {p95:.1f} | {top:.1f} | {count} | "
-            f"{'yes' if p95 <= TARGET_MS else 'NO'} |")
-    ours = {(name, who): p95 for name, who, _, p95, _, _ in rows}
-    if ("runs list", "staff") in ours and ("admin run changelist", "staff") in ours:
-        say("")
-        say(f"runs list p95: ours {ours[('runs list', 'staff')]:.1f} ms, "
-            f"admin changelist {ours[('admin run changelist', 'staff')]:.1f} ms")
+    against = f" | p95 ÷ {args.against}'s | ≤ 1.5×" if earlier else ""
+    say(f"| page | user | p50 ms | p95 ms | max ms | SQL queries | × faster than the admin | p95 ≤ {TARGET_MS} ms "
+        f"| ≥ {TARGET_FASTER}× faster{against} |")
+    say("|---|---|---:|---:|---:|---:|---:|---|---|" + ("---:|---|" if earlier else ""))
+    for row in rows:
+        faster = baseline / row["p95"]
+        line = (f"| {row['page']} | {row['user']} | {row['p50']:.1f} | {row['p95']:.1f} | {row['max']:.1f} | "
+                f"{row['queries']} | {faster:.1f} | {'yes' if row['p95'] <= TARGET_MS else 'NO'} | "
+                f"{'yes' if faster >= TARGET_FASTER else 'NO'} |")
+        if earlier:
+            before = earlier.get((row["page"], row["user"]))
+            ratio = row["p95"] / before if before else float("nan")
+            line += f" {ratio:.2f} | {'yes' if ratio <= 1.5 else 'NO'} |"
+        if row["page"].startswith("admin"):
+            line = line.replace(f"| {row['page']} |", f"| *{row['page']} (baseline)* |")
+        say(line)
+    if args.save:
+        with open(args.save, "w") as f:
+            json.dump({"runs": runs, "jobs": jobs, "rows": rows}, f, indent=1)
+        say(f"\nsaved to {args.save}")
 
     say("")
     say("Slowest query of each page, EXPLAIN (ANALYZE, BUFFERS):")

@@ -3,7 +3,7 @@
 Seeds --jobs jobs with --runs-per-job runs each (default 1,000 × 1,000), their ages spread evenly
 over 100 days, 5 % failed, one old run per job still ``running`` (it must survive), one attempt
 per run. Then two writer threads do what a worker does, through the same functions (a run row,
-``runs.claim``, ``runs.record_success``), about 50 runs per second each, on the same jobs, while
+``lifecycle.claim``, ``lifecycle.record_success``), about 50 runs per second each, on the same jobs, while
 the retention pass (``jobs.retention.prune``, JOBS_RETENTION_DAYS=10) deletes what is older than
 10 days. Every writer call is timed. Baseline, with --baseline (a second seed): the same cut as
 one ``DELETE`` statement, as a hand-written cleanup would do it.
@@ -29,8 +29,9 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from jobs import retention, runs  # noqa: E402
+from jobs import lifecycle  # noqa: E402
 from jobs.models import TERMINAL_STATUSES, Job, JobRun, RunStatus, RunTrigger  # noqa: E402
+from jobs.operations import retention  # noqa: E402
 
 DAYS = 100
 TERMINAL = sorted(str(s) for s in TERMINAL_STATUSES)
@@ -44,7 +45,7 @@ def reset():
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE jobs_jobattempt, jobs_jobrun, jobs_job, notifications_delivery, "
                        "django_celery_results_taskresult CASCADE")
-    redis.Redis.from_url(settings.REDIS_URL).flushdb()
+    redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
 
 
 def seed(jobs, per_job):
@@ -98,10 +99,10 @@ class Writer(threading.Thread):
                                                 scheduled_for=now + timedelta(microseconds=self.index), queued_at=now)
                     self.latencies.append(time.monotonic() - t)
                     t = time.monotonic()
-                    runs.claim(run.pk, 1, worker=f"writer{self.index}", pid=os.getpid())
+                    lifecycle.claim(run.pk, 1, worker=f"writer{self.index}", pid=os.getpid())
                     self.latencies.append(time.monotonic() - t)
                     t = time.monotonic()
-                    runs.record_success(run.pk, 1)
+                    lifecycle.record_success(run.pk, 1)
                     self.latencies.append(time.monotonic() - t)
                 except Exception as exc:
                     self.errors += 1

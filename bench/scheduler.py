@@ -7,14 +7,17 @@ through stock beat's DatabaseScheduler (as PeriodicTasks with 60 s IntervalSched
 CPU and memory are read from /proc.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/scheduler_bench REDIS_URL=redis://127.0.0.1:6379/9 \
-        .venv/bin/python bench/scheduler.py --jobs 10000 100000 --seconds 120
+        .venv/bin/python bench/scheduler.py --jobs 10000 100000 --seconds 120 --broker redis rabbitmq
 
 Scenarios: `spread` (the default) and `burst` (all N due in the same second) and `edit` (spread, and
 one job's schedule edited every second). Needs an empty database it may fill (it migrates it).
+``--broker`` takes several: each runs the whole comparison (redis: REDIS_URL, flushed; rabbitmq: a
+private node on TEST_PORT_BASE's ports, tests/brokers.py; or a broker URL). The consumer is a kombu
+consumer on the broker, so arrival times are measured the same way on each.
 """
 
 import argparse
-import json
+import contextlib
 import os
 import random
 import signal
@@ -29,11 +32,12 @@ import benchenv
 QUEUE = "bench"
 REPO = benchenv.setup(JOBS_DEFAULT_QUEUE=QUEUE)
 
-import redis  # noqa: E402
+from celery import current_app  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django_celery_beat.models import IntervalSchedule, PeriodicTask, PeriodicTasks  # noqa: E402
+from kombu import Connection  # noqa: E402
 
 from jobs.definitions import apply_schedule  # noqa: E402
 from jobs.models import Job, JobRun  # noqa: E402
@@ -46,22 +50,27 @@ def say(*parts):
 
 
 class Consumer(threading.Thread):
-    """Pops every message off the bench queue and notes when it arrived."""
+    """Takes every message off the bench queue (a kombu consumer, no acknowledgements) and notes
+    when it arrived."""
 
     def __init__(self):
         super().__init__(daemon=True)
-        self.client = redis.Redis.from_url(settings.REDIS_URL)
         self.arrivals = []  # (arrival epoch, message id, periodic task name)
         self.stop = threading.Event()
+        self.queue = current_app.amqp.queues[QUEUE]  # declared as the service declares it
 
     def run(self):
-        while not self.stop.is_set():
-            item = self.client.brpop(QUEUE, timeout=0.5)
-            if item is None:
-                continue
-            now = time.time()
-            headers = json.loads(item[1])["headers"]
-            self.arrivals.append((now, headers.get("id"), headers.get("periodic_task_name")))
+        # The service's transport options: on Redis its priority steps name the lists to read.
+        with (Connection(settings.CELERY_BROKER_URL, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS)
+              as connection,
+              connection.Consumer([self.queue], callbacks=[self.arrived], accept=["json"], no_ack=True)):
+            while not self.stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    connection.drain_events(timeout=0.5)
+
+    def arrived(self, body, message):
+        headers = message.headers
+        self.arrivals.append((time.time(), headers.get("id"), headers.get("periodic_task_name")))
 
 
 def proc_usage(pid):
@@ -80,7 +89,7 @@ def reset():
     with connection.cursor() as cursor:
         cursor.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
     PeriodicTasks.update_changed()
-    redis.Redis.from_url(settings.REDIS_URL).flushdb()
+    benchenv.drop_queues(settings.CELERY_BROKER_URL, [QUEUE])
 
 
 def first_slots(n, start, burst):
@@ -215,18 +224,27 @@ def main():
     parser.add_argument("--seconds", type=int, default=120)
     parser.add_argument("--scenario", choices=["spread", "burst", "edit"], default="spread")
     parser.add_argument("--only", choices=["ours", "stock"])
+    parser.add_argument("--broker", nargs="+", default=["redis"], metavar="NAME",
+                        help="redis (REDIS_URL), rabbitmq (a private node) or a broker URL; several in one invocation")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
-    rows = []
-    for n in args.jobs:
-        for which in ("ours", "stock"):
-            if args.only and which != args.only:
-                continue
-            say(f"{args.scenario}: {which} scheduler, {n} jobs, {args.seconds}s")
-            result = run_one(which, n, args.seconds, args.scenario)
-            rows.append((n, which, result))
+    with contextlib.ExitStack() as stack:
+        for label, url in benchenv.brokers(args.broker, stack):
+            benchenv.use_broker(url)
+            rows = []
+            for n in args.jobs:
+                for which in ("ours", "stock"):
+                    if args.only and which != args.only:
+                        continue
+                    say(f"{args.scenario} on {label}: {which} scheduler, {n} jobs, {args.seconds}s")
+                    rows.append((n, which, run_one(which, n, args.seconds, args.scenario)))
+            report(label, args, rows)
+            reset()
+
+
+def report(broker, args, rows):
     say("")
-    say(f"scenario={args.scenario} window={args.seconds}s period={PERIOD}s")
+    say(f"broker={broker} scenario={args.scenario} window={args.seconds}s period={PERIOD}s")
     say(f"{'N':>7} {'scheduler':>9} {'sent':>8} {'expected':>8} {'p50 lag':>8} {'p99 lag':>8} "
         f"{'max lag':>8} {'CPU':>6} {'RSS MB':>7}")
     by_n = {}
@@ -240,7 +258,7 @@ def main():
             o, s = pair["ours"], pair["stock"]
             say(f"{n:>7} ratio stock/ours: p99 lag {pct(s['lags'], 99) / max(pct(o['lags'], 99), 1e-3):.1f}x, "
                 f"sent {s['sent'] / max(o['sent'], 1):.2f}x, CPU {s['cpu'] / max(o['cpu'], 1e-3):.1f}x")
-    reset()
+    say("")
 
 
 if __name__ == "__main__":

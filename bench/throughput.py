@@ -1,27 +1,33 @@
 """Runs per second through the whole pipeline against raw Celery, in one invocation.
 
 Ours: N queued runs of ``builtin.noop`` (run rows created in bulk, their messages published
-through ``runs.publish_many``, as the scheduler does), drained by one ``celery worker -c 2 -P prefork``
-of the service: claim, attempt row, heartbeat, executor, outcome, events, result. Raw: N no-op
+through ``lifecycle.publish_many``, as the scheduler does), drained by one ``celery worker -c 2 -P prefork``
+of the service: claim, attempt row, heartbeat, executor, outcome, events, result, while a thread
+folds the ends into the pages' figures every second as the scheduler leader would. Raw: N no-op
 tasks of a bare Celery app with the same delivery settings (``bench/rawcelery.py``), drained by
-the same kind of worker. The queue is filled before the worker starts; the rate is counted from
-the first message taken to the last one acknowledged (queue and Redis' ``unacked`` hash empty).
-RSS of each pool process is read from /proc when the drain starts and when it ends.
+the same kind of worker on the same broker. The queue is filled before the worker starts; the rate
+is counted from the first message taken to the last one acknowledged: on Redis the queue and its
+``unacked`` hash empty; on RabbitMQ no message ready (and for ours no run unfinished; raw's last
+``concurrency`` no-ops may still be in flight, a few of N). RSS of each pool process is read from
+/proc when the drain starts and when it ends. ``--broker redis rabbitmq`` runs both in one
+invocation (RabbitMQ: a private node on TEST_PORT_BASE's ports, tests/brokers.py).
 
     psql -h 127.0.0.1 -U postgres -c "create database scheduler_bench9"
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/scheduler_bench9 REDIS_URL=redis://127.0.0.1:6379/12 \\
-        .venv/bin/python bench/throughput.py --runs 20000 --rounds 3 # throughput, median of 3
+        .venv/bin/python bench/throughput.py --runs 20000 --rounds 3 --broker redis rabbitmq
     ... bench/throughput.py --runs 100000 --only ours                 # the drain
 
 Needs an empty database it may fill (it migrates it) and a Redis database of its own (flushed).
 """
 
 import argparse
+import contextlib
 import os
 import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -31,15 +37,15 @@ import benchenv
 QUEUE = "bench"
 REPO = benchenv.setup(JOBS_DEFAULT_QUEUE=QUEUE, JOBS_RETENTION_INTERVAL_SECONDS="0")
 
-import redis  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.db.models import Count  # noqa: E402
 from django.utils import timezone  # noqa: E402
 from django_celery_results.models import TaskResult  # noqa: E402
+from kombu import Connection  # noqa: E402
 
-from jobs import runs  # noqa: E402
+from jobs import lifecycle  # noqa: E402
 from jobs.definitions import save_job  # noqa: E402
 from jobs.models import Job, JobAttempt, JobRun, RunStatus, RunTrigger  # noqa: E402
 
@@ -53,10 +59,10 @@ def say(*parts):
 
 def reset():
     tables = ["jobs_jobattempt", "jobs_jobrun", "jobs_job", "django_celery_results_taskresult",
-              "notifications_delivery"]
+              "notifications_delivery", "jobs_runend", "jobs_jobhourcounts", "jobs_hourcounts", "jobs_recentruns"]
     with connection.cursor() as cursor:
         cursor.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
-    redis.Redis.from_url(settings.REDIS_URL).flushdb()
+    benchenv.drop_queues(settings.CELERY_BROKER_URL, [QUEUE, RAW_QUEUE])
 
 
 def fill_ours(n):
@@ -69,17 +75,22 @@ def fill_ours(n):
             JobRun(job=job, trigger=RunTrigger.MANUAL, scheduled_for=now + timedelta(microseconds=made + i),
                    status=RunStatus.QUEUED, queued_at=now)
             for i in range(size)])
-        runs.publish_many([(run.pk, 1, job) for run in batch])
+        lifecycle.publish_many([(run.pk, 1, job) for run in batch])
         made += size
         say(f"  ours: {made:,}/{n:,} runs created and published")
 
 
 def fill_raw(n):
     sys.path.insert(0, str(REPO / "bench"))
-    from rawcelery import noop
+    import rawcelery
 
+    raw = rawcelery.make_app(settings.CELERY_BROKER_URL)
+    # reset() deleted the queue; kombu remembers it declared it on a pooled connection and would not
+    # declare it again, and RabbitMQ drops what is sent to an exchange with no queue bound.
+    with raw.connection_for_write() as connection:
+        raw.amqp.queues[RAW_QUEUE].bind(connection.default_channel).declare()
     for i in range(n):
-        noop.apply_async(args=[i + 1, 1], task_id=f"run-{i + 1}-1")
+        raw.send_task("bench.noop", args=[i + 1, 1], task_id=f"run-{i + 1}-1", queue=RAW_QUEUE)
         if (i + 1) % 5000 == 0 or i + 1 == n:
             say(f"  raw: {i + 1:,}/{n:,} tasks published")
 
@@ -100,8 +111,53 @@ def rss_mb(pid):
         return float("nan")
 
 
+class Folding(threading.Thread):
+    """What the scheduler leader does meanwhile for the pages' figures: fold the ends of runs
+    every tick (JOBS_TICK_SECONDS, 1 s), so their cost is in the measurement."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.done = threading.Event()
+        self.folded = 0
+        self.start()
+
+    def run(self):
+        try:
+            while not self.done.wait(settings.JOBS_TICK_SECONDS):
+                self.folded += lifecycle.fold_ends()
+        finally:
+            connection.close()
+
+    def stop(self):
+        self.done.set()
+        self.join(timeout=30)
+        say(f"  ours: {self.folded:,} ends of runs folded into the pages' figures during the drain")
+
+
+class Backlog:
+    """Messages of a queue not acknowledged yet, asked on one connection: the queue's depth (a passive
+    declare through kombu) and, on Redis, its ``unacked`` hash."""
+
+    def __init__(self, queue):
+        self.queue = queue
+        # The service's transport options: on Redis a queue's depth sums the lists of its priority steps.
+        self.connection = Connection(settings.CELERY_BROKER_URL,
+                                     transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS)
+        self.channel = self.connection.default_channel
+        self.redis = self.connection.transport.driver_type == "redis"
+
+    def waiting(self):
+        try:
+            return self.channel.queue_declare(queue=self.queue, passive=True).message_count
+        except self.connection.channel_errors:  # Redis: an emptied queue's list is gone
+            self.channel = self.connection.channel()
+            return 0
+
+    def left(self):
+        return self.waiting() + (self.channel.client.hlen("unacked") if self.redis else 0)
+
+
 def drain(which, n, concurrency, profile_dir=None):
-    client = redis.Redis.from_url(settings.REDIS_URL)
     queue = QUEUE if which == "ours" else RAW_QUEUE
     app = "scheduler_site" if which == "ours" else "bench.rawcelery"
     argv = [sys.executable, "-m", "celery", "-A", app, "worker", "-l", "WARNING", "-c", str(concurrency),
@@ -112,8 +168,10 @@ def drain(which, n, concurrency, profile_dir=None):
         worker = subprocess.Popen(argv, cwd=REPO, env=env, start_new_session=True, stdout=log,
                                   stderr=subprocess.STDOUT)
     spies = []
+    folding = Folding() if which == "ours" else None
+    backlog = Backlog(queue)
     try:
-        while client.llen(queue) >= n:
+        while backlog.waiting() >= n:
             if worker.poll() is not None:
                 raise SystemExit(f"the {which} worker exited; see {log_path}")
             time.sleep(0.005)
@@ -129,7 +187,7 @@ def drain(which, n, concurrency, profile_dir=None):
         last_say = t0
         empty_since = None
         while True:
-            left = client.llen(queue) + client.hlen("unacked")
+            left = backlog.left()
             now = time.monotonic()
             # A message the worker has popped is in neither for a moment: the queue counts as
             # drained when it is seen empty twice, 10 ms apart, and (ours) no run is left unfinished.
@@ -147,6 +205,9 @@ def drain(which, n, concurrency, profile_dir=None):
         seconds = time.monotonic() - t0
         rss_end = [rss_mb(p) for p in pool]
     finally:
+        if folding:
+            folding.stop()
+        backlog.connection.release()
         for spy in spies:
             spy.send_signal(signal.SIGINT)
         for spy in spies:
@@ -180,43 +241,56 @@ def main():
     parser.add_argument("--profile", metavar="DIR", help="py-spy each pool process of the drain into DIR")
     parser.add_argument("--rounds", type=int, default=1,
                         help="drain raw and ours this many times, alternating; the table adds the medians")
+    parser.add_argument("--broker", nargs="+", default=["redis"], metavar="NAME",
+                        help="redis (REDIS_URL), rabbitmq (a private node) or a broker URL; several in one invocation")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
-    rounds = []
-    for number in range(1, args.rounds + 1):
-        results = {}
-        for which in ("raw", "ours"):
-            if args.only and which != args.only:
-                continue
+    with contextlib.ExitStack() as stack:
+        for label, url in benchenv.brokers(args.broker, stack):
+            benchenv.use_broker(url)
+            say(f"=== broker: {label}")
+            report(label, [one_round(number, args) for number in range(1, args.rounds + 1)])
             reset()
-            say(f"round {number}, {which}: filling the queue with {args.runs:,} messages")
-            (fill_ours if which == "ours" else fill_raw)(args.runs)
-            say(f"round {number}, {which}: draining with one worker, {args.concurrency} prefork processes")
-            results[which] = drain(which, args.runs, args.concurrency, args.profile)
-            if which == "ours":
-                results[which]["check"] = check_ours(args.runs)
-        rounds.append(results)
+
+
+def one_round(number, args):
+    results = {}
+    for which in ("raw", "ours"):
+        if args.only and which != args.only:
+            continue
+        reset()
+        say(f"round {number}, {which}: filling the queue with {args.runs:,} messages")
+        (fill_ours if which == "ours" else fill_raw)(args.runs)
+        say(f"round {number}, {which}: draining with one worker, {args.concurrency} prefork processes")
+        results[which] = drain(which, args.runs, args.concurrency, args.profile)
+        if which == "ours":
+            results[which]["check"] = check_ours(args.runs)
+    return results
+
+
+def report(broker, rounds):
     say("")
-    say(f"{'round':>5} {'system':>6} {'tasks':>8} {'seconds':>8} {'per s':>7} {'ratio':>6}  pool RSS MB start → end")
+    say(f"{'broker':>8} {'round':>5} {'system':>6} {'tasks':>8} {'seconds':>8} {'per s':>7} {'ratio':>6}  "
+        "pool RSS MB start → end")
     for number, results in enumerate(rounds, 1):
         for which, r in results.items():
             ratio = r["rate"] / results["raw"]["rate"] if "raw" in results else float("nan")
             rss = ", ".join(f"{a:.0f} → {b:.0f}" for a, b in zip(r["rss_start"], r["rss_end"], strict=False))
-            say(f"{number:>5} {which:>6} {r['n']:>8,} {r['seconds']:>8.1f} {r['rate']:>7.0f} {ratio:>6.2f}  {rss}")
+            say(f"{broker:>8} {number:>5} {which:>6} {r['n']:>8,} {r['seconds']:>8.1f} {r['rate']:>7.0f} "
+                f"{ratio:>6.2f}  {rss}")
     if len(rounds) > 1:
         for which in rounds[0]:
             rate = statistics.median(r[which]["rate"] for r in rounds)
             ratio = (statistics.median(r[which]["rate"] / r["raw"]["rate"] for r in rounds)
                      if "raw" in rounds[0] else float("nan"))
-            say(f"{'median':>5} {which:>6} {'':>8} {'':>8} {rate:>7.0f} {ratio:>6.2f}")
+            say(f"{broker:>8} {'median':>5} {which:>6} {'':>8} {'':>8} {rate:>7.0f} {ratio:>6.2f}")
     for number, results in enumerate(rounds, 1):
         if "ours" in results:
             c = results["ours"]["check"]
-            say(f"round {number}, ours: {c['succeeded']:,} runs succeeded (others: {c['other'] or 'none'}), "
+            say(f"{broker}, round {number}, ours: {c['succeeded']:,} runs succeeded (others: {c['other'] or 'none'}), "
                 f"{c['attempts']:,} attempts succeeded, {c['task_results']:,} django-celery-results rows, errors "
                 f"in the worker log: {'yes, see ' + results['ours']['log'] if c['errors'] else 'none'}")
-    reset()
-
+    say("")
 
 if __name__ == "__main__":
     main()

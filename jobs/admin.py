@@ -4,16 +4,18 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.db import transaction
 from django.forms.models import BaseInlineFormSet
+from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from audit import trail
 from audit.models import Source
 
-from . import definitions, runs
+from . import actions, beat_admin, secrets  # noqa: F401  (beat_admin: periodic tasks' actions get permissions)
 from .forms import JobAdminForm
 from .models import Job, JobAttempt, JobRun, RunStatus, ScheduleType
+from .permissions import may_act_on
 
 RECENT_RUNS_ON_JOB_PAGE = 20
 RECENT_AUDIT_ON_JOB_PAGE = 20
@@ -109,10 +111,45 @@ class JobAdmin(admin.ModelAdmin):
     list_select_related = ("crontab", "interval", "clocked", "owner", "last_run")
     search_fields = ("name", "target", "description")
     actions = ("run_selected_now", "pause_selected", "resume_selected", "clone_selected")
-    readonly_fields = ("schedule_in_words", "upcoming_runs", "last_run_summary", "next_run_at", "audit_trail")
+    readonly_fields = ("schedule_in_words", "upcoming_runs", "last_run_summary", "next_run_at", "audit_trail",
+                       "masked_secret_environment", "masked_secret_http_headers")
     save_on_top = True
 
+    def get_form(self, request, obj=None, **kwargs):
+        form = super().get_form(request, obj, **kwargs)
+        form.user = request.user  # a class made for this request
+        return form
+
+    def get_changeform_initial_data(self, request):
+        # The add form shows what actions.create does with no owner: the creator owns the job.
+        return {"owner": request.user.pk, **super().get_changeform_initial_data(request)}
+
+    # A command job is read-only, and cannot be deleted, without run_command_jobs.
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and (obj is None or may_act_on(request.user, obj))
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and (obj is None or may_act_on(request.user, obj))
+
+    def has_run_permission(self, request):
+        return request.user.has_perm("jobs.change_job")
+
+    @admin.display(description="secret environment")
+    def masked_secret_environment(self, job):
+        return secrets.masked(job.secret_environment) or "-"
+
+    @admin.display(description="secret HTTP headers")
+    def masked_secret_http_headers(self, job):
+        return secrets.masked(job.secret_http_headers) or "-"
+
     def get_fieldsets(self, request, obj=None):
+        # Read-only pages show the secret fields masked (an editable form masks them itself).
+        editable = self.has_change_permission(request, obj) if obj else self.has_add_permission(request)
+        shown = {} if editable else {name: f"masked_{name}" for name in secrets.FIELDS}
+        return [(title, {"fields": [shown.get(name, name) for name in options["fields"]]})
+                for title, options in self.fieldsets_for(obj)]
+
+    def fieldsets_for(self, obj):
         schedule = ["schedule_type", "cron", "timezone", "every_seconds", "run_at",
                     "catchup_policy", "catchup_max", "overlap_policy", "start_deadline_seconds", "jitter_seconds",
                     "enabled"]
@@ -120,12 +157,13 @@ class JobAdmin(admin.ModelAdmin):
             schedule += ["schedule_in_words", "next_run_at", "upcoming_runs", "last_run_summary"]
         return [
             ("Identity", {"fields": ["name", "description", "owner", "group", "tags"]}),
-            ("What to run", {"fields": ["kind", "target", "args", "kwargs", "environment", "http_method",
-                                        "http_headers", "http_body", "http_ok_statuses"]}),
+            ("What to run", {"fields": ["kind", "target", "args", "kwargs", "environment", "secret_environment",
+                                        "http_method", "http_headers", "secret_http_headers", "http_body",
+                                        "http_ok_statuses"]}),
             ("Command limits", {"fields": ["memory_limit_mb", "cpu_limit_seconds", "max_open_files",
                                            "max_processes", "working_directory"]}),
             ("Schedule", {"fields": schedule}),
-            ("Execution", {"fields": ["queue", "max_retries", "retry_backoff_seconds",
+            ("Execution", {"fields": ["queue", "priority", "max_retries", "retry_backoff_seconds",
                                       "retry_backoff_max_seconds", "retry_jitter", "timeout_seconds",
                                       "sla_seconds"]}),
             ("History", {"fields": ["retention_days", "retention_min_runs"]}),
@@ -192,76 +230,72 @@ class JobAdmin(admin.ModelAdmin):
         run = job.last_run
         return run_link(run, status_badge(run.status)) if run else "-"
 
-    # --- the audit trail of saves and deletes
+    # --- saves, deletes and actions: each through jobs.actions (which writes the audit entry)
 
     def save_model(self, request, obj, form, change):
-        before = None
+        # The form has set the fields and applied the schedule on ``obj`` already.
+        actor = actions.Actor.of_request(request, Source.ADMIN)
         if change:
-            stored = Job.objects.select_related("crontab", "interval", "clocked", "owner", "group").get(pk=obj.pk)
-            before = trail.snapshot(stored)
-        super().save_model(request, obj, form, change)
-        changes = trail.diff(before, trail.snapshot(obj))
-        if changes or not change:
-            trail.record(obj, "change" if change else "create", Source.ADMIN, request=request, changes=changes)
+            actions.edit(actor, obj)
+        else:
+            actions.create(actor, obj)
 
     def delete_model(self, request, obj):
-        trail.record(obj, "delete", Source.ADMIN, request=request, changes=trail.diff(trail.snapshot(obj), None))
-        super().delete_model(request, obj)
+        actions.delete(actions.Actor.of_request(request, Source.ADMIN), obj)
 
     def delete_queryset(self, request, queryset):
-        for job in queryset.select_related("crontab", "interval", "clocked", "owner", "group"):
-            trail.record(job, "delete", Source.ADMIN, request=request, changes=trail.diff(trail.snapshot(job), None))
-        super().delete_queryset(request, queryset)
+        actor = actions.Actor.of_request(request, Source.ADMIN)
+        with transaction.atomic():
+            for job in queryset.select_related("crontab", "interval", "clocked", "owner", "group"):
+                actions.delete(actor, job)
 
-    # --- actions
+    def changeform_view(self, request, *args, **kwargs):
+        return refused_as_message(self, request, super().changeform_view, request, *args, **kwargs)
 
-    @admin.action(description="Run now")
+    def delete_view(self, request, *args, **kwargs):
+        return refused_as_message(self, request, super().delete_view, request, *args, **kwargs)
+
+    def changelist_view(self, request, *args, **kwargs):
+        return refused_as_message(self, request, super().changelist_view, request, *args, **kwargs)
+
+    @admin.action(description="Run now", permissions=["run"])
     def run_selected_now(self, request, queryset):
-        started = []
-        for job in queryset:
-            started.append(runs.run_now(job, user=request.user))
-            trail.record(job, "run_now", Source.ADMIN, request=request, run=started[-1])
+        started = each(request, queryset, actions.run_now)
         ids = ", ".join(f"#{run.pk}" for run in started)
         self.message_user(request, f"Started {len(started)} run(s): {ids}.", messages.SUCCESS)
 
-    @admin.action(description="Pause")
+    @admin.action(description="Pause", permissions=["change"])
     def pause_selected(self, request, queryset):
-        jobs = list(queryset)
-        for job in jobs:
-            definitions.pause(job)
-            trail.record(job, "pause", Source.ADMIN, request=request)
-        self.message_user(request, f"Paused {len(jobs)} job(s).", messages.SUCCESS)
+        self.message_user(request, f"Paused {len(each(request, queryset, actions.pause))} job(s).", messages.SUCCESS)
 
-    @admin.action(description="Resume")
+    @admin.action(description="Resume", permissions=["change"])
     def resume_selected(self, request, queryset):
-        jobs = list(queryset)
-        for job in jobs:
-            definitions.resume(job)
-            trail.record(job, "resume", Source.ADMIN, request=request)
-        self.message_user(request, f"Resumed {len(jobs)} job(s).", messages.SUCCESS)
+        self.message_user(request, f"Resumed {len(each(request, queryset, actions.resume))} job(s).",
+                          messages.SUCCESS)
 
-    @admin.action(description="Clone (disabled copy)")
+    @admin.action(description="Clone (disabled copy)", permissions=["add"])
     def clone_selected(self, request, queryset):
-        copies = [clone_job(job) for job in queryset]
-        for copy in copies:
-            trail.record(copy, "create", Source.ADMIN, request=request, changes=trail.diff(None, trail.snapshot(copy)),
-                         detail="cloned")
+        copies = each(request, queryset, actions.clone)
         names = ", ".join(copy.name for copy in copies)
         self.message_user(request, f"Created {len(copies)} disabled copy(ies): {names}.", messages.SUCCESS)
 
 
-def clone_job(job):
-    """A disabled copy of ``job`` named "<name> (copy)", sharing its schedule rows."""
-    base = f"{job.name} (copy)"
-    name, n = base, 1
-    while Job.objects.filter(name=name).exists():
-        n += 1
-        name = f"{job.name} (copy {n})"
-    job.pk = job.id = None
-    job._state.adding = True
-    job.name, job.enabled, job.last_run = name, False, None
-    job.save()
-    return job
+def each(request, objects, action):
+    """Apply ``action`` to every selected object, all in one transaction: a refusal changes none."""
+    actor = actions.Actor.of_request(request, Source.ADMIN)
+    with transaction.atomic():
+        return [action(actor, obj) for obj in objects]
+
+
+def refused_as_message(model_admin, request, view, *args, **kwargs):
+    """Run an admin view; an action it refused comes back to the list as an error message, with
+    nothing changed (the admin's views are atomic)."""
+    try:
+        return view(*args, **kwargs)
+    except actions.ActionError as exc:
+        model_admin.message_user(request, exc.message, messages.ERROR)
+        opts = model_admin.model._meta
+        return HttpResponseRedirect(reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"))
 
 
 class AttemptInline(ReadOnlyInline):
@@ -342,14 +376,15 @@ class JobRunAdmin(admin.ModelAdmin):
     def error_pre(self, run):
         return format_html("<pre style='white-space:pre-wrap'>{}</pre>", run.error) if run.error else "-"
 
+    def changelist_view(self, request, *args, **kwargs):
+        return refused_as_message(self, request, super().changelist_view, request, *args, **kwargs)
+
     @admin.action(description="Cancel", permissions=["cancel"])
     def cancel_selected(self, request, queryset):
-        cancelled = []
-        for run in queryset.select_related("job"):
-            if runs.cancel(run, reason=f"cancelled by {request.user}"):
-                cancelled.append(run.pk)
-                trail.record(run.job, "cancel", Source.ADMIN, request=request, run=run)
-        skipped = queryset.count() - len(cancelled)
+        selected = list(queryset.select_related("job"))
+        cancelled = [run.pk for run, done in zip(selected, each(request, selected, actions.cancel), strict=True)
+                     if done]
+        skipped = len(selected) - len(cancelled)
         text = f"Cancelled {len(cancelled)} run(s)"
         if cancelled:
             text += ": " + ", ".join(f"#{pk}" for pk in cancelled)

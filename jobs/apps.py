@@ -7,7 +7,11 @@ class JobsConfig(AppConfig):
 
     def ready(self):
         from django.conf import settings
+        from django.db.models.signals import post_migrate
 
-        from . import registry, signals  # noqa: F401  (connects the Celery signal handlers)
+        from . import registry
+        from .permissions import ensure_command_runners_group
+        from .worker import signals  # noqa: F401  (connects the Celery signal handlers)
 
         registry.load_modules(settings.JOBS_CALLABLE_MODULES)
+        post_migrate.connect(ensure_command_runners_group, sender=self)

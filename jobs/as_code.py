@@ -1,46 +1,41 @@
 """Jobs as code: every job as a YAML or JSON file (``manage.py jobs export``), and a file applied
 back to the database (``manage.py jobs apply``).
 
-A job in a file looks like a job in the API without what the service sets itself (id, owner,
-next_run_at, last_run, created_at, updated_at). ``name``, ``kind``, ``target`` and ``schedule``
-are always written; every other field is written only when it differs from the model's default,
-so files stay short. Applying a file makes each job in it match the file: a field missing from
-an entry is set back to its default.
+A file's top-level keys are *sections*, each registered with what exports, plans, saves and
+deletes its entries. ``jobs:`` is the core's and is always there; an app adds its own key by
+registering a ``Section`` in its ``AppConfig.ready`` (``workflows:`` does). Sections are planned
+and saved in the order they were registered (a later one may use what an earlier one defines),
+pruned in the reverse order, and applied all in one transaction.
 
-A file may also hold ``workflows:`` next to ``jobs:``; ``workflows.as_code`` does their part.
+A job in a file is a job of the API (``JobSerializer``, which validates it: one schema and one set
+of messages) without what the service sets itself (id, owner, next_run_at, last_run, created_at,
+updated_at). ``name``, ``kind``, ``target`` and ``schedule`` are always written; every other field
+only when it differs from its default, so files stay short. Applying a file makes each job in it
+match the file: a field missing from an entry is set back to its default. Errors name the entry,
+the key and (YAML) the line: ``line 12: jobs[2] (name: nightly): schedule.cron: ...``.
 """
 
+import contextvars
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import yaml
-from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError, transaction
-from django.db.models import ProtectedError
+from django.db.models import Model
+from rest_framework.serializers import ValidationError, as_serializer_error
+from rest_framework.settings import api_settings
+from rest_framework.validators import UniqueValidator
 
-from audit import trail
-from audit.models import Source
-from workflows import as_code as workflows_as_code
-
-from . import definitions
+from . import actions, definitions, secrets
+from .api.serializers import JobSerializer, field_errors
 from .models import Job
+from .permissions import visible_jobs
 
-# The keys of a job in a file, in the order they are written (the API's order).
-FIELDS = [
-    "name", "description", "tags", "kind", "target", "args", "kwargs", "environment",
-    "http_method", "http_headers", "http_body", "http_ok_statuses", "schedule",
-    "catchup_policy", "catchup_max", "overlap_policy", "start_deadline_seconds", "jitter_seconds",
-    "memory_limit_mb", "cpu_limit_seconds", "max_open_files", "max_processes", "working_directory",
-    "enabled", "queue", "max_retries", "retry_backoff_seconds", "retry_backoff_max_seconds",
-    "retry_jitter", "timeout_seconds", "sla_seconds", "retention_days", "retention_min_runs",
-]
 ALWAYS_WRITTEN = {"name", "kind", "target", "schedule"}
-REQUIRED = {"name", "kind", "target"}
-MODEL_FIELDS = [name for name in FIELDS if name != "schedule"]
-JSON_TYPES = {"tags": list, "args": list, "kwargs": dict, "environment": dict, "http_headers": dict,
-              "http_ok_statuses": list}
-SCHEDULE_PARTS = {"cron", "timezone", "every_seconds", "run_at", "type"}
 
 
 class JobFileError(Exception):
@@ -51,36 +46,85 @@ class JobFileError(Exception):
         super().__init__("\n".join(self.messages))
 
 
-def default_of(name):
-    return Job._meta.get_field(name).get_default()
+# --- the sections of a file
 
 
-def sorted_value(value):
-    """Nested objects with their keys sorted, so an export does not depend on storage order."""
-    if isinstance(value, dict):
-        return {key: sorted_value(value[key]) for key in sorted(value)}
-    if isinstance(value, list):
-        return [sorted_value(item) for item in value]
-    return value
+@dataclass(frozen=True)
+class Section:
+    """One top-level key of a file. ``plan(entries, actor, prune, earlier)`` returns (plan, error
+    lines), ``earlier`` being the plans of the sections registered before it, by key; the plan has
+    ``lines()``, ``is_empty`` and ``counts()`` (created, updated, deleted). ``apply(plan, actor)``
+    saves its changes and ``delete(plan, actor)`` its prunings, each returning error lines.
+    ``export(actor)`` lists what the actor sees. A section of a user (``--as``, the API) touches
+    only what that user sees, with that user's permissions."""
+
+    key: str
+    export: Callable
+    plan: Callable
+    apply: Callable
+    delete: Callable
+    required: bool = False  # the file must hold it; an export always writes it
+
+
+SECTIONS = {}
+
+# Where a long apply says how far it got (``manage.py jobs apply``: stderr); set by ``reporting``.
+PROGRESS = contextvars.ContextVar("progress", default=None)
+PROGRESS_EVERY = 10000
+
+
+def report(done, total, what):
+    """Say how far a long apply got: every PROGRESS_EVERY entries, and at the end of a long one."""
+    out = PROGRESS.get()
+    if out is not None and total >= PROGRESS_EVERY and (done % PROGRESS_EVERY == 0 or done == total):
+        out(f"{what}: {done:,} of {total:,}")
+
+
+def register(section):
+    SECTIONS[section.key] = section
+
+
+@dataclass
+class Entry:
+    key: str  # the section
+    index: int
+    data: dict
+    line: int | None = None
+
+    @property
+    def where(self):
+        name = self.data.get("name") if isinstance(self.data, dict) else None
+        place = f"line {self.line}: " if self.line else ""
+        return f"{place}{self.key}[{self.index}]" + (f" (name: {name})" if name else "")
+
+
+@dataclass
+class FilePlan:
+    sections: dict  # key: the section's plan, for the keys the file holds
+
+    @property
+    def is_empty(self):
+        return all(plan.is_empty for plan in self.sections.values())
+
+    def lines(self):
+        return [line for plan in self.sections.values() for line in plan.lines()]
+
+    def counts(self):
+        """(created, updated, deleted) over every section."""
+        return tuple(map(sum, zip(*(plan.counts() for plan in self.sections.values()), strict=True)))
 
 
 # --- export
 
-def job_entry(job):
-    entry = {}
-    for name in FIELDS:
-        value = definitions.schedule_of(job) if name == "schedule" else getattr(job, name)
-        if name in ALWAYS_WRITTEN or value != default_of(name):
-            entry[name] = value if name == "schedule" else sorted_value(value)
-    return entry
 
-
-def export_text(fmt):
-    """Every job, sorted by name, as ``fmt`` ("yaml" or "json")."""
-    jobs = Job.objects.select_related("crontab", "interval", "clocked").order_by("name")
-    document = {"jobs": [job_entry(job) for job in jobs]}
-    if workflows := workflows_as_code.export_entries():
-        document["workflows"] = workflows
+def export_text(fmt, actor):
+    """Every section's entries that ``actor`` sees, as ``fmt`` ("yaml" or "json"). Secret values
+    are written masked: applied back, the mask keeps the stored value."""
+    document = {}
+    for key, section in SECTIONS.items():
+        entries = section.export(actor)
+        if entries or section.required:
+            document[key] = entries
     if fmt == "json":
         return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     return yaml.dump(document, Dumper=FileDumper, sort_keys=False, allow_unicode=True, default_flow_style=False,
@@ -108,60 +152,132 @@ def format_of(path):
     raise JobFileError([f"{path}: the file name must end in .yaml, .yml or .json (or be - for stdin/stdout)."])
 
 
-# --- reading a file
-
-@dataclass
-class Entry:
-    index: int
-    data: dict
-    line: int | None = None
-
-    @property
-    def where(self):
-        name = self.data.get("name") if isinstance(self.data, dict) else None
-        place = f"line {self.line}: " if self.line else ""
-        return f"{place}jobs[{self.index}]" + (f" (name: {name})" if name else "")
-
-
-class Entries(list):
-    """The file's job entries; ``workflows`` holds its workflow entries, None without the key."""
-
-    workflows = None
+# --- reading, planning and applying a file
 
 
 def read_entries(text, fmt):
+    """{section key: [Entry]} of the sections the file holds."""
     try:
-        if fmt == "json":
-            document, lines = json.loads(text), {}
-        else:
-            document, lines = yaml.safe_load(text), entry_lines(text)
+        document, root = (json.loads(text), None) if fmt == "json" else load_yaml(text)
     except (ValueError, yaml.YAMLError) as exc:
         raise JobFileError([f"Cannot read the file: {exc}"]) from None
-    if (not isinstance(document, dict) or "jobs" not in document or set(document) - {"jobs", "workflows"}
-            or not isinstance(document["jobs"], list) or not isinstance(document.get("workflows", []), list)):
-        extra = sorted(set(document) - {"jobs", "workflows"}) if isinstance(document, dict) else []
-        hint = f" (unknown top-level keys: {', '.join(map(str, extra))})" if extra else ""
-        raise JobFileError([f"The file must hold a key jobs with a list of jobs, and may hold a key workflows "
-                            f"with a list of workflows{hint}."])
-    entries = Entries(Entry(i, data, lines.get(i)) for i, data in enumerate(document["jobs"]))
-    if "workflows" in document:
-        workflow_lines = entry_lines(text, "workflows") if fmt != "json" else {}
-        entries.workflows = [Entry(i, data, workflow_lines.get(i)) for i, data in enumerate(document["workflows"])]
+    if (not isinstance(document, dict) or set(document) - set(SECTIONS)
+            or any(key not in document for key, section in SECTIONS.items() if section.required)
+            or not all(isinstance(value, list) for value in document.values())):
+        raise JobFileError([shape_error(document)])
+    return {key: [Entry(key, i, data, line) for (i, data), line in
+                  zip(enumerate(document[key]), entry_lines(root, key, len(document[key])), strict=True)]
+            for key in SECTIONS if key in document}
+
+
+def load_yaml(text):
+    """(document, its root node): parsed once (the node gives each entry's line), with libyaml when
+    PyYAML has it (some 10× faster than its Python parser on a file of many jobs)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    try:
+        root = loader.get_single_node()
+        return (loader.construct_document(root) if root is not None else None), root
+    finally:
+        loader.dispose()
+
+
+def shape_error(document):
+    required = [key for key, section in SECTIONS.items() if section.required]
+    optional = [key for key, section in SECTIONS.items() if not section.required]
+    extra = sorted(map(str, set(document) - set(SECTIONS))) if isinstance(document, dict) else []
+    return (f"The file must hold the key {', '.join(required)} with a list"
+            + (f", and may hold {', '.join(optional)} with a list" if optional else "")
+            + (f" (unknown top-level keys: {', '.join(extra)})" if extra else "") + ".")
+
+
+def entry_lines(root, key, count):
+    """The line number (from 1) where each entry of the ``key`` list starts; None without YAML."""
+    if isinstance(root, yaml.MappingNode):
+        for name, value in root.value:
+            if name.value == key and isinstance(value, yaml.SequenceNode):
+                return [item.start_mark.line + 1 for item in value.value]
+    return [None] * count
+
+
+def plan_file(entries, actor, prune=False):
+    """The plan of every section the file holds; raises JobFileError with every error found."""
+    plans, errors = {}, []
+    for key, section in SECTIONS.items():
+        if key in entries:
+            plans[key], section_errors = section.plan(entries[key], actor, prune, dict(plans))
+            errors += section_errors
+    if errors:
+        raise JobFileError(errors)
+    return FilePlan(plans)
+
+
+def apply_plan(plan, actor, dry_run=False):
+    """Save every section's changes, then delete what is pruned (dependents first), in one
+    transaction: all of it or none. A dry run saves too (that is the full validation) and then
+    rolls back."""
+    with transaction.atomic():
+        errors = [line for key, section_plan in plan.sections.items()
+                  for line in SECTIONS[key].apply(section_plan, actor)]
+        if not errors:
+            errors = [line for key, section_plan in reversed(plan.sections.items())
+                      for line in SECTIONS[key].delete(section_plan, actor)]
+        if errors:
+            raise JobFileError(errors)
+        if dry_run:
+            transaction.set_rollback(True)
+
+
+def messages_of(errors, prefix=""):
+    """DRF's nested errors as "key.part: message" lines ("message" alone when not about a key)."""
+    lines = []
+    for key, value in errors.items():
+        label = "" if key in (api_settings.NON_FIELD_ERRORS_KEY, NON_FIELD_ERRORS) else f"{prefix}{key}"
+        if isinstance(value, dict):
+            lines += messages_of(value, f"{label}.")
+        else:
+            lines += [f"{label}: {message}" if label else str(message) for message in value]
+    return lines
+
+
+def show(value):
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+# --- the jobs section
+
+
+def file_fields():
+    """{key: serializer field} of a job in a file: the API's writable fields, in the API's order."""
+    return {name: f for name, f in JobSerializer().fields.items() if not f.read_only}
+
+
+def default_of(name):
+    return {"type": "manual"} if name == "schedule" else Job._meta.get_field(name).get_default()
+
+
+def sorted_value(value):
+    """Nested objects with their keys sorted, so an export does not depend on storage order."""
+    if isinstance(value, dict):
+        return {key: sorted_value(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_value(item) for item in value]
+    return value
+
+
+def jobs_of(actor):
+    return Job.objects.all() if actor.user is None else visible_jobs(actor.user)
+
+
+def export_jobs(actor):
+    keys = file_fields()
+    jobs = jobs_of(actor).select_related("crontab", "interval", "clocked", "group", "owner", "last_run").order_by("name")
+    entries = []
+    for job in jobs:
+        data = JobSerializer(job).data
+        entries.append({name: sorted_value(data[name]) for name in keys
+                        if name in ALWAYS_WRITTEN or data[name] != default_of(name)})
     return entries
 
-
-def entry_lines(text, key="jobs"):
-    """The line number (from 1) where each entry of the ``key`` list starts."""
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
-    if not isinstance(root, yaml.MappingNode):
-        return {}
-    for name, value in root.value:
-        if name.value == key and isinstance(value, yaml.SequenceNode):
-            return {i: item.start_mark.line + 1 for i, item in enumerate(value.value)}
-    return {}
-
-
-# --- planning
 
 @dataclass
 class Change:
@@ -171,39 +287,58 @@ class Change:
     schedule: dict | None  # the parsed schedule when it must be (re)applied
     changed: list = field(default_factory=list)  # (key, old, new) of an update
 
-    @property
-    def is_new(self):
-        return self.job.pk is None
+    def __post_init__(self):
+        self.is_new = self.job.pk is None  # as planned: the counts are read after the save too
 
 
 @dataclass
 class Plan:
+    """What applying a section would create, update and delete; each section says how its lines read."""
     changes: list
     deletions: list
     unchanged: int
-    workflows: object = None  # a workflows.as_code.WorkflowPlan when the file has workflows
 
     @property
     def is_empty(self):
-        return not self.changes and not self.deletions and (self.workflows is None or self.workflows.is_empty)
+        return not self.changes and not self.deletions
+
+    def counts(self):
+        created = sum(change.is_new for change in self.changes)
+        return created, len(self.changes) - created, len(self.deletions)
 
     def lines(self):
-        out = []
-        for change in self.changes:
-            if change.is_new:
-                out.append(f"+ create {change.job.name}")
-            else:
-                diffs = ", ".join(f"{key}: {show(old)} -> {show(new)}" for key, old, new in change.changed)
-                out.append(f"~ update {change.job.name}: {diffs}")
-        out += [f"- delete {job.name}" for job in self.deletions]
-        out.append(f"= unchanged: {self.unchanged}")
-        if self.workflows is not None:
-            out += self.workflows.lines()
+        out = [self.created(change) if change.is_new else self.updated(change) for change in self.changes]
+        out += [self.deleted(obj) for obj in self.deletions]
+        out.append(self.unchanged_line())
         return out
 
 
-def show(value):
-    return json.dumps(value, ensure_ascii=False, default=str)
+@dataclass
+class JobPlan(Plan):
+    names_after: set  # the names of the jobs there will be once the plan is applied
+
+    def created(self, change):
+        return f"+ create {change.job.name}"
+
+    def updated(self, change):
+        diffs = ", ".join(f"{key}: {show(shown_value(key, old))} -> {show(shown_value(key, new))}"
+                          for key, old, new in change.changed)
+        return f"~ update {change.job.name}: {diffs}"
+
+    def deleted(self, job):
+        return f"- delete {job.name}"
+
+    def unchanged_line(self):
+        return f"= unchanged: {self.unchanged}"
+
+
+def shown_value(key, value):
+    """A value for the plan: a secret one never in clear (stored values are tokens, new ones sealed)."""
+    if key in secrets.FIELDS:
+        return dict.fromkeys(value or {}, secrets.MASK)
+    if isinstance(value, Model):  # a group: by its name, as a file gives it
+        return str(value)
+    return value
 
 
 def comparable_schedule(spec):
@@ -216,68 +351,127 @@ def shown_schedule(spec):
     return {**spec, "run_at": spec["run_at"].isoformat()} if spec["type"] == "once" else spec
 
 
-def messages_of(exc, prefix_for=lambda key: key):
-    if not hasattr(exc, "error_dict"):
-        return exc.messages
-    out = []
-    for key, messages in exc.message_dict.items():
-        label = "" if key == NON_FIELD_ERRORS else f"{prefix_for(key)}: "
-        out += [f"{label}{message}" for message in messages]
-    return out
+def memo(function):
+    """``function(data)`` once per distinct ``data`` (a text, or an object of plain values) within an apply, a refusal included: a
+    schedule object that 10,000 jobs share is checked once."""
+    found = {}
+
+    def call(data):
+        try:  # a schedule's values are plain: a tuple of them is a key (and much cheaper than JSON)
+            key = (type(data), tuple(sorted((k, type(v), v) for k, v in data.items()))  # true is not 1 here
+                   if isinstance(data, dict) else data)
+            hash(key)
+        except TypeError:
+            return function(data)
+        if key not in found:
+            try:
+                found[key] = (True, function(data))
+            except ValidationError as exc:
+                found[key] = (False, exc.detail)
+        ok, result = found[key]
+        if not ok:
+            raise ValidationError(result)
+        return {**result} if isinstance(result, dict) else result
+
+    return call
 
 
-def schedule_key(key):
-    return f"schedule.{key}" if key in SCHEDULE_PARTS else key
+class EntryChecker:
+    """The API's serializer (``JobSerializer``: one schema and one set of messages) over every entry
+    of a file. A serializer per set of keys the entries give, reused, holding only those fields (a
+    key left out is set to its default, which is valid; ``queue`` is always checked, it depends on
+    the user); a schedule, a group or a queue that many entries share is checked once; and the
+    names' uniqueness is the plan's, in one query (``taken``)."""
 
+    def __init__(self, actor):
+        self.actor = actor
+        self.fields = file_fields()
+        self.required = [name for name, f in self.fields.items() if f.required]
+        self.defaults = {name: default_of(name) for name, f in self.fields.items() if not f.required}
+        fields = JobSerializer().fields
+        unique = [v for v in fields["name"].validators if isinstance(v, UniqueValidator)]
+        self.taken_message = unique[0].message if unique else "A job with this name already exists."
+        # Neither depends on the serializer it is bound to: one memo serves them all.
+        self.memos = {name: memo(fields[name].to_internal_value) for name in ("schedule", "group")}
+        self.queues, self.instance, self.serializers = {}, None, {}
 
-def parse_entry(entry):
-    """The entry's model values (defaults filled in) and parsed schedule; raises JobFileError."""
-    data = entry.data
-    if not isinstance(data, dict):
-        raise JobFileError([f"{entry.where}: must be an object with name, kind, target and schedule."])
-    errors = [f"{entry.where}: unknown key '{key}'." for key in data if key not in FIELDS]
-    errors += [f"{entry.where}: {key}: Must not contain NUL (\\u0000) characters." for key, value in data.items()
-               if key in MODEL_FIELDS and definitions.contains_nul(value)]
-    errors += [f"{entry.where}: {key}: This field is required." for key in sorted(REQUIRED - set(data))]
-    values = {}
-    for name in MODEL_FIELDS:
-        raw = data.get(name, default_of(name))
+    def serializer_for(self, keys):
+        if keys not in self.serializers:
+            serializer = JobSerializer(None, partial=True, context={"actor": self.actor})
+            fields = serializer.fields
+            for name in list(fields):
+                if name not in keys:
+                    del fields[name]
+            if "name" in fields:
+                fields["name"].validators = [v for v in fields["name"].validators if not isinstance(v, UniqueValidator)]
+            for name, function in self.memos.items():
+                if name in fields:
+                    fields[name].to_internal_value = function
+            serializer.validate_queue = self.queue_check(serializer.validate_queue)
+            self.serializers[keys] = serializer
+        return self.serializers[keys]
+
+    def queue_check(self, check):
+        def call(queue):
+            stored = self.instance.queue if self.instance is not None else None
+            if queue == stored:
+                return queue
+            if queue not in self.queues:
+                try:
+                    self.queues[queue] = (True, check(queue))
+                except ValidationError as exc:
+                    self.queues[queue] = (False, exc.detail)
+            ok, result = self.queues[queue]
+            if not ok:
+                raise ValidationError(result)
+            return result
+
+        return call
+
+    def check(self, entry, job):
+        """The entry's values, every key of the file set (those left out at their default)."""
+        data = entry.data
+        if not isinstance(data, dict):
+            raise JobFileError([f"{entry.where}: must be an object with name, kind, target and schedule."])
+        errors = [f"{entry.where}: unknown key '{key}'." for key in data if key not in self.fields]
+        missing = {key: [self.fields[key].error_messages["required"]] for key in self.required if key not in data}
+        serializer = self.serializer_for(frozenset(data) | {"queue"})
+        serializer.instance = self.instance = job
         try:
-            if name in JSON_TYPES and not isinstance(raw, JSON_TYPES[name]):
-                raise ValidationError(f"Must be a {'list' if JSON_TYPES[name] is list else 'mapping'}.")
-            if name == "tags" and not all(isinstance(tag, str) for tag in raw):
-                raise ValidationError("Must be a list of strings.")
-            values[name] = Job._meta.get_field(name).to_python(raw)
+            values = serializer.run_validation({"queue": self.defaults["queue"], **data})
         except ValidationError as exc:
-            errors += [f"{entry.where}: {name}: {message}" for message in exc.messages]
-    schedule = None
-    try:
-        schedule = definitions.parse_schedule(data.get("schedule", {"type": "manual"}))
-    except ValidationError as exc:
-        errors += [f"{entry.where}: {message}" for message in messages_of(exc, schedule_key)]
-    if errors:
-        raise JobFileError(errors)
-    return values, schedule
+            values, problems = None, as_serializer_error(exc)
+        else:
+            problems = {}
+        problems = {**missing, **problems}
+        if problems or errors:
+            ordered = {key: problems[key] for key in (*self.fields, *problems) if key in problems}
+            raise JobFileError(errors + [f"{entry.where}: {line}" for line in messages_of(ordered)])
+        schedule = values.pop("schedule", {"type": "manual"})
+        return {**{name: self.defaults[name] for name in self.defaults if name != "schedule"}, **values,
+                "schedule": schedule}
 
 
-def plan_changes(entries, prune=False):
-    errors, changes, seen = [], [], {}
-    existing = {job.name: job for job in Job.objects.select_related("crontab", "interval", "clocked")}
-    unchanged = 0
-    for entry in entries:
+def plan_jobs(entries, actor, prune, earlier):
+    checker = EntryChecker(actor)
+    errors, changes, seen, unchanged = [], [], {}, 0
+    existing = {job.name: job for job in jobs_of(actor).select_related("crontab", "interval", "clocked", "group")}
+    for done, entry in enumerate(entries, 1):
+        report(done, len(entries), "jobs checked")
         name = entry.data.get("name") if isinstance(entry.data, dict) else None
-        if isinstance(name, str) and name in seen:
+        name = name if isinstance(name, str) else None
+        if name in seen:
             errors.append(f"{entry.where}: duplicate name, already used by jobs[{seen[name]}].")
             continue
-        seen[name] = entry.index
+        if name is not None:
+            seen[name] = entry.index
         try:
-            values, schedule = parse_entry(entry)
+            values = checker.check(entry, existing.get(name))
         except JobFileError as exc:
             errors += exc.messages
             continue
-        name = values["name"]
-        seen[name] = entry.index
-        job = existing.get(name)
+        schedule = values.pop("schedule")
+        job = existing.get(values["name"])
         if job is None:
             changes.append(Change(entry, Job(**values), values, schedule))
             continue
@@ -291,55 +485,76 @@ def plan_changes(entries, prune=False):
             changes.append(Change(entry, job, values, schedule, changed))
         else:
             unchanged += 1
+    if actor.user is not None:  # a name taken by a job the user does not see
+        new = [change for change in changes if change.is_new]
+        taken = set()
+        for start in range(0, len(new), 10000):
+            taken.update(Job.objects.filter(name__in=[c.job.name for c in new[start:start + 10000]])
+                         .values_list("name", flat=True))
+        errors += [f"{c.entry.where}: name: {checker.taken_message}" for c in new if c.job.name in taken]
+        changes = [c for c in changes if not (c.is_new and c.job.name in taken)]
     deletions = sorted((job for n, job in existing.items() if n not in seen), key=lambda j: j.name) if prune else []
-    workflow_plan = None
-    if getattr(entries, "workflows", None) is not None:
-        job_names = {name for name in existing if name in seen or not prune} | {n for n in seen if isinstance(n, str)}
-        workflow_plan, workflow_errors = workflows_as_code.plan_workflows(entries.workflows, job_names, prune)
-        errors += workflow_errors
-    if errors:
-        raise JobFileError(errors)
-    return Plan(changes, deletions, unchanged, workflow_plan)
+    names_after = set(seen) | (set(existing) - {job.name for job in deletions})
+    return JobPlan(changes, deletions, unchanged, names_after), errors
 
 
-# --- applying
+SAVE_CHUNK = 10000
+# What the serializer checks as the model would (its fields are built from the model's), and the
+# owner (the acting user): the model checks only the rest when the jobs are saved.
+CHECKED_BY_THE_SERIALIZER = [name for name in JobSerializer.Meta.fields if name != "schedule"]
 
-def apply_plan(plan, dry_run=False):
-    """Save every change and delete the pruned jobs in one transaction: all of it or none.
 
-    A dry run saves the changes too (that is the full validation) and then rolls back."""
-    errors = []
+def apply_jobs(plan, actor):
+    """Save the changes in bulk (``actions.save_many``), 10,000 jobs at a time; when the database
+    refuses a value the model accepts, the one-by-one path finds which job's and says so."""
+    try:
+        with transaction.atomic():
+            return save_in_bulk(plan, actor)
+    except DatabaseError:
+        pass
+    for change in plan.changes:  # rolled back: what the bulk insert gave the new jobs is no more
+        if change.is_new:
+            change.job.pk, change.job._state.adding = None, True
     with transaction.atomic():
-        for change in plan.changes:
-            job = change.job
-            was_enabled = job.enabled if not change.is_new else True
-            is_new = change.is_new
-            before = None if is_new else trail.snapshot(job)
-            for key, value in change.values.items():
-                setattr(job, key, value)
-            if change.schedule is None:
-                definitions.restart_if_reenabled(job, was_enabled)
-            try:
-                definitions.save_job(job, change.schedule)
-                if changes := trail.diff(before, trail.snapshot(job)):
-                    trail.record(job, "create" if is_new else "change", Source.CLI, changes=changes,
-                                 detail="jobs apply")
-            except ValidationError as exc:
-                errors += [f"{change.entry.where}: {m}" for m in messages_of(exc, schedule_key)]
-            except DatabaseError as exc:  # a value the model accepts and the database does not
-                errors.append(f"{change.entry.where}: {str(exc).strip()}")
-        if plan.workflows is not None:
-            errors += workflows_as_code.apply_changes(plan.workflows)
-            workflows_as_code.delete_pruned(plan.workflows)
-        if errors:
-            raise JobFileError(errors)
-        for job in plan.deletions:
-            trail.record(job, "delete", Source.CLI, changes=trail.diff(trail.snapshot(job), None),
-                         detail="jobs apply --prune")
+        return save_one_by_one(plan, actor)
+
+
+def save_in_bulk(plan, actor):
+    errors, total = [], len(plan.changes)
+    for start in range(0, total, SAVE_CHUNK):
+        chunk = plan.changes[start:start + SAVE_CHUNK]
+        new = [change for change in chunk if change.is_new]
+        changed = [change for change in chunk if not change.is_new]
+        refused = actions.save_many(actor, [(c.job, c.schedule) for c in new],
+                                    [(c.job, {key: c.values[key] for key, *_ in c.changed if key in c.values},
+                                      c.schedule) for c in changed],  # the other values are the stored ones
+                                    checked_fields=CHECKED_BY_THE_SERIALIZER, detail="jobs apply")
+        for (which, index), exc in sorted(refused.items(), key=lambda item: (item[0][0] != "new", item[0][1])):
+            change = (new if which == "new" else changed)[index]
+            errors += [f"{change.entry.where}: {line}" for line in messages_of(field_errors(DjangoValidationError(exc.fields)))]
+        report(start + len(chunk), total, "jobs saved")
+    return errors
+
+
+def save_one_by_one(plan, actor):
+    errors = []
+    for change in plan.changes:
         try:
-            Job.objects.filter(pk__in=[job.pk for job in plan.deletions]).delete()
-        except ProtectedError as exc:
-            raise JobFileError([f"jobs: cannot delete {node.job.name}: the workflow {node.workflow.name} uses it."
-                                for node in exc.protected_objects]) from None
-        if dry_run:
-            transaction.set_rollback(True)
+            if change.is_new:
+                actions.create(actor, change.job, change.schedule, detail="jobs apply")
+            else:
+                actions.edit(actor, change.job, change.values, change.schedule, detail="jobs apply")
+        except actions.ActionError as exc:
+            fields = field_errors(DjangoValidationError(exc.fields))
+            errors += [f"{change.entry.where}: {line}" for line in messages_of(fields)]
+        except DatabaseError as exc:  # a value the model accepts and the database does not
+            errors.append(f"{change.entry.where}: {str(exc).strip()}")
+    return errors
+
+
+def delete_jobs(plan, actor):
+    refused = actions.delete_many(actor, plan.deletions, detail="jobs apply --prune")
+    return [f"jobs: - delete {plan.deletions[i].name}: {exc.message}" for i, exc in sorted(refused.items())]
+
+
+register(Section("jobs", export=export_jobs, plan=plan_jobs, apply=apply_jobs, delete=delete_jobs, required=True))

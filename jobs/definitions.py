@@ -9,7 +9,7 @@ from django.utils.dateparse import parse_datetime
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
 
 from . import schedules
-from .models import ScheduleType
+from .models import Job, ScheduleType
 
 MAX_INTERVAL_SECONDS = 10 * 365 * 86400  # IntervalSchedule.every is a 32-bit integer
 
@@ -82,28 +82,49 @@ def schedule_of(job):
     return {"type": "manual"}
 
 
+def _schedule_row(spec):
+    """(the job's field, the schedule model, the row's values) of a parsed ``spec``; None for manual."""
+    if spec["type"] == "cron":
+        minute, hour, dom, month, dow = spec["cron"].split()
+        return "crontab", CrontabSchedule, {"minute": minute, "hour": hour, "day_of_month": dom,
+                                            "month_of_year": month, "day_of_week": dow,
+                                            "timezone": spec["timezone"]}
+    if spec["type"] == "interval":
+        return "interval", IntervalSchedule, {"every": spec["every_seconds"], "period": IntervalSchedule.SECONDS}
+    if spec["type"] == "once":
+        return "clocked", ClockedSchedule, {"clocked_time": spec["run_at"]}
+    return None
+
+
+def _point_at(job, spec, row_for):
+    rows = {}
+    if found := _schedule_row(spec):
+        field, model, values = found
+        rows[field] = row_for(model, values)
+    _point(job, spec["type"], rows)
+    job.next_run_at = job.first_slot()
+    return job
+
+
 def apply_schedule(job, spec):
     """Point ``job`` at django-celery-beat schedule rows for ``spec`` and compute its next slot.
 
     Schedule rows are shared (get_or_create), never edited in place, as django-celery-beat does.
     The job is not saved.
     """
-    spec = parse_schedule(spec)
-    job.schedule_type = spec["type"]
-    job.crontab = job.interval = job.clocked = None
-    if spec["type"] == "cron":
-        minute, hour, dom, month, dow = spec["cron"].split()
-        job.crontab, _ = CrontabSchedule.objects.get_or_create(
-            minute=minute, hour=hour, day_of_month=dom, month_of_year=month, day_of_week=dow,
-            timezone=spec["timezone"])
-    elif spec["type"] == "interval":
-        job.interval, _ = IntervalSchedule.objects.get_or_create(every=spec["every_seconds"],
-                                                                 period=IntervalSchedule.SECONDS)
-    elif spec["type"] == "once":
-        job.clocked, _ = ClockedSchedule.objects.get_or_create(clocked_time=spec["run_at"])
-    job.next_run_at = None
-    job.next_run_at = job.first_slot()
-    return job
+    return _point_at(job, parse_schedule(spec), lambda model, values: model.objects.get_or_create(**values)[0])
+
+
+def preview_schedule(spec):
+    """An unsaved new job on ``spec``, with unsaved schedule rows: what the pages ask for the
+    schedule's description and next slots as it is typed. Writes nothing."""
+    return _point_at(Job(), parse_schedule(spec), lambda model, values: model(**values))
+
+
+def _point(job, schedule_type, rows):
+    job.schedule_type = schedule_type
+    job.crontab, job.interval, job.clocked = rows.get("crontab"), rows.get("interval"), rows.get("clocked")
+    job.next_run_at = None  # an interval's grid is anchored on next_run_at: start afresh
 
 
 def save_job(job, schedule=None):
@@ -135,3 +156,113 @@ def resume(obj):
     obj.enabled = True
     restart_if_reenabled(obj, was_enabled=False)
     type(obj).objects.filter(pk=obj.pk).update(enabled=True, next_run_at=obj.next_run_at)
+
+
+# --- many jobs at once (jobs apply)
+
+BULK_BATCH = 2000
+
+
+def _spec_key(spec):
+    return (spec["type"], spec.get("cron"), spec.get("timezone"), spec.get("every_seconds"), spec.get("run_at"))
+
+
+def _cron_key(spec):
+    return (*spec["cron"].split(), spec["timezone"])
+
+
+class ScheduleRows:
+    """The django-celery-beat rows of many schedule objects, found or made in a few queries (what
+    ``apply_schedule``'s get_or_create does for one), and each schedule parsed once."""
+
+    def __init__(self, specs):
+        self.parsed = {}
+        for spec in specs:
+            key = _spec_key(spec)
+            if key not in self.parsed:
+                self.parsed[key] = parse_schedule(spec)
+        wanted = list(self.parsed.values())
+        crons = {_cron_key(s) for s in wanted if s["type"] == "cron"}
+        self.crontabs = {}
+        if crons:
+            for row in CrontabSchedule.objects.order_by("id"):
+                key = (row.minute, row.hour, row.day_of_month, row.month_of_year, row.day_of_week, str(row.timezone))
+                if key in crons:
+                    self.crontabs.setdefault(key, row)
+            missing = [CrontabSchedule(minute=k[0], hour=k[1], day_of_month=k[2], month_of_year=k[3], day_of_week=k[4],
+                                       timezone=k[5]) for k in sorted(crons - set(self.crontabs))]
+            for row in CrontabSchedule.objects.bulk_create(missing, batch_size=BULK_BATCH):
+                key = (row.minute, row.hour, row.day_of_month, row.month_of_year, row.day_of_week, str(row.timezone))
+                self.crontabs[key] = row
+        everys = sorted({s["every_seconds"] for s in wanted if s["type"] == "interval"})
+        self.intervals = {}
+        if everys:
+            for row in IntervalSchedule.objects.filter(period=IntervalSchedule.SECONDS, every__in=everys).order_by("id"):
+                self.intervals.setdefault(row.every, row)
+            missing = [IntervalSchedule(every=every, period=IntervalSchedule.SECONDS)
+                       for every in everys if every not in self.intervals]
+            self.intervals.update((row.every, row) for row in IntervalSchedule.objects.bulk_create(missing))
+        moments = sorted({s["run_at"] for s in wanted if s["type"] == "once"})
+        self.clocked = {}
+        if moments:
+            for row in ClockedSchedule.objects.filter(clocked_time__in=moments).order_by("id"):
+                self.clocked.setdefault(row.clocked_time, row)
+            missing = [ClockedSchedule(clocked_time=moment) for moment in moments if moment not in self.clocked]
+            self.clocked.update((row.clocked_time, row) for row in ClockedSchedule.objects.bulk_create(missing))
+        self.next_crons = {}
+
+    def apply(self, job, spec, now):
+        """``apply_schedule`` from the rows found: the job is pointed at them, its next slot computed
+        from ``now`` (one moment for the whole batch, so a cron's next slot is computed once)."""
+        spec = self.parsed[_spec_key(spec)]
+        kind = spec["type"]
+        rows = ({"crontab": self.crontabs[_cron_key(spec)]} if kind == "cron"
+                else {"interval": self.intervals[spec["every_seconds"]]} if kind == "interval"
+                else {"clocked": self.clocked[spec["run_at"]]} if kind == "once" else {})
+        _point(job, kind, rows)
+        if kind == "cron":
+            key = _cron_key(spec)
+            if key not in self.next_crons:
+                self.next_crons[key] = job.first_slot(now)
+            job.next_run_at = self.next_crons[key]
+        else:
+            job.next_run_at = job.first_slot(now)
+
+
+# What saving a job may set besides the caller's values: its schedule, next slot and time of change.
+SAVED_WITH_A_JOB = {"schedule_type", "crontab", "interval", "clocked", "next_run_at", "updated_at", "enabled"}
+
+
+def save_jobs(items, checked_fields=(), update_fields=None, now=None):
+    """``save_job`` for many jobs at once, new and saved ones mixed: ``items`` is [(job, schedule or
+    None)]. Every job is checked as ``save_job`` checks it (``Job.full_clean``, its fields in
+    ``checked_fields`` left out: the caller has checked them the same way, as the API's serializer
+    does), then the new ones are inserted and the others updated in batches (``update_fields``, and
+what a schedule and a save set, or every field). Uniqueness and the
+    database's constraints are the database's (a violation raises). Returns {index: ValidationError};
+    nothing is saved when there is any."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        rows = ScheduleRows(schedule for _, schedule in items if schedule is not None)
+        # The schedule rows were found or made here, and a foreign key's check is a query per job.
+        exclude = [*checked_fields, "crontab", "interval", "clocked", "last_run"]
+        errors, new, changed, fields = {}, [], [], set()
+        for index, (job, schedule) in enumerate(items):
+            if schedule is not None:
+                rows.apply(job, schedule, now)
+            try:
+                job.full_clean(exclude=exclude, validate_unique=False, validate_constraints=False)
+            except ValidationError as exc:
+                errors[index] = exc
+                continue
+            (new if job.pk is None else changed).append(job)
+        if errors:
+            return errors
+        Job.objects.bulk_create(new, batch_size=BULK_BATCH)
+        if changed:
+            fields = [f.name for f in Job._meta.concrete_fields if f.name not in ("id", "created_at", "last_run")
+                      and (update_fields is None or f.name in update_fields or f.name in SAVED_WITH_A_JOB)]
+            for job in changed:
+                job.updated_at = now
+            Job.objects.bulk_update(changed, fields, batch_size=BULK_BATCH // 4)
+    return {}

@@ -4,8 +4,10 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.dateparse import parse_datetime
 
+from . import secrets
 from .definitions import apply_schedule, parse_schedule, schedule_of
-from .models import Job, ScheduleType
+from .models import Job, JobKind, ScheduleType
+from .permissions import COMMAND_JOBS_DENIED, may_run_command_jobs, queue_refusal
 
 SCHEDULE_FIELDS = ("schedule_type", "cron", "timezone", "every_seconds", "run_at")
 
@@ -18,17 +20,26 @@ class JobAdminForm(forms.ModelForm):
     timezone = forms.CharField(
         required=False, initial="UTC", max_length=64, help_text="IANA name, e.g. Europe/Berlin."
     )
-    every_seconds = forms.IntegerField(required=False, help_text="For an interval schedule.")
+    every_seconds = forms.IntegerField(label="Every (s)", required=False, min_value=1,
+                                       help_text="For an interval schedule.")
     run_at = forms.DateTimeField(
-        required=False, help_text="For a one-time schedule: ISO 8601, UTC unless an offset is given."
+        label="Run at", required=False, help_text="For a one-time schedule: ISO 8601, UTC unless an offset is given."
     )
 
     class Meta:
         model = Job
         exclude = ["crontab", "interval", "clocked"]
 
+    user = None  # set by JobAdmin.get_form: the person saving
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        # Secret values are shown masked; the mask sent back keeps the stored value.
+        self.stored_secrets = {name: getattr(self.instance, name) for name in secrets.FIELDS}
+        for name in set(secrets.FIELDS) & set(self.fields):
+            self.initial[name] = secrets.masked(self.stored_secrets[name])
+            self.fields[name].help_text += f" Shown as {secrets.MASK}, which keeps the stored value."
+        self.original_kind, self.original_queue = self.instance.kind, self.instance.queue
         if self.instance.pk:
             spec = schedule_of(self.instance)
             if spec.get("run_at"):
@@ -46,6 +57,30 @@ class JobAdminForm(forms.ModelForm):
         if kind == ScheduleType.ONCE:
             return {"type": kind, "run_at": data.get("run_at")}
         return {"type": kind or ScheduleType.MANUAL}
+
+    def clean_secret_environment(self):
+        return self.sealed("secret_environment")
+
+    def clean_secret_http_headers(self):
+        return self.sealed("secret_http_headers")
+
+    def sealed(self, name):
+        try:
+            return secrets.seal(self.cleaned_data.get(name) or {}, self.stored_secrets[name], name)
+        except ValidationError as exc:
+            raise ValidationError(exc.message_dict[name]) from None
+
+    def clean_kind(self):
+        kind = self.cleaned_data.get("kind")
+        if JobKind.COMMAND in (kind, self.original_kind) and not may_run_command_jobs(self.user):
+            raise ValidationError(COMMAND_JOBS_DENIED)
+        return kind
+
+    def clean_queue(self):
+        queue = self.cleaned_data.get("queue", "")
+        if (not self.instance.pk or queue != self.original_queue) and (problem := queue_refusal(self.user, queue)):
+            raise ValidationError(problem)
+        return queue
 
     def clean(self):
         cleaned = super().clean()

@@ -1,4 +1,5 @@
-"""Prometheus metrics computed at scrape time from PostgreSQL and Redis.
+"""Prometheus metrics computed at scrape time from PostgreSQL and the broker (on SQLite, the quick
+start's database, those that need only portable SQL).
 
 The service runs as many processes (web workers, Celery workers and their children, beat), so no
 process keeps counters of its own: every scrape asks the system of record. Each query is one
@@ -16,7 +17,6 @@ aggregate (GROUP BY, ``COUNT(*) FILTER``) over an index or a bounded window:
 
 import ipaddress
 import logging
-import time
 from datetime import timedelta
 
 from django.conf import settings
@@ -25,31 +25,29 @@ from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
-from redis.exceptions import RedisError
 
-from .leader import current_leader, redis_client
+from . import leases, publishing
+from .lifecycle import DUPLICATES_DROPPED
 from .models import ACTIVE_STATUSES, TERMINAL_STATUSES, DeliveryCounter, RunStatus
-from .runs import DUPLICATES_DROPPED
 
 logger = logging.getLogger(__name__)
 
 WINDOW = timedelta(hours=1)
-LAST_TICK_KEY = "scheduler:last_tick"
 STATEMENT_TIMEOUT_MS = 5000
 DURATION_BUCKETS = (0.1, 0.5, 1, 5, 15, 30, 60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600)
 LAG_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600)
-# kombu's Redis transport keeps a message with priority N in a list named queue + SEP + N.
-PRIORITY_SEP = "\x06\x16"
-PRIORITY_STEPS = (3, 6, 9)
-
 ALL_STATUSES = sorted(RunStatus.values)
 TERMINAL = sorted(TERMINAL_STATUSES)
 ACTIVE = sorted(ACTIVE_STATUSES)
 
 
-def record_tick(client):
-    """Called by the scheduler leader once per housekeeping pass."""
-    client.set(LAST_TICK_KEY, time.time())
+_more_families = {}
+
+
+def register(name, families):
+    """Another app's metrics: ``families(cursor)`` yields metric families, read in the same
+    transaction (and statement timeout) as the jobs' own."""
+    _more_families[name] = families
 
 
 def render():
@@ -78,10 +76,13 @@ def address_allowed(address, allowed):
 class JobsCollector(Collector):
     def collect(self):
         now = timezone.now()
+        postgres = connection.vendor == "postgresql"
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}")
-            yield from database_metrics(cursor, now)
-        yield from redis_metrics(queue_names())
+            if postgres:
+                cursor.execute(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}")
+            yield from database_metrics(cursor, now, full=postgres)
+            yield from scheduler_metrics()
+        yield from broker_metrics(queue_names())
 
 
 def _rows(cursor, sql, params):
@@ -101,18 +102,23 @@ def _histogram_buckets(counts, buckets, total):
     return [(str(float(le)), count) for le, count in zip(buckets, counts, strict=True)] + [("+Inf", total)]
 
 
-def database_metrics(cursor, now):
+def database_metrics(cursor, now, full=True):
+    """Every family; without ``full`` (SQLite, the quick start's database) those that need only
+    portable SQL: the per-job counters and the histograms use PostgreSQL's interval arithmetic."""
     lookback = _lookback(now)
-    yield from run_counters(cursor, now, lookback)
+    if full:
+        yield from run_counters(cursor, now, lookback)
     yield runs_by_status(cursor)
-    yield duration_histogram(cursor, now, lookback)
-    yield lag_histogram(cursor, now, lookback)
+    if full:
+        yield duration_histogram(cursor, now, lookback)
+        yield lag_histogram(cursor, now, lookback)
     yield from attempt_counters(cursor)
     yield CounterMetricFamily(
         "jobs_duplicate_deliveries_dropped", "Task deliveries dropped because the run was already claimed or over.",
         value=DeliveryCounter.get(DUPLICATES_DROPPED),
     )
-    yield deliveries_by_status(cursor)
+    for families in _more_families.values():
+        yield from families(cursor)
 
 
 def run_counters(cursor, now, lookback):
@@ -151,8 +157,8 @@ def run_counters(cursor, now, lookback):
 def runs_by_status(cursor):
     gauge = GaugeMetricFamily("jobs_runs", "Runs not finished yet, by status (running = running now).",
                               labels=["status"])
-    counts = dict(_rows(cursor, "SELECT status, COUNT(*) FROM jobs_jobrun WHERE status = ANY(%s) GROUP BY status",
-                        [ACTIVE]))
+    counts = dict(_rows(cursor, f"SELECT status, COUNT(*) FROM jobs_jobrun WHERE status IN "
+                                f"({', '.join(['%s'] * len(ACTIVE))}) GROUP BY status", list(ACTIVE)))
     for status in ACTIVE:
         gauge.add_metric([status], counts.get(status, 0))
     return gauge
@@ -201,17 +207,6 @@ def attempt_counters(cursor):
     yield CounterMetricFamily("jobs_lost_attempts", "Attempts whose worker stopped heartbeating.", value=lost)
 
 
-def deliveries_by_status(cursor):
-    from notifications.models import DeliveryStatus
-
-    gauge = GaugeMetricFamily("jobs_notification_deliveries", "Notification deliveries by status.",
-                              labels=["status"])
-    counts = dict(_rows(cursor, "SELECT status, COUNT(*) FROM notifications_delivery GROUP BY status", []))
-    for status in DeliveryStatus.values:
-        gauge.add_metric([status], counts.get(status, 0))
-    return gauge
-
-
 def queue_names():
     from .models import Job
 
@@ -219,33 +214,29 @@ def queue_names():
     return sorted(names | {settings.JOBS_DEFAULT_QUEUE})
 
 
-def redis_metrics(queues):
-    """Queue depth, the leader and the last tick; left out (with a warning) when Redis is down."""
-    try:
-        client = redis_client()
-        pipe = client.pipeline(transaction=False)
-        for queue in queues:
-            pipe.llen(queue)
-            for step in PRIORITY_STEPS:
-                pipe.llen(f"{queue}{PRIORITY_SEP}{step}")
-        pipe.get(LAST_TICK_KEY)
-        *lengths, last_tick = pipe.execute()
-        leader = current_leader(client)
-    except RedisError as exc:
-        logger.warning("metrics: Redis unavailable: %s", exc)
+def scheduler_metrics():
+    """The leader and its last housekeeping pass, from the leader lease (jobs/leases.py)."""
+    lease = leases.state(settings.JOBS_LEADER_KEY) or {}
+    leader_gauge = GaugeMetricFamily("jobs_scheduler_leader", "1 for the scheduler node holding the leader lease.",
+                                     labels=["node"])
+    if lease.get("holder"):
+        leader_gauge.add_metric([lease["holder"]], 1)
+    yield leader_gauge
+    ticked = lease.get("last_tick_at")
+    if ticked is not None:
+        yield GaugeMetricFamily("jobs_scheduler_last_tick_timestamp_seconds",
+                                "When the scheduler leader last finished a housekeeping pass (Unix time).",
+                                value=ticked.timestamp())
+
+
+def broker_metrics(queues):
+    """Queue depth through the broker's transport; left out (with a warning) when the broker is down."""
+    depths = publishing.queue_depth(queues)
+    if any(depth is None for depth in depths.values()):
+        logger.warning("metrics: the broker did not answer; no queue depth")
         return
     depth = GaugeMetricFamily("jobs_queue_depth", "Messages waiting in the broker queue (not yet taken by a "
                               "worker).", labels=["queue"])
-    per_queue = 1 + len(PRIORITY_STEPS)
-    for i, queue in enumerate(queues):
-        depth.add_metric([queue], sum(lengths[i * per_queue:(i + 1) * per_queue]))
+    for queue, count in depths.items():
+        depth.add_metric([queue], count)
     yield depth
-    leader_gauge = GaugeMetricFamily("jobs_scheduler_leader", "1 for the scheduler node holding the leader lock.",
-                                     labels=["node"])
-    if leader:
-        leader_gauge.add_metric([leader["node"]], 1)
-    yield leader_gauge
-    if last_tick is not None:
-        yield GaugeMetricFamily("jobs_scheduler_last_tick_timestamp_seconds",
-                                "When the scheduler leader last finished a housekeeping pass (Unix time).",
-                                value=float(last_tick))

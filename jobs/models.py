@@ -6,12 +6,13 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
 
 from . import schedules
+from .publishing import DEFAULT_PRIORITY, MAX_PRIORITY, task_id_for
 
 
 class JobKind(models.TextChoices):
@@ -54,10 +55,26 @@ class RunStatus(models.TextChoices):
 
 
 TERMINAL_STATUSES = frozenset(
-    {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.SKIPPED, RunStatus.CANCELLED}
+    {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST, RunStatus.SKIPPED,
+     RunStatus.CANCELLED}
 )
 ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRYING})
-# Where a run ends when it did not succeed (a lost run that is not retried stays lost).
+# The run state machine (README, "Runs and their states"): each status and the statuses a run may
+# reach it from. queued -> queued is a publish again; running -> queued a lost attempt run again.
+MOVES = {
+    RunStatus.QUEUED: frozenset({RunStatus.PENDING, RunStatus.RETRYING, RunStatus.QUEUED, RunStatus.RUNNING}),
+    RunStatus.RUNNING: frozenset({RunStatus.QUEUED}),
+    RunStatus.RETRYING: frozenset({RunStatus.RUNNING}),
+    RunStatus.SUCCEEDED: frozenset({RunStatus.RUNNING}),
+    RunStatus.FAILED: frozenset({RunStatus.RUNNING, RunStatus.PENDING, RunStatus.QUEUED}),
+    RunStatus.TIMED_OUT: frozenset({RunStatus.RUNNING}),
+    RunStatus.LOST: frozenset({RunStatus.RUNNING}),
+    RunStatus.SKIPPED: frozenset({RunStatus.PENDING, RunStatus.QUEUED}),
+    RunStatus.CANCELLED: ACTIVE_STATUSES,
+}
+# The ends whose duration the pages chart (a run that was skipped, cancelled or lost has none worth it).
+TIMED_END_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT)
+# Where a run ends when it did not succeed.
 UNSUCCESSFUL_END_STATUSES = [RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST, RunStatus.SKIPPED,
                              RunStatus.CANCELLED]
 
@@ -78,8 +95,24 @@ class AttemptOutcome(models.TextChoices):
     CANCELLED = "cancelled"
 
 
+class CountField(models.PositiveIntegerField):
+    """A whole number whose form field states the field's own minimum (its MinValueValidator), so a
+    form says "at least 1" once, rather than "at least 0" for -5 and then "at least 1" for 0."""
+
+    def formfield(self, **kwargs):
+        minimum = max((v.limit_value for v in self.validators if isinstance(v, MinValueValidator)), default=0)
+        return super().formfield(**{"min_value": minimum, **kwargs})
+
+    def deconstruct(self):
+        # The same column as PositiveIntegerField: migrations see no change (and SQLite no table rebuild).
+        name, _, args, kwargs = super().deconstruct()
+        return name, "django.db.models.PositiveIntegerField", args, kwargs
+
+
 def _positive(name):
     return Q(**{f"{name}__gt": 0})
+
+
 
 
 class Job(models.Model):
@@ -95,16 +128,23 @@ class Job(models.Model):
 
     kind = models.CharField(max_length=16, choices=JobKind.choices)
     target = models.TextField(help_text="The registered function's name, the shell command, or the URL.")
-    args = models.JSONField(default=list, blank=True)
-    kwargs = models.JSONField(default=dict, blank=True)
+    args = models.JSONField(verbose_name="arguments", default=list, blank=True)
+    kwargs = models.JSONField(verbose_name="keyword arguments", default=dict, blank=True)
     environment = models.JSONField(
         default=dict, blank=True, help_text="Environment variables for a command job."
     )
-    http_method = models.CharField(max_length=8, default="GET", blank=True)
-    http_headers = models.JSONField(default=dict, blank=True)
-    http_body = models.TextField(blank=True)
+    http_method = models.CharField(verbose_name="HTTP method", max_length=8, default="GET", blank=True)
+    http_headers = models.JSONField(verbose_name="HTTP headers", default=dict, blank=True)
+    http_body = models.TextField(verbose_name="HTTP body", blank=True)
     http_ok_statuses = models.JSONField(
-        default=list, blank=True, help_text="Accepted status codes; empty means any 2xx."
+        verbose_name="accepted HTTP statuses", default=list, blank=True, help_text="Accepted status codes; empty means any 2xx."
+    )
+    # {name: Fernet token}: written through jobs.secrets.seal, never shown (jobs.secrets).
+    secret_environment = models.JSONField(
+        default=dict, blank=True, help_text="Environment variables for a command job whose values are secret."
+    )
+    secret_http_headers = models.JSONField(
+        verbose_name="secret HTTP headers", default=dict, blank=True, help_text="HTTP headers whose values are secret (tokens)."
     )
 
     schedule_type = models.CharField(max_length=16, choices=ScheduleType.choices, default=ScheduleType.MANUAL)
@@ -112,38 +152,38 @@ class Job(models.Model):
     interval = models.ForeignKey(IntervalSchedule, null=True, blank=True, on_delete=models.PROTECT)
     clocked = models.ForeignKey(ClockedSchedule, null=True, blank=True, on_delete=models.PROTECT)
     catchup_policy = models.CharField(
-        max_length=8, choices=CatchupPolicy.choices, default=CatchupPolicy.LATEST
+        verbose_name="catch-up policy", max_length=8, choices=CatchupPolicy.choices, default=CatchupPolicy.LATEST
     )
-    catchup_max = models.PositiveIntegerField(
-        default=10, help_text="With the 'all' policy, the most missed slots run after downtime."
+    catchup_max = CountField(
+        verbose_name="catch-up at most (slots)", default=10, help_text="With the 'all' policy, the most missed slots run after downtime."
     )
 
     overlap_policy = models.CharField(
         max_length=8, choices=OverlapPolicy.choices, default=OverlapPolicy.ALLOW,
         help_text="What happens when a slot comes due while an earlier run is still queued or running.",
     )
-    start_deadline_seconds = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)],
+    start_deadline_seconds = CountField(
+        verbose_name="start deadline (s)", null=True, blank=True, validators=[MinValueValidator(1)],
         help_text="A scheduled run that cannot start within this many seconds of its slot is skipped as missed.",
     )
-    jitter_seconds = models.PositiveIntegerField(
-        default=0, help_text="Start each scheduled run up to this many seconds after its slot, at random.",
+    jitter_seconds = CountField(
+        verbose_name="jitter (s)", default=0, help_text="Start each scheduled run up to this many seconds after its slot, at random.",
     )
 
     # Limits of a command job's process group (rlimits, applied by the worker with prlimit).
-    memory_limit_mb = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(8)],
+    memory_limit_mb = CountField(
+        verbose_name="memory limit (MB)", null=True, blank=True, validators=[MinValueValidator(8)],
         help_text="Command jobs: the most address space (virtual memory) each process may use, in MB.",
     )
-    cpu_limit_seconds = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)],
+    cpu_limit_seconds = CountField(
+        verbose_name="CPU time limit (s)", null=True, blank=True, validators=[MinValueValidator(1)],
         help_text="Command jobs: the most CPU time each process may use, in seconds.",
     )
-    max_open_files = models.PositiveIntegerField(
+    max_open_files = CountField(
         null=True, blank=True, validators=[MinValueValidator(8)],
         help_text="Command jobs: the most files each process may hold open.",
     )
-    max_processes = models.PositiveIntegerField(
+    max_processes = CountField(
         null=True, blank=True, validators=[MinValueValidator(1)],
         help_text="Command jobs: the most processes the command's user may have at once "
                   "(enforced when commands run as an unprivileged user, see JOBS_COMMAND_USER).",
@@ -154,30 +194,43 @@ class Job(models.Model):
 
     enabled = models.BooleanField(default=True)
     queue = models.CharField(max_length=100, blank=True, default="")
-    max_retries = models.PositiveIntegerField(default=0, validators=[MaxValueValidator(100)])
-    retry_backoff_seconds = models.FloatField(default=10, validators=[MinValueValidator(0)])
-    retry_backoff_max_seconds = models.FloatField(default=600, validators=[MinValueValidator(0)])
-    retry_jitter = models.BooleanField(default=True)
-    timeout_seconds = models.PositiveIntegerField(default=3600, validators=[MinValueValidator(1)])
-    sla_seconds = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
-    retention_days = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)],
+    priority = models.PositiveSmallIntegerField(
+        default=DEFAULT_PRIORITY, validators=[MaxValueValidator(MAX_PRIORITY)],
+        help_text="0-9, 9 the most urgent: of the runs waiting in a queue, a worker takes the most urgent first.",
+    )
+    max_retries = CountField(
+        default=0, validators=[MaxValueValidator(100)],
+        help_text="More attempts after the first when the job itself fails or times out.",
+    )
+    max_lost_attempts = CountField(
+        verbose_name="lost attempts run again", null=True, blank=True, validators=[MaxValueValidator(100)],
+        help_text="Attempts lost to the infrastructure (a worker died or was cut off) that are run again at "
+                  "once, apart from max_retries; empty means JOBS_MAX_LOST_ATTEMPTS.",
+    )
+    retry_backoff_seconds = models.FloatField(verbose_name="retry backoff (s)", default=10, validators=[MinValueValidator(0)])
+    retry_backoff_max_seconds = models.FloatField(verbose_name="longest retry backoff (s)", default=600, validators=[MinValueValidator(0)])
+    retry_jitter = models.BooleanField(verbose_name="jitter on retries", default=True)
+    timeout_seconds = CountField(verbose_name="timeout (s)", default=3600, validators=[MinValueValidator(1)])
+    sla_seconds = CountField(verbose_name="SLA (s)", null=True, blank=True, validators=[MinValueValidator(1)])
+    retention_days = CountField(
+        verbose_name="keep runs for (days)", null=True, blank=True, validators=[MinValueValidator(1)],
         help_text="Delete finished runs older than this many days; empty means JOBS_RETENTION_DAYS.",
     )
-    retention_min_runs = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)],
+    retention_min_runs = CountField(
+        verbose_name="keep at least (runs)", null=True, blank=True, validators=[MinValueValidator(1)],
         help_text="Always keep at least this many of the newest runs; empty means JOBS_RETENTION_MIN_RUNS.",
     )
 
-    next_run_at = models.DateTimeField(null=True, blank=True, editable=False)
+    next_run_at = models.DateTimeField(verbose_name="next run", null=True, blank=True, editable=False)
     last_run = models.ForeignKey(
         "JobRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(verbose_name="created", auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name="updated", auto_now=True)
 
     class Meta:
         ordering = ["name"]
+        permissions = [("run_command_jobs", "Can create, change, run and cancel command jobs")]
         constraints = [
             models.CheckConstraint(condition=Q(kind__in=JobKind.values), name="job_kind_valid"),
             models.CheckConstraint(
@@ -190,6 +243,7 @@ class Job(models.Model):
                 ),
             ),
             models.CheckConstraint(condition=_positive("timeout_seconds"), name="job_timeout_positive"),
+            models.CheckConstraint(condition=Q(priority__gte=0, priority__lte=MAX_PRIORITY), name="job_priority_range"),
             models.CheckConstraint(
                 condition=Q(sla_seconds__isnull=True) | _positive("sla_seconds"), name="job_sla_positive"
             ),
@@ -216,7 +270,7 @@ class Job(models.Model):
                 name="job_due_idx",
                 condition=Q(enabled=True, next_run_at__isnull=False),
             ),
-            # The start-deadline sweep (runs.skip_past_deadline), every second on the leader, starts
+            # The start-deadline sweep (lifecycle.skip_past_deadline), every second on the leader, starts
             # from the few jobs that have a deadline rather than from every waiting run.
             models.Index(
                 fields=["start_deadline_seconds"],
@@ -235,6 +289,10 @@ class Job(models.Model):
     @property
     def max_attempts(self):
         return self.max_retries + 1
+
+    @property
+    def lost_attempts_allowed(self):
+        return settings.JOBS_MAX_LOST_ATTEMPTS if self.max_lost_attempts is None else self.max_lost_attempts
 
     @property
     def effective_retention(self):
@@ -349,6 +407,8 @@ class JobRun(models.Model):
     scheduled_for = models.DateTimeField()
     attempt = models.PositiveIntegerField(default=1)
     max_attempts = models.PositiveIntegerField(default=1)
+    # Attempts lost to the infrastructure: they spend the job's lost budget, not max_attempts.
+    lost_attempts = models.PositiveIntegerField(default=0)
     triggered_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
         db_index=False,
@@ -358,11 +418,11 @@ class JobRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
-    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField("next attempt", null=True, blank=True)
     publish_count = models.PositiveIntegerField(default=0)
     worker = models.CharField(max_length=255, blank=True)
     output = models.TextField(blank=True)
-    output_bytes = models.BigIntegerField(default=0, help_text="Bytes the job wrote, kept or not.")
+    output_bytes = models.BigIntegerField("output size (bytes)", default=0, help_text="Bytes the job wrote, kept or not.")
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     reason = models.CharField(max_length=255, blank=True, help_text="Why a run was skipped or cancelled.")
@@ -389,11 +449,12 @@ class JobRun(models.Model):
             # latest failures (JobRun.objects.order_by("-created_at", "-id")[:50]), which otherwise
             # sort the whole table (bench/pages.py).
             models.Index(fields=["-created_at", "-id"], name="run_recent_idx"),
-            # A user's runs of one such status: the runs page's count for a non-staff user,
-            # JobRun.objects.filter(job__in=visible_jobs(user), status=...).count(), which through
-            # run_unsuccessful_idx reads every run of that status (bench/pages.py); and
-            # job.runs.filter(status=...).order_by("-created_at") on the job page.
-            models.Index(fields=["job", "status", "-created_at"], name="run_job_unsuccessful_idx",
+            # A job's runs of such statuses, newest first in the pages' order (created_at, then id): a
+            # user's runs page ?status=..., the overview's failures (keyset.first, job by job) and the
+            # job page. With the id in it, a status's runs come in order and, for a set of statuses,
+            # from the index alone (an index-only scan); without it each job's runs of the status were
+            # read from the table and sorted (bench/pages.py: 193-521 ms at 10,000,000 runs, 2-19 ms with it).
+            models.Index(fields=["job", "status", "-created_at", "-id"], name="run_job_unsuccessful_idx",
                          condition=Q(status__in=UNSUCCESSFUL_END_STATUSES)),
             # Deleting a user sets triggered_by to NULL on their runs; only manual runs have one.
             models.Index(fields=["triggered_by"], name="run_triggered_by_idx", condition=Q(triggered_by__isnull=False)),
@@ -431,20 +492,29 @@ class JobRun(models.Model):
         """Move this run to ``to`` if it is still in one of ``frm`` (and at this attempt).
 
         The conditional UPDATE makes two processes unable to both move the same run; returns
-        whether this one did.
+        whether this one did. Only the moves of the state machine (``MOVES``) are possible.
         """
-        updated = JobRun.objects.filter(pk=self.pk, status__in=list(frm), attempt=self.attempt).update(
-            status=to, **fields
-        )
+        if not set(frm) <= MOVES[to]:
+            raise ValueError(f"a run cannot go from {', '.join(sorted(set(frm) - MOVES[to]))} to {to}")
+        if to in TERMINAL_STATUSES:
+            # The run ends: its end is recorded for the figures (RunEnd) in the same transaction.
+            with transaction.atomic():
+                updated = self._move(to, frm, fields)
+                if updated:
+                    RunEnd.record(self, to, fields.get("finished_at") or timezone.now())
+        else:
+            updated = self._move(to, frm, fields)
         if updated:
             self.status = to
             for name, value in fields.items():
                 setattr(self, name, value)
         return bool(updated)
 
+    def _move(self, to, frm, fields):
+        return JobRun.objects.filter(pk=self.pk, status__in=list(frm), attempt=self.attempt).update(
+            status=to, **fields
+        )
 
-def task_id_for(run_id, attempt):
-    return f"run-{run_id}-{attempt}"
 
 
 class JobAttempt(models.Model):
@@ -478,6 +548,77 @@ class JobAttempt(models.Model):
         return f"attempt {self.number} of run {self.run_id}"
 
 
+class RunEnd(models.Model):
+    """A run that ended and is not counted yet: one row, written in the same transaction as the end
+    (``JobRun.transition``, ``lifecycle.postgres.succeed``, a run born skipped), and folded into the
+    hourly counts and recent durations below by the scheduler leader (``lifecycle.rollup.fold``).
+
+    The cheapest write the worker's success can make: on PostgreSQL the table has no index at all,
+    not even its primary key (migration 0010), and no foreign key to check, so an end is one heap
+    tuple, and two workers ending runs of the same job never wait for each other. Nothing looks a
+    row up: the fold takes them in the order they lie in the table."""
+
+    run_id = models.BigIntegerField(primary_key=True)  # a run ends once: it never leaves a terminal status
+    job_id = models.BigIntegerField()
+    status = models.CharField(max_length=16)
+    ended_at = models.DateTimeField()
+    seconds = models.FloatField(null=True)  # how long it ran, for the ends in TIMED_END_STATUSES
+
+    @classmethod
+    def record(cls, run, status, ended_at):
+        timed = status in TIMED_END_STATUSES and run.started_at is not None and ended_at is not None
+        cls.objects.create(run_id=run.pk, job_id=run.job_id, status=status, ended_at=ended_at,
+                           seconds=(ended_at - run.started_at).total_seconds() if timed else None)
+
+
+class EndCounts(models.Model):
+    """How many runs ended in one hour, by how they ended, and how long the timed ones ran."""
+
+    hour = models.DateTimeField()
+    succeeded = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    timed_out = models.PositiveIntegerField(default=0)
+    lost = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    cancelled = models.PositiveIntegerField(default=0)
+    timed = models.PositiveIntegerField(default=0)
+    seconds = models.FloatField(default=0)
+
+    COUNTERS = ("succeeded", "failed", "timed_out", "lost", "skipped", "cancelled", "timed", "seconds")
+
+    class Meta:
+        abstract = True
+
+
+class JobHourCounts(EndCounts):
+    """The ends of one job's runs in one hour: a job's success rate, a user's overview."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="+", db_index=False)
+
+    class Meta:
+        constraints = [
+            # Also the index of every read: a job's (or a user's jobs') hours since a moment.
+            models.UniqueConstraint(fields=["job", "hour"], name="job_hour_counts_one_per_hour"),
+        ]
+
+
+class HourCounts(EndCounts):
+    """The ends of every job's runs in one hour: the overview of a user who sees every job."""
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["hour"], name="hour_counts_one_per_hour")]
+
+
+class RecentRuns(models.Model):
+    """The last runs of a job that ended with a duration (``TIMED_END_STATUSES``), oldest first, as
+    [run id, ended at (epoch seconds), seconds, status]: the sparkline and the duration chart."""
+
+    KEPT = 100
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    points = models.JSONField(default=list)
+
+
 class DeliveryCounter(models.Model):
     """Counts of events that leave no row of their own, such as dropped duplicate deliveries."""
 
@@ -504,3 +645,47 @@ def backoff_delay(job, attempt, rand):
         # "Equal jitter": half fixed, half random, so gaps still grow with each attempt.
         delay = delay / 2 + rand() * delay / 2
     return timedelta(seconds=delay)
+
+
+class Lease(models.Model):
+    """A named lease that one process holds at a time: the scheduler's leadership, the retention pass.
+
+    Taken, renewed and released with conditional updates timed by the database clock (jobs/leases.py).
+    Every taking raises ``epoch``, and work done under the lease checks its epoch in its own
+    transaction, so a holder that another process replaced can never commit.
+    """
+
+    name = models.CharField(max_length=200, primary_key=True)
+    holder = models.CharField(max_length=255, blank=True)
+    epoch = models.BigIntegerField(default=0)
+    acquired_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField()
+    # When the scheduler leader last finished a housekeeping pass (the metrics' last tick).
+    last_tick_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(epoch__gte=0), name="lease_epoch_not_negative")]
+
+    def __str__(self):
+        return f"{self.name} (epoch {self.epoch}, {self.holder or 'free'})"
+
+
+class SchedulerOutage(models.Model):
+    """A spell in which no scheduler ticked for ``JOBS_SCHEDULER_STALE_SECONDS``, noticed by the
+    workers' watchdog (jobs/worker/watchdog.py), which opens one row per outage (its alert) and
+    closes it when a scheduler ticks again (its recovery notice). Times are the database's."""
+
+    # The leader's last tick before the outage (None: no scheduler had ever ticked).
+    last_tick_at = models.DateTimeField(null=True, blank=True)
+    noticed_at = models.DateTimeField()
+    noticed_by = models.CharField(max_length=255, blank=True)
+    recovered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-noticed_at", "-id"]
+        indexes = [models.Index(fields=["noticed_at"], name="outage_open_idx",
+                                condition=Q(recovered_at__isnull=True))]
+
+    def __str__(self):
+        state = f"recovered {self.recovered_at:%Y-%m-%d %H:%M:%S}" if self.recovered_at else "open"
+        return f"scheduler outage noticed {self.noticed_at:%Y-%m-%d %H:%M:%S} ({state})"

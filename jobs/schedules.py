@@ -11,6 +11,7 @@ turned into an instant with ``fold=0``. That fixes the two DST cases (documented
 Slots are strictly increasing instants, so no wall-clock slot can fire twice.
 """
 
+import functools
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -74,6 +75,7 @@ def next_interval_slot(every_seconds, anchor, after):
     return anchor + timedelta(seconds=periods * every_seconds)
 
 
+@functools.lru_cache(maxsize=4096)  # cron_descriptor reads its translations anew on every call
 def describe_cron(expression):
     try:
         from cron_descriptor import get_description

@@ -12,7 +12,7 @@ class ChannelAdmin(admin.ModelAdmin):
     search_fields = ["name"]
     actions = ["send_test"]
 
-    @admin.action(description="Send a test notification")
+    @admin.action(description="Send a test notification", permissions=["change"])
     def send_test(self, request, queryset):
         for channel in queryset:
             sent, text = send_test_notification(channel)

@@ -4,3 +4,27 @@ from django.apps import AppConfig
 class NotificationsConfig(AppConfig):
     name = "notifications"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from jobs import metrics
+        from jobs.lifecycle import events
+        from jobs.scheduling import duties
+        from jobs.worker import watchdog
+
+        from . import as_code, outbox, sending, watch
+        from . import metrics as notification_metrics
+
+        events.subscribe(
+            "notifications", outbox.on_run_event,
+            events={"attempt_failed", "succeeded", "failed", "timed_out", "lost", "skipped", events.SLOT_MISSED},
+            # A success is news only to a rule that takes successes or recoveries.
+            wants_sql={"succeeded": outbox.rule_wants_sql(["succeeded", "recovered"])},
+        )
+        events.subscribe("notifications.scheduler", outbox.on_scheduler_event,
+                         events={events.SCHEDULER_DOWN, events.SCHEDULER_RECOVERED})
+        duties.register("notifications.watch", watch.check, every="monitor")
+        duties.register("notifications.send_due", sending.send_due, every="monitor")
+        # While no scheduler runs its monitor, the workers' watchdog sends what waits for a retry.
+        watchdog.register("notifications.send_due", sending.send_due)
+        metrics.register("notifications", notification_metrics.deliveries_by_status)
+        as_code.register_sections()  # channels: and rules: in jobs-as-code files

@@ -1,12 +1,13 @@
 """Channels (where alerts go), rules (which run events go to which channel) and deliveries (one
 row per message to send: an outbox, written in the same transaction as the run event)."""
 
-from urllib.parse import urlparse
-
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+
+import outbound
 
 
 class ChannelKind(models.TextChoices):
@@ -19,17 +20,22 @@ class Event(models.TextChoices):
     FAILED = "failed", "Run failed (final)"
     ATTEMPT_FAILED = "attempt_failed", "Attempt failed (will retry)"
     TIMED_OUT = "timed_out", "Run timed out"
+    LOST = "lost", "Run lost (its workers kept dying)"
     SLA_OVERRUN = "sla_overrun", "Still running past its SLA"
     FINISHED_LATE = "finished_late", "Finished after overrunning its SLA"
     MISSED = "missed", "Scheduled run missed"
     RECOVERED = "recovered", "Recovered after a failure"
     SUCCEEDED = "succeeded", "Run succeeded"
+    SCHEDULER_DOWN = "scheduler_down", "Scheduler down (no scheduler ticks), and its recovery"
+    SCHEDULER_RECOVERED = "scheduler_recovered", "Scheduler recovered"
     DIGEST = "digest", "Digest of many notifications"
     TEST = "test", "Test notification"
 
 
-# What a rule can subscribe to; digests and tests are made by the system, not by rules.
-RULE_EVENTS = [(value, label) for value, label in Event.choices if value not in ("digest", "test")]
+# What a rule can subscribe to; digests and tests are made by the system, not by rules, and a
+# scheduler's recovery goes to the channels told that it was down.
+RULE_EVENTS = [(value, label) for value, label in Event.choices
+               if value not in ("digest", "test", "scheduler_recovered")]
 
 
 class DeliveryStatus(models.TextChoices):
@@ -43,7 +49,7 @@ class DeliveryStatus(models.TextChoices):
 
 
 class Channel(models.Model):
-    name = models.CharField(max_length=200)
+    name = models.CharField(max_length=200, unique=True)  # a file names channels (notifications.as_code)
     kind = models.CharField(max_length=16, choices=ChannelKind.choices)
     config = models.JSONField(
         default=dict, blank=True,
@@ -76,8 +82,12 @@ class Channel(models.Model):
                 raise ValidationError({"config": 'An email channel needs {"recipients": ["someone@example.com"]}.'})
         elif self.kind in (ChannelKind.SLACK, ChannelKind.WEBHOOK):
             url = config.get("url")
-            if not isinstance(url, str) or urlparse(url).scheme not in ("http", "https") or not urlparse(url).netloc:
+            if not isinstance(url, str):
                 raise ValidationError({"config": 'This channel needs {"url": "https://..."}.'})
+            try:
+                outbound.check_url(url, outbound.parse_networks(settings.JOBS_HTTP_ALLOWED_NETWORKS))
+            except outbound.Refused as exc:
+                raise ValidationError({"config": f"url: {exc}"}) from None
             if "secret" in config and not isinstance(config["secret"], str):
                 raise ValidationError({"config": "The webhook secret must be a string."})
 

@@ -22,16 +22,31 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from jobs.models import JobRun, RunStatus
+
+from .models import Channel, Delivery, DeliveryStatus, Rule
+from .queueing import enqueue, enqueue_pending
+
 logger = logging.getLogger(__name__)
 
 INCIDENT_EVENTS = ("failed", "timed_out")
 ERROR_EXCERPT_CHARS = 2000
 
 
+def on_run_event(event, run=None, job=None, **details):
+    """Subscribed to the runs' events (jobs.lifecycle.events), in the transaction of the change."""
+    if event == "slot_missed":
+        return record_slot_missed(job, details["slot"], details["reason"])
+    if event == "skipped":
+        # Skipped by its start deadline or the catch-up policy: a missed slot; an overlap skip is not news.
+        return record_event(run, "missed") if run.reason.startswith("missed") else 0
+    return record_event(run, event, **details)
+
+
 def record_event(run, event, **details):
     """Record that ``event`` happened to ``run``, inside the caller's transaction.
 
-    Events: failed, attempt_failed, timed_out, succeeded (from jobs.runs), sla_overrun,
+    Events: failed, attempt_failed, timed_out, succeeded (from jobs.lifecycle), sla_overrun,
     finished_late, missed (from notifications.watch). Returns the number of deliveries planned.
     """
     try:
@@ -44,7 +59,6 @@ def record_event(run, event, **details):
 
 
 def _record(run, event, details, now):
-    from .models import Delivery, DeliveryStatus
 
     events = [event]
     previous = _previous_outcome(run) if event in (*INCIDENT_EVENTS, "succeeded") else None
@@ -78,9 +92,7 @@ def _record(run, event, details, now):
 def record_slot_missed(job, slot, reason):
     """A ``missed`` event for a slot of ``job`` that has no run at all (found by the slot report):
     the deliveries name the slot instead of a run, once per slot and channel."""
-    from jobs.models import JobRun, RunStatus
 
-    from .models import Delivery, DeliveryStatus
 
     try:
         with transaction.atomic():
@@ -107,12 +119,54 @@ def record_slot_missed(job, slot, reason):
         return 0
 
 
-# Whether an enabled rule of an enabled channel takes one of the events %(events)s (a text[]) of
-# the job aliased ``j``: ``Rule.matches`` and ``_channels_for`` in SQL (keep them in step), so the
-# worker can record a run nobody is to hear about in one statement (jobs.hotpath).
-RULE_WANTS_EVENTS_SQL = """EXISTS (
+def on_scheduler_event(event, outage=None, **details):
+    """Subscribed to ``scheduler_down`` and ``scheduler_recovered`` (the workers' watchdog, in the
+    transaction that opens or closes the outage). The alert goes to every enabled rule that takes
+    ``scheduler_down``, whatever its scope (every job waits for the scheduler); the recovery to the
+    channels that were told of that outage. One delivery per outage, event and channel."""
+    try:
+        with transaction.atomic():
+            now = timezone.now()
+            if event == "scheduler_down":
+                rules = Rule.objects.filter(enabled=True, channel__enabled=True).select_related("channel")
+                channels = {r.channel_id: r.channel for r in rules if "scheduler_down" in (r.events or [])}
+                channels = list(channels.values())
+            else:
+                told = Delivery.objects.filter(event="scheduler_down", dedup_key__startswith=f"scheduler_down:{outage.pk}:")
+                channels = list(Channel.objects.filter(pk__in=told.values("channel_id")))
+            payload = scheduler_payload(event, outage)
+            rows = [Delivery(event=event, channel=channel, created_at=now, next_attempt_at=now, queued_at=now,
+                             dedup_key=f"{event}:{outage.pk}:{channel.pk}", payload=payload,
+                             status=DeliveryStatus.PENDING) for channel in channels]
+            Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+            keys = [row.dedup_key for row in rows]
+            if keys:
+                transaction.on_commit(lambda: enqueue_pending(keys))
+            return len(rows)
+    except Exception:
+        logger.exception("could not record the %s event of outage %s", event, getattr(outage, "pk", None))
+        return 0
+
+
+def scheduler_payload(event, outage):
+    return {
+        "event": event,
+        "job": {"id": None, "name": "(scheduler)"},
+        "run": {"id": None},
+        "scheduler": {"last_tick_at": _iso(outage.last_tick_at), "noticed_at": _iso(outage.noticed_at),
+                      "noticed_by": outage.noticed_by, "recovered_at": _iso(outage.recovered_at)},
+        "details": {},
+    }
+
+
+def rule_wants_sql(events):
+    """SQL over the job ``j``: whether an enabled rule of an enabled channel takes one of ``events``
+    for it; ``Rule.matches`` and ``_channels_for`` in SQL (keep them in step: a parity test does),
+    so the worker can record a run nobody is to hear about in one statement (jobs.lifecycle.postgres)."""
+    names = ", ".join("'" + event.replace("'", "''") + "'" for event in events)
+    return f"""EXISTS (
     SELECT 1 FROM notifications_rule ru JOIN notifications_channel ch ON ch.id = ru.channel_id
-    WHERE ru.enabled AND ch.enabled AND ru.events ?| %(events)s::text[]
+    WHERE ru.enabled AND ch.enabled AND ru.events ?| ARRAY[{names}]::text[]
       AND (ru.scope = 'all' OR (ru.scope = 'tag' AND j.tags ? ru.tag) OR (ru.scope = 'job' AND ru.job_id = j.id)))"""
 
 
@@ -125,7 +179,6 @@ def dedup_key(event, run, channel):
 def _previous_outcome(run):
     """The status of the job's last finished run created before this one (skipped and cancelled
     runs say nothing about the job's health), or None."""
-    from jobs.models import JobRun, RunStatus
 
     outcomes = [RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT]
     # Ordered by created_at, not finished_at, so the job's history index (run_job_recent_idx)
@@ -135,7 +188,6 @@ def _previous_outcome(run):
 
 
 def _channels_for(run, event):
-    from .models import Channel, Delivery, Rule
 
     if event == "finished_late":
         # The follow-up goes to whoever heard about the overrun.
@@ -155,7 +207,6 @@ def _minute(now):
 
 
 def _over_threshold(channel, now):
-    from .models import Delivery, DeliveryStatus
 
     sent_alone = Delivery.objects.filter(channel=channel, created_at__gte=_minute(now)).exclude(
         status__in=[DeliveryStatus.FOLDED, DeliveryStatus.SUPPRESSED]).exclude(event="digest")
@@ -164,7 +215,6 @@ def _over_threshold(channel, now):
 
 def _fold(row, now):
     """Attach ``row`` to its channel's digest of this minute, creating the digest if needed."""
-    from .models import Delivery, DeliveryStatus
 
     minute = _minute(now)
     send_at = minute + timedelta(minutes=1)
@@ -178,24 +228,6 @@ def _fold(row, now):
     row.status = DeliveryStatus.FOLDED
     row.digest = digest
     row.next_attempt_at = row.queued_at = None
-
-
-def enqueue_pending(keys):
-    from .models import Delivery, DeliveryStatus
-
-    due = Delivery.objects.filter(dedup_key__in=keys, status=DeliveryStatus.PENDING)
-    for pk in due.values_list("pk", flat=True):
-        enqueue(pk)
-
-
-def enqueue(delivery_id, eta=None):
-    from .tasks import send_delivery
-
-    try:
-        send_delivery.apply_async(args=[delivery_id], queue=settings.JOBS_DEFAULT_QUEUE, eta=eta)
-    except Exception:
-        # The row stays pending; sending.send_due publishes it again.
-        logger.exception("could not publish delivery %s; send_due will retry", delivery_id)
 
 
 def payload_for(run, event, details):

@@ -39,6 +39,8 @@ def headline(payload):
         return f"{job}: attempt {run.get('attempt')} of {run.get('max_attempts')} failed, will retry"
     if event == "timed_out":
         return f"{job} timed out"
+    if event == "lost":
+        return f"{job} was lost: its worker stopped {run.get('attempt')} time(s) in a row"
     if event == "sla_overrun":
         return f"{job} is still running after {seconds_text(details.get('elapsed_seconds'))}, expected {sla}"
     if event == "finished_late":
@@ -49,9 +51,20 @@ def headline(payload):
         return f"{job} recovered: it succeeded again"
     if event == "succeeded":
         return f"{job} succeeded"
+    if event in ("scheduler_down", "scheduler_recovered"):
+        return scheduler_headline(event, payload.get("scheduler") or {})
     if event == "test":
         return "Test notification from the job scheduler"
     return f"{job}: {event}"
+
+
+def scheduler_headline(event, scheduler):
+    last = scheduler.get("last_tick_at")
+    if event == "scheduler_down":
+        since = f"since {last}" if last else "ever"
+        return (f"Scheduler down: no scheduler has ticked {since} (noticed at {scheduler.get('noticed_at')}); "
+                "scheduled jobs are not starting")
+    return f"Scheduler recovered at {scheduler.get('recovered_at')}: a scheduler ticks again"
 
 
 def folded_payloads(digest):
@@ -70,6 +83,7 @@ def context_for(delivery):
         "error": (run.get("error") or "")[:500],
         "run_url": run_url(run["id"]) if run.get("id") else "",
         "site_url": settings.SITE_URL,
+        "scheduler": payload.get("scheduler"),
     }
     if delivery.event == "digest":
         payloads = folded_payloads(delivery)

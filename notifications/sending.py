@@ -8,7 +8,8 @@ from datetime import timedelta
 from django.db.models import F, Q
 from django.utils import timezone
 
-from .models import Delivery, DeliveryStatus
+from .models import Channel, Delivery, DeliveryStatus
+from .queueing import enqueue
 from .transports import TransportError, get_transport
 
 logger = logging.getLogger(__name__)
@@ -78,8 +79,6 @@ def send_due(now=None, limit=500):
     """Publish a send task for each delivery whose time has come (a retry after backoff, a digest at
     the end of its minute, a task the broker lost, a sender that died). Never sends inline, so a
     slow endpoint cannot hold up the caller (the scheduler tick). Returns how many were published."""
-    from .outbox import enqueue
-
     now = now or timezone.now()
     Delivery.objects.filter(status=DeliveryStatus.SENDING, next_attempt_at__lte=now).update(
         status=DeliveryStatus.PENDING, queued_at=None, last_error="the sender stopped answering; sending again")
@@ -111,8 +110,6 @@ def test_delivery(channel):
 
 def send_test_notification(channel):
     """Send a test message to ``channel`` now; (sent, a sentence saying what happened)."""
-    from .models import Channel
-
     try:
         get_transport(channel.kind).send(channel, test_delivery(channel))
     except TransportError as exc:

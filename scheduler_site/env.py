@@ -21,6 +21,19 @@ def env_str(name, default=""):
     return _raw(name, default)
 
 
+def checkout_secret(var_dir, filename):
+    """A secret that ``scripts/quickstart.sh`` made for this checkout and kept in ``var/``, or "" when
+    there is none: the default of its variable, so ``manage.py`` works in any shell of the quick
+    start's checkout. A deployment sets the variables (which win) and has no such file; a file that
+    other users may read is refused rather than trusted."""
+    path = var_dir / filename
+    if not path.is_file():
+        return ""
+    if path.stat().st_mode & 0o077:
+        raise ImproperlyConfigured(f"{path} may be read by other users: chmod 600 it, or set the variable instead")
+    return path.read_text().strip()
+
+
 def env_bool(name, default=False):
     value = _raw(name, None)
     if value is None:
@@ -65,12 +78,42 @@ def env_list(name, default=()):
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
-def env_url(name, default, schemes):
-    value = _raw(name, default)
-    scheme = value.split("://", 1)[0] if "://" in value else ""
-    if scheme not in schemes:
-        raise ImproperlyConfigured(
-            f"{name} must be a URL starting with one of {', '.join(s + '://' for s in schemes)}, "
-            f"got {value!r}"
-        )
-    return value
+def env_networks(name, default=()):
+    """A comma-separated list of addresses or CIDR networks, checked (kept as the strings)."""
+    import outbound
+
+    entries = env_list(name, default)
+    try:
+        outbound.parse_networks(entries)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}: {exc}") from None
+    return entries
+
+
+def env_queues(name, default_queue):
+    """Queues and who may use them: "jobs,reports:analysts|finance" is {"jobs": None (everyone),
+    "reports": ["analysts", "finance"]}. The default queue must be one of them."""
+    queues = {}
+    for item in env_list(name, [default_queue]):
+        queue, _, groups = item.partition(":")
+        names = [g.strip() for g in groups.split("|") if g.strip()]
+        if not queue.strip() or (groups and not names):
+            raise ImproperlyConfigured(f"{name}: {item!r} is not 'queue' or 'queue:group|group'")
+        queues[queue.strip()] = names or None
+    if default_queue not in queues:
+        raise ImproperlyConfigured(f"{name} must name the default queue {default_queue!r} (JOBS_DEFAULT_QUEUE)")
+    return queues
+
+
+def env_fernet_keys(name, default=""):
+    """A comma-separated list of Fernet keys (the first encrypts), each checked."""
+    from cryptography.fernet import Fernet
+
+    keys = env_list(name, [key.strip() for key in default.split(",") if key.strip()])
+    for position, key in enumerate(keys, 1):
+        try:
+            Fernet(key)
+        except (ValueError, TypeError):
+            raise ImproperlyConfigured(f"{name}: key {position} is not a Fernet key (32 url-safe base64-encoded "
+                                       "bytes; `manage.py secrets new-key` makes one)") from None
+    return keys

@@ -5,20 +5,48 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from .env import env_bool, env_float, env_int, env_list, env_str, env_url
+from . import broker
+from .env import (
+    checkout_secret,
+    env_bool,
+    env_fernet_keys,
+    env_float,
+    env_int,
+    env_list,
+    env_networks,
+    env_queues,
+    env_str,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env_str("SECRET_KEY", "")
+# Unset, the secrets come from the files the quick start made in var/ (checkout_secret), if any.
+SECRET_KEY = env_str("SECRET_KEY", checkout_secret(VAR_DIR, "secret_key"))
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set (or DEBUG=true for a local trial)")
+        raise ImproperlyConfigured("SECRET_KEY must be set (or DEBUG=true for a local trial; "
+                                   "scripts/quickstart.sh keeps one in var/secret_key)")
     SECRET_KEY = "insecure-local-only-key"
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
-CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [SITE_URL] if SITE_URL.startswith("https://") else [])
+
+# --- HTTPS. On by default with DEBUG off: cookies only over HTTPS, HSTS, redirect to https://.
+# The quick start on http://127.0.0.1 sets HTTPS=false. Behind a proxy that ends TLS, name the
+# header it sets (SECURE_PROXY_SSL_HEADER=HTTP_X_FORWARDED_PROTO) so Django knows a request was HTTPS.
+HTTPS = env_bool("HTTPS", not DEBUG)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", HTTPS)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if HTTPS else 0, 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+_ssl_header = env_str("SECURE_PROXY_SSL_HEADER", "")
+SECURE_PROXY_SSL_HEADER = (_ssl_header, "https") if _ssl_header else None
+# Addresses of the reverse proxies in front of the service: from them, the client is read from
+# X-Forwarded-For (its last address that is not a trusted proxy). Empty: REMOTE_ADDR is the client.
+TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES", [])
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -84,9 +112,18 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     _db["CONN_MAX_AGE"] = 0
+    # The tests' database is a file beside it (as PostgreSQL's is test_<name>), not SQLite's
+    # in-memory default: the locking of a file in WAL mode is what the service runs on.
+    _path = Path(_db["NAME"])
+    _db["TEST"] = {"NAME": str(_path.with_name(f"test_{_path.name}"))}
 elif _db["ENGINE"] == "django.db.backends.postgresql":
     _db["CONN_HEALTH_CHECKS"] = True
-    _db.setdefault("OPTIONS", {})["connect_timeout"] = 5
+    # A database out of reach (its host cut off) fails a statement within seconds instead of the
+    # minutes of TCP's retransmissions: keepalives for idle connections, tcp_user_timeout for
+    # data sent and not acknowledged.
+    _db.setdefault("OPTIONS", {}).update(
+        connect_timeout=5, keepalives=1, keepalives_idle=5, keepalives_interval=2, keepalives_count=3,
+        tcp_user_timeout=env_int("DATABASE_TCP_TIMEOUT_MS", 10000, 0))
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -127,6 +164,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # The browsable API without DRF's HTML form (scheduler_site/browsable.py).
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer", "scheduler_site.browsable.Renderer"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
@@ -152,8 +191,23 @@ JOBS_MAX_TIMEOUT_SECONDS = env_int("JOBS_MAX_TIMEOUT_SECONDS", 6 * 3600, 1)
 JOBS_DEFAULT_QUEUE = env_str("JOBS_DEFAULT_QUEUE", "jobs")
 JOBS_OUTPUT_MAX_BYTES = env_int("JOBS_OUTPUT_MAX_BYTES", 64 * 1024, 1024)
 JOBS_KILL_GRACE_SECONDS = env_float("JOBS_KILL_GRACE_SECONDS", 5.0, 0)
-JOBS_HEARTBEAT_SECONDS = env_float("JOBS_HEARTBEAT_SECONDS", 5.0, 0.1)
-JOBS_LOST_AFTER_HEARTBEATS = env_int("JOBS_LOST_AFTER_HEARTBEATS", 3, 2)
+JOBS_HEARTBEAT_SECONDS = env_float("JOBS_HEARTBEAT_SECONDS", 2.0, 0.1)
+JOBS_LOST_AFTER_HEARTBEATS = env_int("JOBS_LOST_AFTER_HEARTBEATS", 4, 2)
+# An attempt lost to the infrastructure is run again at once, up to this many times per run (a job may
+# set its own max_lost_attempts); it does not spend the job's max_retries.
+JOBS_MAX_LOST_ATTEMPTS = env_int("JOBS_MAX_LOST_ATTEMPTS", 3, 0)
+# A worker that could not heartbeat for this long, and cannot reach the broker either, stops its
+# attempts itself (jobs.worker.heartbeats): before the leader declares them lost and runs them elsewhere.
+JOBS_FENCE_AFTER_SECONDS = env_float(
+    "JOBS_FENCE_AFTER_SECONDS", JOBS_HEARTBEAT_SECONDS * (JOBS_LOST_AFTER_HEARTBEATS - 1), 0.1)
+if JOBS_FENCE_AFTER_SECONDS >= JOBS_HEARTBEAT_SECONDS * JOBS_LOST_AFTER_HEARTBEATS:
+    raise ImproperlyConfigured(
+        f"JOBS_FENCE_AFTER_SECONDS ({JOBS_FENCE_AFTER_SECONDS:g}) must be shorter than the time after which an "
+        f"attempt is lost (JOBS_HEARTBEAT_SECONDS x JOBS_LOST_AFTER_HEARTBEATS = "
+        f"{JOBS_HEARTBEAT_SECONDS * JOBS_LOST_AFTER_HEARTBEATS:g} s): a cut-off worker must stop first")
+# A worker that cannot reach the database to claim a run or record its outcome tries again each
+# second for this long (a database restart), rather than failing the task.
+JOBS_DATABASE_OUTAGE_SECONDS = env_float("JOBS_DATABASE_OUTAGE_SECONDS", 300.0, 0)
 JOBS_REPUBLISH_AFTER_SECONDS = env_float("JOBS_REPUBLISH_AFTER_SECONDS", 120.0, 1)
 JOBS_MAX_WAIT_SECONDS = env_float("JOBS_MAX_WAIT_SECONDS", 24 * 3600.0, 1)
 JOBS_MONITOR_SECONDS = env_float("JOBS_MONITOR_SECONDS", 5.0, 0.1)
@@ -163,18 +217,32 @@ JOBS_MISFIRE_GRACE_SECONDS = env_float("JOBS_MISFIRE_GRACE_SECONDS", 60.0, 0)
 JOBS_LEADER_TTL_SECONDS = env_float("JOBS_LEADER_TTL_SECONDS", 5.0, 1)
 JOBS_LEADER_KEY = env_str("JOBS_LEADER_KEY", "scheduler:leader")
 JOBS_NODE_NAME = env_str("JOBS_NODE_NAME", "")
+# The workers' watchdog (jobs.worker.watchdog) alerts "scheduler_down" when no scheduler has ticked
+# for this long, and "scheduler_recovered" when one ticks again.
+JOBS_SCHEDULER_STALE_SECONDS = env_float("JOBS_SCHEDULER_STALE_SECONDS", 120.0, 1)
 JOBS_COMMANDS_ENABLED = env_bool("JOBS_COMMANDS_ENABLED", True)
+# The queues jobs may use, each for everyone or for some groups: "jobs,reports:analysts|finance".
+JOBS_QUEUES = env_queues("JOBS_QUEUES", JOBS_DEFAULT_QUEUE)
+# Outbound HTTP (http jobs, Slack, webhooks) reaches public addresses only, and these networks.
+JOBS_HTTP_ALLOWED_NETWORKS = env_networks("JOBS_HTTP_ALLOWED_NETWORKS", [])
+JOBS_HTTP_MAX_RESPONSE_BYTES = env_int("JOBS_HTTP_MAX_RESPONSE_BYTES", 10 * 1024 * 1024, 1024)
+# Fernet keys for jobs' secret values; the first encrypts, all decrypt (jobs.secrets).
+JOBS_SECRETS_KEYS = env_fernet_keys("JOBS_SECRETS_KEYS", checkout_secret(VAR_DIR, "secrets_key"))
 # Operator tools: backfill and slot accounting are bounded; commands drop root (see command_kind).
 JOBS_BACKFILL_MAX_SLOTS = env_int("JOBS_BACKFILL_MAX_SLOTS", 1000, 1)
 JOBS_SLOT_REPORT_MAX_SLOTS = env_int("JOBS_SLOT_REPORT_MAX_SLOTS", 1000, 1)
 JOBS_SLOT_CHECK_SECONDS = env_int("JOBS_SLOT_CHECK_SECONDS", 600, 0)  # 0: no periodic check
 JOBS_COMMAND_USER = env_str("JOBS_COMMAND_USER", "nobody")
 JOBS_COMMANDS_AS_ROOT = env_bool("JOBS_COMMANDS_AS_ROOT", False)
+# Workers are not dumpable (prctl): a command running as the worker's user cannot read its
+# /proc/<pid>/environ or memory. Off only to attach a debugger or profiler as that user.
+JOBS_WORKER_UNDUMPABLE = env_bool("JOBS_WORKER_UNDUMPABLE", True)
 # The service's own secrets stay out of a command's environment (a job passes what it needs in
 # its own `environment`).
 JOBS_COMMAND_ENV_EXCLUDE = env_list("JOBS_COMMAND_ENV_EXCLUDE", (
     "SECRET_KEY", "DATABASE_URL", "TEST_DATABASE_URL", "REDIS_URL", "TEST_REDIS_URL", "EMAIL_HOST_PASSWORD",
     "METRICS_TOKEN", "FLOWER_BASIC_AUTH", "ADMIN_PASSWORD", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND",
+    "JOBS_SECRETS_KEYS",
 ))
 JOBS_CALLABLE_MODULES = env_list("JOBS_CALLABLE_MODULES", ["jobs.builtin"])
 # History: finished runs older than JOBS_RETENTION_DAYS are deleted, keeping at least the newest
@@ -185,19 +253,33 @@ JOBS_RETENTION_DAYS = env_int("JOBS_RETENTION_DAYS", 30, 1)
 JOBS_RETENTION_MIN_RUNS = env_int("JOBS_RETENTION_MIN_RUNS", 100, 1)
 JOBS_RETENTION_BATCH = env_int("JOBS_RETENTION_BATCH", 2000, 1)
 JOBS_RETENTION_INTERVAL_SECONDS = env_float("JOBS_RETENTION_INTERVAL_SECONDS", 3600.0, 0)
+# The pages' figures: ends of runs the scheduler leader folds per statement (at most 10 a tick).
+JOBS_ROLLUP_BATCH = env_int("JOBS_ROLLUP_BATCH", 5000, 1)
 # Also store a django-celery-results row per run attempt (the run and attempt rows already hold it all).
 JOBS_TASK_RESULTS = env_bool("JOBS_TASK_RESULTS", False)
 # The worker's claim and outcome statements are prepared on the server; turn this off behind a
 # connection pooler in transaction mode (PgBouncer before 1.21), which cannot keep them.
 JOBS_PREPARED_STATEMENTS = env_bool("JOBS_PREPARED_STATEMENTS", True)
-METRICS_TOKEN = env_str("METRICS_TOKEN", "")
-METRICS_ALLOWED_IPS = env_list("METRICS_ALLOWED_IPS", ["127.0.0.1", "::1"])
+# /metrics needs "Authorization: Bearer <METRICS_TOKEN>"; METRICS_ALLOWED_IPS (empty by default)
+# lets those addresses scrape without it (e.g. 127.0.0.1 for a Prometheus on the same host).
+METRICS_TOKEN = env_str("METRICS_TOKEN", checkout_secret(VAR_DIR, "metrics_token"))
+METRICS_ALLOWED_IPS = env_list("METRICS_ALLOWED_IPS", [])
 NOTIFY_DIGEST_THRESHOLD = env_int("NOTIFY_DIGEST_THRESHOLD", 20, 1)
 NOTIFY_HTTP_TIMEOUT_SECONDS = env_float("NOTIFY_HTTP_TIMEOUT_SECONDS", 5.0, 0.1)
 
 # --- Celery: settings for at-least-once delivery
-REDIS_URL = env_url("REDIS_URL", "redis://127.0.0.1:6379/0", ("redis", "rediss"))
-CELERY_BROKER_URL = REDIS_URL
+# One variable chooses the broker (scheduler_site/broker.py); REDIS_URL is the broker when it is unset.
+_broker_variable = "CELERY_BROKER_URL" if env_str("CELERY_BROKER_URL", "") else "REDIS_URL"
+CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", JOBS_MAX_TIMEOUT_SECONDS + 3600, 1)
+CELERY_BROKER_URL = env_str(_broker_variable, "redis://127.0.0.1:6379/0")
+BROKER_KIND = broker.kind_of(CELERY_BROKER_URL, _broker_variable)
+globals().update(broker.celery_settings(
+    CELERY_BROKER_URL, variable=_broker_variable,
+    master_name=env_str("CELERY_SENTINEL_MASTER_NAME", ""), visibility_timeout=CELERY_VISIBILITY_TIMEOUT,
+    max_timeout=JOBS_MAX_TIMEOUT_SECONDS, kill_grace=JOBS_KILL_GRACE_SECONDS,
+    # RabbitMQ: classic queues with x-max-priority (priorities honoured, one node) instead of quorum queues.
+    priority_queues=env_bool("JOBS_RABBITMQ_PRIORITY_QUEUES", False),
+))  # CELERY_BROKER_TRANSPORT_OPTIONS, and the queue types on RabbitMQ
 CELERY_RESULT_BACKEND = "django-db"
 CELERY_RESULT_EXTENDED = True
 CELERY_CACHE_BACKEND = "django-cache"
@@ -216,26 +298,11 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 # Celery's Django fixup closes every database connection before and after each task unless this is
-# set: a new connection (~3 ms here) per run. The task_prerun handler in jobs.signals already drops
+# set: a new connection (~3 ms here) per run. The task_prerun handler in jobs.worker.signals already drops
 # connections past CONN_MAX_AGE or broken by a database restart; this reopens one every 1,000 tasks.
 CELERY_DB_REUSE_MAX = 1000
 CELERY_RESULT_EXPIRES = env_int("CELERY_RESULT_EXPIRES_SECONDS", 7 * 24 * 3600, 60)
-CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", JOBS_MAX_TIMEOUT_SECONDS + 3600, 1)
-if CELERY_VISIBILITY_TIMEOUT <= JOBS_MAX_TIMEOUT_SECONDS + JOBS_KILL_GRACE_SECONDS:
-    # A message still unacked when the visibility timeout expires is delivered again while the
-    # first delivery is still running: the timeout must outlast the longest allowed run.
-    raise ImproperlyConfigured(
-        f"CELERY_VISIBILITY_TIMEOUT ({CELERY_VISIBILITY_TIMEOUT}s) must be longer than "
-        f"JOBS_MAX_TIMEOUT_SECONDS ({JOBS_MAX_TIMEOUT_SECONDS}s) plus the kill grace"
-    )
-CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
-    "socket_timeout": 10,
-    "socket_connect_timeout": 5,
-    "health_check_interval": 10,
-    "retry_on_timeout": True,
-}
-CELERY_BEAT_SCHEDULER = "jobs.scheduler:JobScheduler"
+CELERY_BEAT_SCHEDULER = "jobs.scheduling.scheduler:JobScheduler"
 CELERY_BEAT_MAX_LOOP_INTERVAL = 5
 # Ordinary periodic tasks, installed as django-celery-beat PeriodicTasks and sent by the leader only.
 CELERY_BEAT_SCHEDULE = {}

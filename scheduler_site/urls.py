@@ -1,19 +1,38 @@
 from django.contrib import admin
+from django.contrib.auth.views import redirect_to_login
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import IsAuthenticated
 
 from jobs.views_metrics import metrics_view
 
+from .api_root import ApiRoot
+
+_swagger = SpectacularSwaggerView.as_view(url_name="api-schema", permission_classes=[IsAuthenticated])
+
+
+def api_docs(request, *args, **kwargs):
+    """A page for people: a browser with no session (and no token) gets the login page, then comes
+    back here, rather than a bare 401."""
+    if not request.user.is_authenticated and "HTTP_AUTHORIZATION" not in request.META:
+        return redirect_to_login(request.get_full_path())
+    return _swagger(request, *args, **kwargs)
+
+
 # Swagger UI's files come from drf-spectacular-sidecar and are served locally: no CDN.
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema", permission_classes=[IsAuthenticated]),
-         name="api-docs"),
+    path("api/docs/", api_docs, name="api-docs"),
+    path("api/", ApiRoot.as_view(), name="api-root"),
     path("api/", include("jobs.api.urls")),
     path("api/", include("workflows.api.urls")),
+    path("api/", include("notifications.api.urls")),
     path("metrics", metrics_view, name="metrics"),
+    path("favicon.ico", RedirectView.as_view(url=static("pages/favicon.svg"), permanent=True), name="favicon"),
     path("", include("jobs.pages.urls")),
     path("", include("workflows.pages.urls")),
+    path("", include("notifications.pages.urls")),
 ]

@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
 # Set up and start the whole service on the embedded defaults: web (http://127.0.0.1:8000/admin/),
 # a worker, beat (the scheduler) and Flower (http://127.0.0.1:5555), with SQLite and the local Redis.
-# Ctrl-C stops all four.
+# Ctrl-C stops all four. With --no-start it sets up (the same steps) and stops before starting them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p var
-python3 -m venv .venv
+[ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
 bash scripts/services.sh
 
-# Secrets: taken from the environment, or made once for this checkout and kept in var/ (not in git).
+# Secrets: taken from the environment, or made once for this checkout and kept in var/ (not in git),
+# where the settings find them when the variable is unset: manage.py works in any shell here.
 [ -s var/secret_key ] || .venv/bin/python -c "import secrets; print(secrets.token_urlsafe(50))" > var/secret_key
 [ -s var/admin_password ] || .venv/bin/python -c "import secrets; print(secrets.token_urlsafe(12))" > var/admin_password
-chmod 600 var/secret_key var/admin_password
+[ -s var/secrets_key ] || .venv/bin/python -c "from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())" > var/secrets_key
+[ -s var/metrics_token ] || .venv/bin/python -c "import secrets; print(secrets.token_urlsafe(24))" > var/metrics_token
+chmod 600 var/secret_key var/admin_password var/secrets_key var/metrics_token
 export SECRET_KEY="${SECRET_KEY:-$(cat var/secret_key)}"
+export JOBS_SECRETS_KEYS="${JOBS_SECRETS_KEYS:-$(cat var/secrets_key)}"
+export METRICS_TOKEN="${METRICS_TOKEN:-$(cat var/metrics_token)}"
+# Plain http on 127.0.0.1: no HTTPS-only cookies, HSTS or redirect (on by default with DEBUG off).
+export HTTPS="${HTTPS:-false}"
 export ADMIN_USER="${ADMIN_USER:-admin}"
 export ADMIN_PASSWORD="${ADMIN_PASSWORD:-$(cat var/admin_password)}"
 export FLOWER_BASIC_AUTH="${FLOWER_BASIC_AUTH:-$ADMIN_USER:$ADMIN_PASSWORD}"
@@ -30,6 +37,11 @@ if created:
     user.set_password(os.environ['ADMIN_PASSWORD']); user.save()
 " >/dev/null
 
+if [ "${1:-}" = "--no-start" ]; then
+  echo "Set up; admin user: $ADMIN_USER, password: $ADMIN_PASSWORD. scripts/quickstart.sh starts the processes."
+  exit 0
+fi
+
 cat <<TXT
 
   Job scheduler is starting.
@@ -37,6 +49,7 @@ cat <<TXT
     pages:  http://127.0.0.1:8000/
     API:    http://127.0.0.1:8000/api/  (docs: /api/docs/)
     Flower: http://127.0.0.1:5555/         (same user and password)
+    /metrics: Authorization: Bearer $METRICS_TOKEN
   Ctrl-C stops web, worker, beat and Flower.
 
 TXT

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Start PostgreSQL and Redis when they are installed here but not running.
+# Start PostgreSQL, Redis and RabbitMQ when they are installed here but not running (the tests start
+# private brokers of their own; the service's RabbitMQ is for CELERY_BROKER_URL=amqp://...).
 set -u
 if command -v pg_lsclusters >/dev/null 2>&1; then
   if ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
@@ -13,6 +14,10 @@ if command -v redis-server >/dev/null 2>&1; then
     echo "starting Redis"
     redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no || true
   fi
+fi
+if [ -x /usr/sbin/rabbitmq-server ] && ! (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; then
+  echo "starting RabbitMQ"
+  (service rabbitmq-server start >/dev/null 2>&1 || /usr/sbin/rabbitmq-server -detached >/dev/null 2>&1) || true
 fi
 for _ in $(seq 1 30); do
   redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break

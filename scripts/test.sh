@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Install what the tests need, start PostgreSQL and Redis if they are down, and run the suite.
-# Extra arguments go to pytest (e.g. scripts/test.sh tests/test_schedules.py -x).
+# Install what the tests need, start PostgreSQL, Redis and RabbitMQ if they are down, and run the suite
+# on PostgreSQL and again on SQLite (the quick start's database) for the tests that start no processes
+# (see tests/conftest.py; TEST_SQLITE=false leaves that pass out). With no arguments the whole suite runs
+# as three passes side by side (the chaos tests, the others, SQLite; TEST_SHARDS=false: one after the
+# other). Arguments go to pytest in both passes, one after the other (scripts/test.sh tests/test_schedules.py -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
@@ -11,12 +14,66 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
     || echo "could not install chromium: the browser test will be skipped"
 fi
+# The broker tests start private RabbitMQ nodes (tests/brokers.py); Redis Sentinel is redis-server's.
+if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server >/dev/null) \
+    || echo "could not install rabbitmq-server: the RabbitMQ tests will fail"
+fi
 export SECRET_KEY="${SECRET_KEY:-test-only-secret-key}"
+# The test client speaks plain http (production defaults to HTTPS-only cookies and redirects).
+export HTTPS="${HTTPS:-false}"
+# A key for jobs' secret values (tests/security checks none of it reaches a response).
+export JOBS_SECRETS_KEYS="${JOBS_SECRETS_KEYS:-rc9yqrHp1zCixaJGqeRSHhYPxhaxSEdjWhg9DqEL-Xw=}"
 export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/scheduler}"
 export REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379/15}"
+# The suite's default broker is that Redis database; tests of other brokers start their own.
+unset CELERY_BROKER_URL CELERY_SENTINEL_MASTER_NAME
 export JOBS_CALLABLE_MODULES="jobs.builtin,tests.jobfuncs"
 export JOBS_HEARTBEAT_SECONDS=1
 export PYTHONPATH="$PWD"
 mkdir -p staticfiles
 .venv/bin/ruff check .
-exec .venv/bin/python -m pytest "$@"
+.venv/bin/lint-imports --no-cache
+
+# One pass of pytest: pass NAME DATABASE_URL REDIS_DB PORT_BASE [pytest args]. Each pass has its own
+# database, Redis database and ports, so passes can run side by side.
+run_pass() {
+  local name=$1 database=$2 redis_db=$3 ports=$4; shift 4
+  echo "== $name ($database)"
+  DATABASE_URL="$database" REDIS_URL="${REDIS_URL%/*}/$redis_db" TEST_PORT_BASE="$ports" \
+    .venv/bin/python -m pytest "$@"
+}
+postgres="${DATABASE_URL%/*}"
+sqlite_dir="$(mktemp -d)"
+trap 'rm -rf "$sqlite_dir"' EXIT
+sqlite="sqlite:///$sqlite_dir/scheduler.sqlite3"
+redis_db="${REDIS_URL##*/}"
+status=0
+if [ $# -gt 0 ] || [ "${TEST_SHARDS:-true}" = false ]; then
+  # The tests asked for, one pass after the other.
+  run_pass "the suite on PostgreSQL" "$DATABASE_URL" "$redis_db" 6390 "$@" || status=$?
+  if [ "${TEST_SQLITE:-true}" != false ]; then
+    # Exit status 5: every test asked for starts processes, so none ran on SQLite.
+    run_pass "the tests that start no processes, on SQLite" "$sqlite" "$redis_db" 6390 "$@" || {
+      code=$?; [ "$code" = 5 ] || status=$code; }
+  fi
+  exit "$status"
+fi
+# The whole suite in three passes side by side (most of the chaos tests' time is waiting for processes),
+# each printed when it ends.
+logs="$(mktemp -d)"
+run_pass "the chaos tests on PostgreSQL" "$postgres/scheduler_chaos" 14 6600 tests/chaos >"$logs/chaos" 2>&1 &
+chaos=$!
+run_pass "the other tests on PostgreSQL" "$DATABASE_URL" "$redis_db" 6390 --ignore=tests/chaos >"$logs/main" 2>&1 &
+main=$!
+if [ "${TEST_SQLITE:-true}" != false ]; then
+  run_pass "the tests that start no processes, on SQLite" "$sqlite" 13 6800 >"$logs/sqlite" 2>&1 &
+  sqlite_pass=$!
+fi
+for pass in main chaos ${sqlite_pass:+sqlite}; do
+  pid_var=$pass; [ "$pass" = sqlite ] && pid_var=sqlite_pass
+  wait "${!pid_var}" || status=$?
+  cat "$logs/$pass"
+done
+rm -rf "$logs"
+exit "$status"

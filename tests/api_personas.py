@@ -1,5 +1,5 @@
 """People and a job for the API tests: the job's owner, a teammate in the job's group, an outsider
-in another group, and a staff member."""
+in another group, a staff member, and a runner (in the job's group and in "Command job runners")."""
 
 from dataclasses import dataclass
 
@@ -8,6 +8,7 @@ from rest_framework.test import APIClient
 
 from jobs.definitions import save_job
 from jobs.models import Job
+from jobs.permissions import COMMAND_RUNNERS_GROUP
 
 
 @dataclass
@@ -18,6 +19,7 @@ class Personas:
     staff: User
     team: Group
     job: Job
+    runner: User = None
 
     def client(self, user):
         client = APIClient()
@@ -36,4 +38,6 @@ def make_personas():
     outsider.groups.add(others)
     job = save_job(Job(name="nightly-report", kind="callable", target="builtin.echo", owner=owner, group=team,
                        tags=["reports"]), {"type": "cron", "cron": "0 3 * * *", "timezone": "Europe/Berlin"})
-    return Personas(owner, teammate, outsider, staff, team, job)
+    runner = User.objects.create_user("runner")
+    runner.groups.add(team, Group.objects.get(name=COMMAND_RUNNERS_GROUP))
+    return Personas(owner, teammate, outsider, staff, team, job, runner)

@@ -1,5 +1,11 @@
 """Fixtures that start real Celery workers and beat processes against the test database and a
-Redis database of their own, and kill them (by process group) when the test ends."""
+Redis database of their own, and kill them (by process group) when the test ends.
+
+The suite runs twice (scripts/test.sh): on PostgreSQL, and on SQLite for the tests that start no
+processes. On SQLite the tests that start processes (workers, beat, a browser, private servers:
+their fixtures below, and tests/chaos) are left out, with those marked ``postgres`` (they need
+something only PostgreSQL has; the marker says what).
+"""
 
 import contextlib
 import os
@@ -13,6 +19,8 @@ import pytest
 import redis
 from django.conf import settings
 from django.db import connection
+
+from .brokers import broker, pytest_generate_tests, rabbit_node  # noqa: F401 - the broker fixtures and their parametrisation
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -28,6 +36,16 @@ PROCESS_ENV = {
     # No retention task on the queues unless a test asks for it (some tests count messages).
     "JOBS_RETENTION_INTERVAL_SECONDS": "0",
 }
+
+
+def require(ready, reason):
+    """Skip a test whose prerequisite is missing; under CI=true fail it instead, so that a missing
+    browser, root or PostgreSQL binary can never pass quietly as a skip."""
+    if ready:
+        return
+    if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
+        pytest.fail(f"prerequisite missing (CI=true fails rather than skips): {reason}")
+    pytest.skip(reason)
 
 
 def wait_for(predicate, timeout=30.0, interval=0.2, message="condition"):
@@ -48,32 +66,39 @@ def database_url():
 
 
 class Processes:
-    def __init__(self, log_dir):
+    def __init__(self, log_dir, broker_env=None):
         self.log_dir = log_dir
+        self.broker_env = broker_env or {"CELERY_BROKER_URL": settings.CELERY_BROKER_URL}
         self.started = []
 
     def env(self, **overrides):
+        """The environment of a process: the fast timings, the test's database and Redis, then
+        ``overrides`` (a value of None removes the variable, so the service's default applies)."""
         env = dict(os.environ)
         env.update(PROCESS_ENV)
-        env.update(DATABASE_URL=database_url(), REDIS_URL=settings.REDIS_URL, PYTHONPATH=str(REPO))
-        env.update({k: str(v) for k, v in overrides.items()})
+        env.update(DATABASE_URL=database_url(), PYTHONPATH=str(REPO), **self.broker_env)
+        env.update({k: str(v) for k, v in overrides.items() if v is not None})
+        for name in [k for k, v in overrides.items() if v is None]:
+            env.pop(name, None)
         return env
 
-    def start(self, name, argv, **env):
+    def start(self, name, argv, popen=None, **env):
+        """``popen``: more Popen arguments (user, group...)."""
         log_path = self.log_dir / f"{name}-{len(self.started)}.log"
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(argv, cwd=REPO, env=self.env(**env), stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+                                    start_new_session=True, **(popen or {}))
         proc.log_path = log_path
         self.started.append(proc)
         return proc
 
-    def worker(self, concurrency=2, queues=None, name=None, pool="prefork", **env):
+    def worker(self, concurrency=2, queues=None, name=None, pool="prefork", python=sys.executable, popen=None,
+               **env):
         name = name or f"w{len(self.started)}"
-        argv = [sys.executable, "-m", "celery", "-A", "scheduler_site", "worker", "-l", "INFO",
+        argv = [python, "-m", "celery", "-A", "scheduler_site", "worker", "-l", "INFO",
                 "-c", str(concurrency), "-P", pool, "-n", f"{name}@%h",
                 "-Q", queues or settings.JOBS_DEFAULT_QUEUE, "--without-gossip", "--without-mingle"]
-        return self.start(f"worker-{name}", argv, **env)
+        return self.start(f"worker-{name}", argv, popen=popen, **env)
 
     def beat(self, name=None, **env):
         name = name or f"beat{len(self.started)}"
@@ -106,9 +131,29 @@ class Processes:
         return "\n".join(out)
 
 
+# Fixtures that start processes: a SQLite test database lives in the test's own memory.
+PROCESS_FIXTURES = {"processes", "live_server", "browser_page", "web", "broker"}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "postgres(why): needs PostgreSQL; left out of the SQLite pass")
+
+
+def pytest_collection_modifyitems(config, items):
+    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+        return
+    kept, left_out = [], []
+    for item in items:
+        starts_processes = PROCESS_FIXTURES & set(item.fixturenames) or "chaos" in item.path.parts
+        (left_out if starts_processes or item.get_closest_marker("postgres") else kept).append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept
+
+
 @pytest.fixture
 def redis_client():
-    client = redis.Redis.from_url(settings.REDIS_URL)
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     client.flushdb()
     yield client
     client.flushdb()
@@ -145,3 +190,42 @@ def ledger(tmp_path):
             return [r for r in rows if prefix is None or r[0] == prefix]
 
     return Ledger()
+
+
+@pytest.fixture
+def local_http_allowed(settings, monkeypatch):
+    """Outbound HTTP may reach this machine's loopback (where the tests' HTTP servers listen): in
+    this process and in the processes the test starts. Without it such requests are refused."""
+    networks = ["127.0.0.0/8", "::1/128"]
+    settings.JOBS_HTTP_ALLOWED_NETWORKS = networks
+    monkeypatch.setenv("JOBS_HTTP_ALLOWED_NETWORKS", ",".join(networks))
+    return networks
+
+
+@pytest.fixture(scope="session")
+def jobsctl_script(tmp_path_factory):
+    from .cli_support import install_cli
+
+    return install_cli(tmp_path_factory.mktemp("jobsctl-install"))
+
+
+@pytest.fixture(scope="module")
+def web(django_db_setup, django_db_blocker, tmp_path_factory):
+    """A gunicorn web process on the test database (the tests' data comes with transactional_db)."""
+    from .cli_support import Web
+
+    server = Web(tmp_path_factory.mktemp("web"))
+    try:
+        server.wait_until_up()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def jobsctl(jobsctl_script, web, transactional_db, tmp_path):
+    from .cli_support import Cli
+
+    home = tmp_path / "home"
+    home.mkdir()
+    return Cli(jobsctl_script, web.url, home)

@@ -59,3 +59,31 @@ def barrier(path, tag, parties=2, timeout=30.0, context=None):
         time.sleep(0.005)
     _append(path, f"end {context.idempotency_key} {time.time()}")
     return {"tag": tag}
+
+
+@job_function("test.chatty")
+def chatty(lines, every=0.5, context=None):
+    """Prints ``lines`` numbered lines, one each ``every`` seconds: output that grows while it runs."""
+    for number in range(1, int(lines) + 1):
+        print(f"chatty line {number}")
+        time.sleep(float(every))
+    return {"lines": lines}
+
+
+@job_function("test.sleepy")
+def sleepy(path, seconds, ignore_soft_limit=False, context=None):
+    """Sleeps ``seconds``; at Celery's soft time limit it stops, or carries on when told to ignore it
+    (only the hard limit can end it then)."""
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    _append(path, f"start {context.idempotency_key} {time.time()}")
+    deadline = time.monotonic() + float(seconds)
+    while time.monotonic() < deadline:
+        try:
+            time.sleep(0.05)
+        except SoftTimeLimitExceeded:
+            _append(path, f"soft-limit {context.idempotency_key} {time.time()}")
+            if not ignore_soft_limit:
+                raise
+    _append(path, f"end {context.idempotency_key} {time.time()}")
+    return {"slept": seconds}

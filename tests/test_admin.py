@@ -27,7 +27,7 @@ def form_data(**overrides):
         "schedule_type": "cron", "cron": "30 2 * * 1-5", "timezone": "Europe/Berlin",
         "every_seconds": "", "run_at": "", "catchup_policy": "latest", "catchup_max": "10", "enabled": "on",
         "overlap_policy": "allow", "start_deadline_seconds": "", "jitter_seconds": "0",
-        "queue": "", "max_retries": "2", "retry_backoff_seconds": "10", "retry_backoff_max_seconds": "600",
+        "queue": "", "priority": "5", "max_retries": "2", "retry_backoff_seconds": "10", "retry_backoff_max_seconds": "600",
         "retry_jitter": "on", "timeout_seconds": "3600", "sla_seconds": "",
     }
     data.update(overrides)
@@ -270,3 +270,31 @@ def test_it_lists_thirty_jobs_and_runs_with_a_bounded_number_of_queries(
     with django_assert_max_num_queries(10):
         page = admin_client.get(RUNS_URL).content.decode()
     assert page.count("run-status-") >= 30
+
+
+def test_a_job_added_in_the_admin_is_owned_by_its_creator_by_default(admin_client, admin_user):
+    page = admin_client.get(ADD_URL)
+    assert page.context["adminform"].form["owner"].value() == admin_user.pk
+    assert f'<option value="{admin_user.pk}" selected>{admin_user.username}</option>' in page.text
+
+    admin_client.post(ADD_URL, form_data(owner=str(admin_user.pk)))
+    assert Job.objects.get(name="nightly-report").owner == admin_user
+
+
+def test_the_add_form_labels_read_as_words(admin_client):
+    labels = [field.label for field in admin_client.get(ADD_URL).context["adminform"].form]
+    for label in ("CPU time limit (s)", "SLA (s)", "Timeout (s)", "Memory limit (MB)", "HTTP method",
+                  "Keyword arguments", "Every (s)", "Catch-up policy"):
+        assert label in labels
+    assert not [label for label in labels if label.startswith(("Cpu", "Sla", "Http", "Kwargs"))]
+
+
+@pytest.mark.parametrize(("field", "rule"), [("timeout_seconds", 1), ("sla_seconds", 1), ("memory_limit_mb", 8),
+                                             ("start_deadline_seconds", 1), ("every_seconds", 1)])
+def test_each_number_field_states_one_rule_whatever_the_wrong_value(admin_client, field, rule):
+    extra = {"schedule_type": "interval", "every_seconds": "60"} if field != "every_seconds" else {
+        "schedule_type": "interval"}
+    for wrong in ("-5", "0", str(rule - 1)):
+        response = admin_client.post(ADD_URL, form_data(**{**extra, field: wrong}))
+        assert response.context["adminform"].form.errors[field] == [
+            f"Ensure this value is greater than or equal to {rule}."], wrong

@@ -19,6 +19,7 @@ from schemathesis.checks import not_a_server_error
 
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun
+from notifications.models import Channel, Rule
 from scheduler_site.wsgi import application
 from workflows.definitions import parse_graph, save_workflow
 from workflows.models import Workflow, WorkflowRun
@@ -60,7 +61,11 @@ def test_it_never_answers_a_staff_request_with_a_server_error(in_test_transactio
     workflow = save_workflow(Workflow(name="schema-workflow"), {"type": "manual"},
                              parse_graph(["schema-job"], [], {"schema-job": job}))
     workflow_run = WorkflowRun.objects.create(workflow=workflow, trigger="manual", scheduled_for=job.created_at)
-    ids = {"/api/runs/": run.pk, "/api/workflows/": workflow.pk, "/api/workflow-runs/": workflow_run.pk}
+    # A closed local port: a channel's test call fails at once, and nothing leaves the machine.
+    channel = Channel.objects.create(name="schema-channel", kind="webhook", config={"url": "http://127.0.0.1:9/"})
+    rule = Rule.objects.create(channel=channel, events=["failed"], scope="job", job=job)
+    ids = {"/api/runs/": run.pk, "/api/workflows/": workflow.pk, "/api/workflow-runs/": workflow_run.pk,
+           "/api/channels/": channel.pk, "/api/rules/": rule.pk}
     schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application, headers=staff_headers)
     failures = []
     for result in schema.get_all_operations():

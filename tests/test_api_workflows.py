@@ -4,7 +4,7 @@ run (202), the run with its steps, re-run from the failed steps, cancel, and pau
 import pytest
 from rest_framework.test import APIClient
 
-from jobs import runs
+from jobs import lifecycle
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun
 from workflows.models import Workflow, WorkflowRun
@@ -121,8 +121,8 @@ def test_rerun_answers_409_unless_the_run_failed_and_202_when_it_did(people):
     wf_run = client.post(f"/api/workflows/{wf_id}/run/").json()
     assert client.post(f"/api/workflow-runs/{wf_run['id']}/rerun/").status_code == 409
     run = JobRun.objects.get(pk=wf_run["steps"][0]["run"])
-    runs.claim(run.pk, 1, "w", 1)
-    runs.record_failure(run.pk, 1, "boom")
+    lifecycle.claim(run.pk, 1, "w", 1)
+    lifecycle.record_failure(run.pk, 1, "boom")
     detail = client.get(f"/api/workflow-runs/{wf_run['id']}/").json()
     assert detail["status"] == "failed"
     assert [s["status"] for s in detail["steps"]] == ["failed", "skipped", "skipped"]
@@ -159,7 +159,7 @@ def test_a_job_used_by_a_workflow_cannot_be_deleted(people):
     job = Job.objects.get(name="load")
     response = people.client(people.owner).delete(f"/api/jobs/{job.pk}/")
     assert response.status_code == 409
-    assert response.json()["detail"] == "The job is used by the workflow(s) etl: remove it from them first."
+    assert response.json()["detail"] == "The job load is used by the workflow(s) etl: remove it from them first."
     assert Job.objects.filter(pk=job.pk).exists()
 
 
@@ -195,9 +195,10 @@ def test_delete_keeps_the_job_runs(people):
 
 
 def test_running_a_workflow_with_a_command_job_needs_the_command_permission(people):
-    save_job(Job(name="shell", kind="command", target="true", owner=people.owner), {"type": "manual"})
-    body = people.client(people.staff).post("/api/workflows/", pipeline(nodes=["shell"], edges=[]),
-                                            format="json").json()
+    save_job(Job(name="shell", kind="command", target="true", owner=people.owner, group=people.team),
+             {"type": "manual"})
+    body = people.client(people.runner).post("/api/workflows/", pipeline(nodes=["shell"], edges=[]),
+                                             format="json").json()
     Workflow.objects.filter(pk=body["id"]).update(owner=people.owner)
     owner = people.client(people.owner)
     assert owner.post(f"/api/workflows/{body['id']}/run/").status_code == 403

@@ -6,11 +6,13 @@ from datetime import timedelta
 from io import StringIO
 
 import pytest
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from audit import retention
 from audit.models import AuditEntry
@@ -112,8 +114,9 @@ def test_every_page_action_is_recorded_once(people):
 def test_every_admin_action_is_recorded_once(admin_client):
     admin_client.post(reverse("admin:jobs_job_add"), form_data(name="admin-made"))
     job = Job.objects.get(name="admin-made")
-    response = admin_client.post(reverse("admin:jobs_job_change", args=[job.pk]),
-                                 change_data(0, name="admin-made", description="now documented"))
+    assert job.owner.username == "admin"  # whoever makes a job owns it
+    response = admin_client.post(reverse("admin:jobs_job_change", args=[job.pk]),  # the form as the page shows it
+                                 change_data(0, name="admin-made", description="now documented", owner=job.owner_id))
     assert response.status_code == 302
     jobs_url = reverse("admin:jobs_job_changelist")
     act(admin_client, jobs_url, "pause_selected", [job])
@@ -132,6 +135,22 @@ def test_every_admin_action_is_recorded_once(admin_client):
     assert "6 audit entries" in whole_trail.content.decode()
     listing = admin_client.get(reverse("admin:audit_auditentry_changelist")).content.decode()
     assert "7 audit entries" in listing
+
+
+def test_admin_clones_and_bulk_deletes_are_recorded_once_per_job(admin_client):
+    first, second = hourly("first"), hourly("second")
+    jobs_url = reverse("admin:jobs_job_changelist")
+    act(admin_client, jobs_url, "clone_selected", [first, second])
+    copies = list(Job.objects.filter(name__endswith="(copy)").order_by("name"))
+    response = admin_client.post(jobs_url, {"action": "delete_selected", "post": "yes",
+                                            ACTION_CHECKBOX_NAME: [job.pk for job in copies]})
+
+    assert response.status_code == 302
+    assert trail("first (copy)") == [("create", "admin", "admin"), ("delete", "admin", "admin")]
+    assert trail("second (copy)") == [("create", "admin", "admin"), ("delete", "admin", "admin")]
+    assert AuditEntry.objects.filter(job_name="first (copy)", action="create").get().detail == "cloned from first"
+    assert sorted(Job.objects.values_list("name", flat=True)) == ["first", "second"]
+    assert trail("first") == trail("second") == []
 
 
 def test_every_command_line_action_is_recorded_once(tmp_path):
@@ -174,7 +193,7 @@ def test_the_trail_is_pruned_with_the_runs_retention(people):
 
 
 def test_the_runs_retention_pass_prunes_the_trail_by_the_global_policy(people, settings):
-    from jobs import retention as run_retention
+    from jobs.operations import retention as run_retention
 
     settings.JOBS_RETENTION_DAYS = 30
     job = hourly("kept-as-long-as-runs", owner=people.owner)
@@ -198,3 +217,15 @@ def test_a_user_sees_only_the_trail_of_jobs_they_can_see(people):
     not_staff = Client()
     not_staff.force_login(User.objects.create_user("plain"))
     assert not_staff.get(reverse("admin:audit_auditentry_changelist")).status_code == 302
+
+
+def test_a_create_entry_lists_what_was_set_not_every_field(people):
+    client = APIClient()
+    client.force_authenticate(people.runner)  # may make command jobs
+    created = client.post("/api/jobs/", {"name": "backup", "kind": "command", "target": "tar czf /tmp/b.tgz /srv",
+                                         "timeout_seconds": 600, "schedule": {"type": "interval", "every_seconds": 3600}},
+                          format="json")
+    assert created.status_code == 201, created.json()
+    entry = AuditEntry.objects.get(job_name="backup", action="create")
+    assert set(entry.changes) == {"name", "kind", "target", "schedule", "timeout_seconds", "owner"}
+    assert entry.changes["timeout_seconds"] == [None, 600]

@@ -1,22 +1,21 @@
 """The operator's pages in a real browser: "why didn't it run?", every slot of a range, and a
-backfill previewed then confirmed. Screenshots go to docs/screenshots/."""
+backfill previewed then confirmed. Screenshots as in test_browser (REFRESH_SCREENSHOTS=1: docs/screenshots/)."""
 
 from datetime import UTC, datetime, timedelta
 
 import time_machine
 from django.contrib.auth.models import User
 
-from audit import trail
-from jobs import definitions
+from jobs import actions
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun, RunStatus, RunTrigger
 
-from .test_browser import browser_page, pytestmark, shot  # noqa: F401  (fixture and skip marks)
+from .test_browser import browser_page, shot  # noqa: F401  (the fixture, which needs Chromium)
 
 DAY = datetime(2026, 11, 20, tzinfo=UTC)
 
 
-def test_an_operator_finds_why_a_slot_did_not_run_and_backfills_it(live_server, browser_page):  # noqa: F811
+def test_an_operator_finds_why_a_slot_did_not_run_and_backfills_it(live_server, browser_page, shot):  # noqa: F811
     operator = User.objects.create_user("operator", password="operator-pass-1", is_staff=True)
     with time_machine.travel(DAY - timedelta(hours=1), tick=False):
         job = save_job(Job(name="hourly-export", kind="callable", target="builtin.noop"),
@@ -26,11 +25,9 @@ def test_an_operator_finds_why_a_slot_did_not_run_and_backfills_it(live_server, 
     JobRun.objects.create(job=job, scheduled_for=DAY + timedelta(hours=2), status=RunStatus.SKIPPED,
                           reason="overlap: run #1 was still active")
     with time_machine.travel(DAY + timedelta(hours=2, minutes=30), tick=False):
-        definitions.pause(job)
-        trail.record(job, "pause", "page", user=operator)
+        actions.pause(actions.Actor(operator, "page", "127.0.0.1", operator.username), job)
     with time_machine.travel(DAY + timedelta(hours=4, minutes=30), tick=False):
-        definitions.resume(job)
-        trail.record(job, "resume", "page", user=operator)
+        actions.resume(actions.Actor(operator, "page", "127.0.0.1", operator.username), job)
     page = browser_page
 
     page.goto(f"{live_server.url}/jobs/{job.pk}/")
@@ -42,7 +39,8 @@ def test_an_operator_finds_why_a_slot_did_not_run_and_backfills_it(live_server, 
     page.fill("input[name=why]", "2026-11-20T04:00")  # Berlin time: 03:00 UTC
     page.click("form.why button")
     answer = page.inner_text(".why-answer")
-    assert answer == ("Skipped: the slot at 2026-11-20 03:00:00 UTC was not run: job paused by operator (pages) "
+    assert answer == ("Skipped: the slot at 2026-11-20 04:00:00 CET (2026-11-20 03:00:00 UTC) was not run: "
+                      "job paused by operator (pages) "
                       "at 2026-11-20 02:30:00 UTC.")
 
     page.goto(f"{live_server.url}/jobs/{job.pk}/slots/?from=2026-11-20T01:00&to=2026-11-20T07:00")

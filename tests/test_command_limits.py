@@ -7,15 +7,22 @@ import subprocess
 import pytest
 from django.test import override_settings
 
-from jobs import runs
+from jobs import lifecycle
 from jobs.definitions import save_job
 from jobs.executors import JobFailed, RunContext, command_kind
 from jobs.models import Job, RunStatus
 
 from .api_personas import make_personas
-from .conftest import wait_for
+from .conftest import require, wait_for
 
-as_root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the worker drops root only when it runs as root")
+as_root_only = pytest.mark.usefixtures("running_as_root")
+
+
+@pytest.fixture
+def running_as_root():
+    require(os.geteuid() == 0, "the worker drops root only when it runs as root")
+
+
 ALLOCATE = "python3 -c 'import sys; data = bytearray({mb} * 1024 * 1024); print(\"allocated\", len(data) >> 20, \"MB\")'"
 
 
@@ -82,7 +89,7 @@ def test_a_command_runs_in_its_working_directory(tmp_path):
 @pytest.mark.django_db
 def test_the_api_checks_the_limits_field_by_field():
     people = make_personas()
-    client = people.client(people.staff)
+    client = people.client(people.runner)
     body = {"name": "limited", "kind": "command", "target": "true"}
     response = client.post("/api/jobs/", {**body, "memory_limit_mb": 1, "max_processes": 0}, format="json")
     assert response.status_code == 400
@@ -112,9 +119,9 @@ def test_a_worker_survives_a_command_past_its_memory_limit_and_runs_the_next(pro
     modest = command_job("modest", ALLOCATE.format(mb=16), memory_limit_mb=64)
     processes.worker(concurrency=1)
 
-    first = runs.run_now(hog)
+    first = lifecycle.create_run(hog)
     wait_for(lambda: finished(first), timeout=60, message="the memory hog to finish")
-    second = runs.run_now(modest)
+    second = lifecycle.create_run(modest)
     wait_for(lambda: finished(second), timeout=60, message="the next run to finish")
 
     assert first.status == RunStatus.FAILED
@@ -132,9 +139,9 @@ def test_a_fork_bomb_is_contained_by_the_process_limit(processes):
     after = command_job("after-the-bomb", "echo fine")
     processes.worker(concurrency=1)
 
-    run = runs.run_now(bomb)
+    run = lifecycle.create_run(bomb)
     wait_for(lambda: finished(run), timeout=60, message="the fork bomb's run to end")
-    next_run = runs.run_now(after)
+    next_run = lifecycle.create_run(after)
     wait_for(lambda: finished(next_run), timeout=60, message="the next run to finish")
 
     assert "Cannot fork" in run.output  # forks past the limit were refused

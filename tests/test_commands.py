@@ -10,8 +10,8 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from jobs.definitions import save_job
-from jobs.leader import Leadership
 from jobs.models import Job, JobRun, RunStatus, RunTrigger
+from jobs.scheduling.leader import Leadership
 
 from .conftest import REPO
 
@@ -139,7 +139,7 @@ def test_it_lists_runs_newest_first_with_filters():
 
 
 @pytest.mark.django_db
-def test_it_reports_the_scheduler_status(redis_client):
+def test_it_reports_the_scheduler_status():
     due = make_job("due-soon", {"type": "interval", "every_seconds": 60})
     make_job("due-later", {"type": "interval", "every_seconds": 3600})
     make_job("manual")
@@ -150,7 +150,7 @@ def test_it_reports_the_scheduler_status(redis_client):
 
     assert "leader: none" in run_command("scheduler", "status")
 
-    leadership = Leadership(client=redis_client, name="node-a")
+    leadership = Leadership(name="node-a")
     assert leadership.refresh()
     out = run_command("scheduler", "status")
     leadership.release()

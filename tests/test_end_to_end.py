@@ -2,7 +2,7 @@
 
 import subprocess
 
-from jobs import runs
+from jobs import lifecycle
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun, RunStatus
 
@@ -41,7 +41,7 @@ def test_it_retries_with_growing_gaps_until_the_third_attempt_succeeds(processes
     processes.worker()
     processes.beat()
 
-    run = runs.run_now(job)
+    run = lifecycle.create_run(job)
     wait_for(lambda: finished(run), timeout=40, message="the run to finish")
 
     assert run.status == RunStatus.SUCCEEDED
@@ -59,7 +59,7 @@ def test_it_fails_a_run_after_max_retries_plus_one_attempts(processes):
     processes.worker()
     processes.beat()
 
-    run = runs.run_now(job)
+    run = lifecycle.create_run(job)
     wait_for(lambda: finished(run), timeout=40, message="the run to finish")
 
     assert run.status == RunStatus.FAILED
@@ -73,7 +73,7 @@ def test_it_kills_a_command_at_its_timeout_and_leaves_no_process(processes):
     job = make_job("too-slow", kind="command", target=f"{marker}", timeout_seconds=2)
     processes.worker()
 
-    run = runs.run_now(job)
+    run = lifecycle.create_run(job)
     wait_for(lambda: finished(run), timeout=30, message="the run to finish")
 
     assert run.status == RunStatus.TIMED_OUT
@@ -87,7 +87,7 @@ def test_run_now_executes_exactly_once(processes, ledger):
     job = make_job("once-now", target="test.ledger", kwargs={"path": ledger.path})
     processes.worker()
 
-    run = runs.run_now(job)
+    run = lifecycle.create_run(job)
     wait_for(lambda: finished(run), timeout=30, message="the run to finish")
 
     assert run.status == RunStatus.SUCCEEDED

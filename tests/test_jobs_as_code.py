@@ -1,12 +1,16 @@
 """manage.py jobs export / jobs apply: jobs kept in a YAML or JSON file."""
 
 import json
+from dataclasses import dataclass, replace
 from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
 
+from jobs import as_code
 from jobs.definitions import save_job
 from jobs.models import Job
 
@@ -35,7 +39,7 @@ def make_jobs_of_every_kind():
     make_job("cleanup", {"type": "cron", "cron": "*/15 * * * *", "timezone": "UTC"}, kind="command",
              target="echo cleaning", environment={"MODE": "full"}, timeout_seconds=120)
     make_job("ping", {"type": "once", "run_at": "2031-05-04T03:02:01+00:00"}, kind="http",
-             target="http://127.0.0.1:9/health", http_method="POST", http_headers={"X-Token": "t"},
+             target="https://health.example.invalid/health", http_method="POST", http_headers={"X-Token": "t"},
              http_body='{\n  "ok": true\n}\n', http_ok_statuses=[200, 204], retry_jitter=False)
     make_job("by-hand", {"type": "manual"})
 
@@ -61,7 +65,8 @@ jobs:
 """
 
 
-def test_it_round_trips_every_kind_and_schedule_byte_for_byte(tmp_path):
+def test_it_round_trips_every_kind_and_schedule_byte_for_byte(tmp_path, settings):
+    settings.JOBS_QUEUES = {"jobs": None, "fast": None}  # the poller's queue is one of the service's
     make_jobs_of_every_kind()
     first = str(tmp_path / "jobs.yaml")
     run_command("export", first)
@@ -215,3 +220,98 @@ def test_it_exports_and_applies_json(tmp_path):
         '{"type": "cron", "cron": "0 * * * *", "timezone": "UTC"}')
     assert Job.objects.get(name="cleanup").cron_expression == "0 * * * *"
     assert run_command("export", "-") == run_command("export", "-")
+
+
+def test_a_file_and_the_api_give_the_same_messages_for_the_same_job(tmp_path, admin_user):
+    bad = {"name": "bad", "kind": "shell", "target": "builtin.noop", "max_retries": "many",
+           "schedule": {"type": "interval", "every_seconds": 0}}
+    incomplete = {"name": "incomplete", "kind": "callable"}
+    api = APIClient()
+    api.force_authenticate(admin_user)
+    answer = api.post("/api/jobs/", bad, format="json").json()
+    missing = api.post("/api/jobs/", incomplete, format="json").json()
+
+    with pytest.raises(CommandError) as error:
+        run_command("apply", write(tmp_path, "jobs.json", json.dumps({"jobs": [bad, incomplete]})))
+
+    lines = str(error.value).splitlines()[1:]
+    assert sorted(lines) == [f"jobs[0] (name: bad): kind: {answer['kind'][0]}",
+                             f"jobs[0] (name: bad): max_retries: {answer['max_retries'][0]}",
+                             f"jobs[0] (name: bad): schedule.every_seconds: {answer['schedule']['every_seconds'][0]}",
+                             f"jobs[1] (name: incomplete): target: {missing['target'][0]}"]
+    assert answer["kind"] == ['"shell" is not a valid choice.']
+
+
+def test_a_job_keeps_its_group_through_a_file(tmp_path):
+    team = Group.objects.create(name="team")
+    make_job("shared", {"type": "manual"}, group=team)
+    path = str(tmp_path / "jobs.yaml")
+    run_command("export", path)
+    assert "  group: team\n" in Path(path).read_text()
+    Job.objects.all().delete()
+
+    # The command line acts as staff would: any group may be given.
+    assert "applied: 1 created" in run_command("apply", path)
+    assert Job.objects.get(name="shared").group == team
+    unknown = Path(path).read_text().replace("group: team", "group: nobody")
+    with pytest.raises(CommandError, match="jobs\\[0\\] \\(name: shared\\): group: Object with name=nobody does not"):
+        run_command("apply", write(tmp_path, "other.yaml", unknown))
+
+
+def test_it_names_the_keys_a_file_may_hold(tmp_path):
+    with pytest.raises(CommandError) as error:
+        run_command("apply", write(tmp_path, "jobs.yaml", "jobs: []\ncolour: red\n"))
+    assert ("The file must hold the key jobs with a list, and may hold channels, rules, workflows with a list (unknown "
+            "top-level keys: colour).") in str(error.value)
+
+
+def test_a_registered_section_is_planned_and_saved_after_the_jobs_and_pruned_before_them(tmp_path, monkeypatch):
+    calls = []
+
+    @dataclass
+    class NotesPlan:
+        notes: list
+
+        is_empty = False
+
+        def lines(self):
+            return [f"+ note {note}" for note in self.notes]
+
+        def counts(self):
+            return len(self.notes), 0, 0
+
+    def plan(entries, actor, prune, earlier):
+        calls.append(("plan notes", sorted(earlier["jobs"].names_after)))
+        return NotesPlan([entry.data for entry in entries]), [f"{e.where}: empty" for e in entries if not e.data]
+
+    def apply(section_plan, actor):
+        calls.append(("apply notes", Job.objects.count()))
+        return ["notes: refused"] if "refuse" in section_plan.notes else []
+
+    def logged(name, function):
+        def call(*args):
+            calls.append((name,))
+            return function(*args)
+        return call
+
+    jobs = as_code.SECTIONS["jobs"]
+    monkeypatch.setattr(as_code, "SECTIONS", {
+        "jobs": replace(jobs, apply=logged("apply jobs", jobs.apply), delete=logged("delete jobs", jobs.delete)),
+        "notes": as_code.Section("notes", export=lambda actor: ["exported"], plan=plan, apply=apply,
+                                 delete=logged("delete notes", lambda plan, actor: [])),
+    })
+    make_job("old", {"type": "manual"})
+
+    output = run_command("apply", write(tmp_path, "jobs.yaml", NIGHTLY_YAML + "notes:\n- hello\n"), "--prune")
+
+    assert calls == [("plan notes", ["hourly", "weekly"]), ("apply jobs",), ("apply notes", 3), ("delete notes",),
+                     ("delete jobs",)]
+    assert output.splitlines()[-3:] == ["= unchanged: 0", "+ note hello", "applied: 3 created, 0 updated, 1 deleted."]
+    assert run_command("export", "-").endswith("notes:\n- exported\n")
+
+    with pytest.raises(CommandError) as error:  # one transaction over every section
+        run_command("apply", write(tmp_path, "again.yaml", NIGHTLY_YAML.replace("hourly", "daily") + "notes:\n- refuse\n"))
+    assert "notes: refused" in str(error.value)
+    assert sorted(Job.objects.values_list("name", flat=True)) == ["hourly", "weekly"]
+    with pytest.raises(CommandError, match="line 13: notes\\[0\\]: empty"):
+        run_command("apply", write(tmp_path, "empty.yaml", NIGHTLY_YAML + "notes:\n- ''\n"))

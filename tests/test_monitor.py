@@ -6,9 +6,9 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from jobs import monitor
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun, RunStatus
+from jobs.scheduling import monitor
 
 pytestmark = pytest.mark.django_db
 

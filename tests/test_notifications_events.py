@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from jobs import runs
+from jobs import lifecycle
 from jobs.models import JobRun, RunStatus
 from notifications import watch
 from notifications.models import Delivery, DeliveryStatus
@@ -23,7 +23,7 @@ from .test_notifications_support import (
 
 
 @pytest.fixture
-def http_server():
+def http_server(local_http_allowed):
     with RecordingHTTPServer() as server:
         yield server
 
@@ -38,15 +38,15 @@ def test_it_sends_one_failure_and_one_recovery_alert_per_incident(http_server):
     job = make_job()
     for timed_out in (False, True):
         run = make_run(job)
-        runs.record_failure(run.pk, 1, "boom", timed_out=timed_out)
+        lifecycle.record_failure(run.pk, 1, "boom", timed_out=timed_out)
         send_pending()
-    runs.record_success(make_run(job).pk, 1)
+    lifecycle.record_success(make_run(job).pk, 1)
     send_pending()
 
     assert events_sent(http_server) == ["failed", "recovered"]
     assert Delivery.objects.get(event="timed_out").status == DeliveryStatus.SUPPRESSED
 
-    runs.record_failure(make_run(job).pk, 1, "boom again")  # a new incident
+    lifecycle.record_failure(make_run(job).pk, 1, "boom again")  # a new incident
     send_pending()
     assert events_sent(http_server) == ["failed", "recovered", "failed"]
 
@@ -56,16 +56,16 @@ def test_it_alerts_attempt_failures_and_successes_only_when_a_rule_asks(http_ser
     channel_with_rule("webhook", {"url": http_server.url}, ["failed"])
     job = make_job()
     run = make_run(job, max_attempts=2)
-    runs.record_failure(run.pk, 1, "first try failed")
+    lifecycle.record_failure(run.pk, 1, "first try failed")
     JobRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, attempt=2)
-    runs.record_success(run.pk, 2)
+    lifecycle.record_success(run.pk, 2)
     assert not Delivery.objects.exists()
 
     channel_with_rule("webhook", {"url": http_server.url}, ["attempt_failed", "succeeded"], name="chatty")
     run = make_run(job, max_attempts=2)
-    runs.record_failure(run.pk, 1, "first try failed")
+    lifecycle.record_failure(run.pk, 1, "first try failed")
     JobRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, attempt=2)
-    runs.record_success(run.pk, 2)
+    lifecycle.record_success(run.pk, 2)
     send_pending()
     assert events_sent(http_server) == ["attempt_failed", "succeeded"]
 
@@ -104,7 +104,7 @@ def test_it_alerts_an_sla_overrun_once_and_follows_up_when_the_run_ends(http_ser
     assert overrun.run == run and on_time.pk != run.pk
 
     assert watch.check()["finished_late"] == 0  # still running
-    runs.record_success(run.pk, 1)
+    lifecycle.record_success(run.pk, 1)
     assert watch.check()["finished_late"] == 1
     assert watch.check()["finished_late"] == 0
     send_pending()
@@ -154,7 +154,7 @@ def test_it_delivers_a_failure_alert_through_a_real_worker(processes, http_serve
     job = make_job("always-fails", target="builtin.fail")
     processes.worker()
 
-    run = runs.run_now(job)
+    run = lifecycle.create_run(job)
     wait_for(lambda: http_server.requests, timeout=40, message="the Slack post")
     run.refresh_from_db()
     assert run.status == RunStatus.FAILED

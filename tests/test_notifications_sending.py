@@ -9,7 +9,7 @@ import pytest
 import time_machine
 from django.test import override_settings
 
-from jobs import runs
+from jobs import lifecycle
 from jobs.models import Job, JobRun, RunStatus
 from notifications.models import Channel, Delivery, DeliveryStatus
 from notifications.outbox import record_event
@@ -24,7 +24,7 @@ from .test_notifications_support import (
     send_pending,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("local_http_allowed")]
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ def test_it_sends_one_email_and_one_slack_post_for_a_final_failure(smtp_server, 
     channel_with_rule("slack", {"url": f"{http_server.url}/hook"}, ["failed"])
     run = make_run(job)
 
-    assert runs.record_failure(run.pk, 1, "ValueError: the report is empty") == RunStatus.FAILED
+    assert lifecycle.record_failure(run.pk, 1, "ValueError: the report is empty") == RunStatus.FAILED
     record_event(JobRun.objects.get(pk=run.pk), "failed")  # a duplicate event changes nothing
     assert send_pending() == [DeliveryStatus.SENT, DeliveryStatus.SENT]
     assert send_pending() == []
@@ -139,7 +139,7 @@ def test_it_fails_a_404_at_once_and_disables_the_channel(http_server):
 def test_it_signs_webhook_bodies_with_hmac_sha256(http_server):
     channel = channel_with_rule("webhook", {"url": f"{http_server.url}/in", "secret": "s3cret"}, ["timed_out"])
     run = make_run(make_job(), status=RunStatus.RUNNING, max_attempts=1)
-    runs.record_failure(run.pk, 1, "Timed out after 60 s", timed_out=True)
+    lifecycle.record_failure(run.pk, 1, "Timed out after 60 s", timed_out=True)
 
     assert send_pending() == [DeliveryStatus.SENT]
     [request] = http_server.requests

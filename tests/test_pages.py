@@ -1,15 +1,21 @@
 """The built-in pages: who sees what, the buttons, the live tail, and a bounded number of queries."""
 
+import html
+import re
 from datetime import timedelta
 
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from jobs import leases, lifecycle
 from jobs.definitions import save_job
-from jobs.models import AttemptOutcome, Job, JobAttempt, JobRun, RunStatus
+from jobs.models import TERMINAL_STATUSES, AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus
+from jobs.pages import figures
 from notifications.models import Channel, Delivery
 
 from .api_personas import make_personas
@@ -34,10 +40,14 @@ def make_run(job, status=RunStatus.SUCCEEDED, ago=60, seconds=2.0, **fields):
     finished = started + timedelta(seconds=seconds) if status in (
         RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT) else None
     fields.setdefault("created_at", started)
-    return JobRun.objects.create(
+    run = JobRun.objects.create(
         job=job, status=status, scheduled_for=started, queued_at=started, started_at=started,
         finished_at=finished, **fields,
     )
+    if status in TERMINAL_STATUSES:  # as the lifecycle records an end, and the leader folds it
+        RunEnd.record(run, status, finished or started)
+        lifecycle.fold_ends()
+    return run
 
 
 def make_job(name, **fields):
@@ -98,7 +108,7 @@ def test_it_runs_a_job_now_from_its_page(people):
     run = JobRun.objects.get(job=people.job)
     assert response.redirect_chain[-1][0] == f"/runs/{run.pk}/"
     assert run.status == RunStatus.QUEUED and run.trigger == "manual" and run.triggered_by == people.teammate
-    assert f"Run #{run.pk} of nightly-report is queued." in response.text
+    assert f"Run now: run #{run.pk} of nightly-report was created" in response.text
 
 
 def test_it_pauses_and_resumes_a_job_from_its_page(people):
@@ -135,7 +145,8 @@ def test_it_keeps_command_jobs_buttons_for_users_who_may_manage_them(people):
     assert owner.post(f"/jobs/{job.pk}/run/").status_code == 403
     assert not job.runs.exists()
 
-    assert client_for(people.staff).post(f"/jobs/{job.pk}/run/").status_code == 302
+    assert client_for(people.staff).post(f"/jobs/{job.pk}/run/").status_code == 403  # staff alone is not enough
+    assert client_for(people.runner).post(f"/jobs/{job.pk}/run/").status_code == 302
     assert job.runs.count() == 1
 
 
@@ -167,11 +178,13 @@ def test_it_shows_a_runs_output_attempts_deliveries_and_flower_link(people):
 
     text = client_for(people.owner).get(f"/runs/{run.pk}/").text
     for expected in ["line one\nline two", "RuntimeError: boom", "Attempt 1", "Attempt 2", "w0@host", "pid 4242",
-                     "first failure", "Traceback (most recent call last)", "ops-mail", "Run failed (final)",
-                     f"{settings.FLOWER_URL}/task/run-{run.pk}-2"]:
+                     "first failure", "Traceback (most recent call last)", "ops-mail", "Run failed (final)"]:
         assert expected in text, expected
     assert 'id="cancel"' not in text
     assert "data-tail" not in text
+    # Flower's basic auth is the operator's: only staff see links to it.
+    assert "Flower" not in text
+    assert f"{settings.FLOWER_URL}/task/run-{run.pk}-2" in client_for(people.staff).get(f"/runs/{run.pk}/").text
 
 
 def test_it_returns_the_output_and_status_from_the_live_tail(people):
@@ -203,6 +216,10 @@ def test_it_draws_durations_with_the_sla_line_and_the_success_rate(people):
     assert 'class="sla"' in text and "SLA 5.0 s" in text
     assert text.count("<circle") == 4
     assert '<strong class="rate-week">75%</strong>' in text
+    # In the job's timezone (Europe/Berlin), with UTC beside it on each point.
+    chart = text[text.index('<svg class="chart"'):text.index("</svg>", text.index('<svg class="chart"'))]
+    assert re.search(r'class="tick"[^>]*>\d{4}-\d\d-\d\d \d\d:\d\d CES?T<', chart) and "UTC<" not in chart
+    assert re.search(r"<title>[^<]* CES?T \(\d\d:\d\d:\d\d UTC\) · ", chart)
 
 
 def test_it_filters_jobs_by_name_kind_tag_enabled_and_last_run_status(people):
@@ -229,18 +246,30 @@ def test_it_shows_counts_running_runs_failures_upcoming_queues_leader_and_worker
     failed = make_run(people.job, status=RunStatus.FAILED, ago=300, error="it broke badly")
     JobAttempt.objects.create(run=failed, number=1, task_id="t", worker="w7@host", outcome="failed")
     redis_client.rpush(settings.JOBS_DEFAULT_QUEUE, "a", "b", "c")
-    redis_client.set(f"{settings.JOBS_LEADER_KEY}:info", '{"node": "beat-node-1", "since": 1700000000}')
+    leases.take(settings.JOBS_LEADER_KEY, "beat-node-1", ttl=60)
 
     response = client_for(people.teammate).get("/")
     text = response.text
     assert [c for c in response.context["counts"] if c[1]] == [("running", 1), ("failed", 1)]
-    for expected in ["busy@host", "over", "it broke badly", "nightly-report", "beat-node-1", "w7@host",
-                     'class="queue-depth">3<']:
+    for expected in ["busy@host", "over", "it broke badly", "nightly-report"]:
         assert expected in text, expected
     assert 'data-refresh="/?fragment=1"' in text
+    # The system box (queues, leader, workers) is for staff only.
+    for unseen in ["System", "beat-node-1", "w7@host", "queue-depth"]:
+        assert unseen not in text, unseen
 
-    fragment = client_for(people.teammate).get("/?fragment=1").text
+    text = client_for(people.staff).get("/").text
+    for expected in ["beat-node-1", "w7@host", 'class="queue-depth">3<']:
+        assert expected in text, expected
+    fragment = client_for(people.staff).get("/?fragment=1").text
     assert "beat-node-1" in fragment and "<nav" not in fragment
+
+
+def test_it_colours_a_status_tile_only_when_its_count_is_not_zero(people):
+    make_run(people.job, status=RunStatus.FAILED, ago=300)
+    text = client_for(people.owner).get("/").text
+    assert 'class="count s-failed"' in text
+    assert 'class="count zero" href="/runs/?status=succeeded"' in text and "s-succeeded" not in text
 
 
 def test_it_shows_dispatch_lag_per_queue_and_sla_overruns(people, redis_client):
@@ -250,7 +279,7 @@ def test_it_shows_dispatch_lag_per_queue_and_sla_overruns(people, redis_client):
     late = make_run(people.job, ago=30)
     JobRun.objects.filter(pk=late.pk).update(scheduled_for=late.started_at - timedelta(seconds=4))
 
-    text = client_for(people.owner).get("/").text
+    text = client_for(people.staff).get("/").text
 
     overruns = text[text.index("SLA overruns, last 24 hours"):text.index("Upcoming runs")]
     assert f"#{slow.pk}" in overruns and "45 s" in overruns
@@ -259,7 +288,7 @@ def test_it_shows_dispatch_lag_per_queue_and_sla_overruns(people, redis_client):
 
 
 def test_it_says_so_when_no_scheduler_leads(people, redis_client):
-    assert "No scheduler is leading" in client_for(people.owner).get("/").text
+    assert "No scheduler is leading" in client_for(people.staff).get("/").text
 
 
 # --- bounded queries
@@ -288,7 +317,10 @@ def test_it_renders_the_overview_job_detail_and_runs_with_bounded_queries(
         people, many_jobs, redis_client, django_assert_max_num_queries):
     client = client_for(people.teammate)
     client.get("/")  # the session and the user, once
-    with django_assert_max_num_queries(10):
+    # the runs active now and those that ended: two; the user's groups; the newest failures and SLA
+    # candidates of the user's jobs, job by job: their ids, then the runs (keyset.first); no system
+    # box (the leader's lease, the watchdog's open outage) for a user who is not staff
+    with django_assert_max_num_queries(14):
         assert client.get("/").status_code == 200
     with django_assert_max_num_queries(10):
         assert client.get(f"/jobs/{many_jobs[1].pk}/").status_code == 200
@@ -312,3 +344,64 @@ def test_it_keeps_staff_only_links_from_other_users(people):
     assert "/admin/" not in client_for(people.owner).get("/").text
     assert "/admin/" in client_for(people.staff).get("/").text
     assert User.objects.filter(is_staff=True).count() == 1
+
+
+# --- pages of runs, by position
+
+
+def run_ids(text):
+    return [int(pk) for pk in re.findall(r'<td><a href="/runs/(\d+)/">', text)]
+
+
+def link(text, to):
+    found = re.search(rf'href="(\?[^"]*{to}=[^"]*)"', text)
+    return html.unescape(found.group(1)) if found else None
+
+
+def test_it_pages_through_runs_by_position_without_counting_them(people):
+    start = timezone.now() - timedelta(days=3)
+    for i in range(40):  # three runs share each moment: the run id breaks the tie
+        for _ in range(3):
+            JobRun.objects.create(job=people.job, status=RunStatus.QUEUED, created_at=start + timedelta(minutes=i),
+                                  scheduled_for=start + timedelta(seconds=i, microseconds=_))
+    newest_first = list(JobRun.objects.order_by("-created_at", "-id").values_list("pk", flat=True))
+    client = client_for(people.teammate)
+
+    pages, url = [], "/runs/"
+    while url:
+        with CaptureQueriesContext(connection) as queries:
+            text = client.get(f"/runs/{url if url.startswith('?') else ''}").text
+        assert not any("COUNT(" in q["sql"].upper() for q in queries.captured_queries)
+        pages.append(run_ids(text))
+        url = link(text, "older")
+    assert [len(p) for p in pages] == [50, 50, 20]
+    assert [pk for p in pages for pk in p] == newest_first
+
+    newer = link(text, "newer")
+    assert run_ids(client.get(f"/runs/{newer}").text) == pages[1]
+    assert "newer=" not in client.get("/runs/").text
+    assert run_ids(client.get("/runs/?older=garbage").text) == pages[0]
+
+
+def test_it_pages_through_a_jobs_history_and_filters_it_by_status(people):
+    for i in range(30):
+        make_run(people.job, status=RunStatus.FAILED if i % 3 == 0 else RunStatus.QUEUED, ago=3600 - i * 60)
+    client = client_for(people.owner)
+
+    first = client.get(f"/jobs/{people.job.pk}/").text
+    second = client.get(f"/jobs/{people.job.pk}/{link(first, 'older')}").text
+    assert len(run_ids(first)) == 25 and len(run_ids(second)) == 5
+    assert link(second, "older") is None
+    failed = client.get(f"/jobs/{people.job.pk}/?status=failed").text
+    assert sorted(run_ids(failed)) == sorted(people.job.runs.filter(status="failed").values_list("pk", flat=True))
+
+
+def test_it_counts_at_most_so_many_active_runs_and_says_so(people, redis_client, monkeypatch):
+    for ago in (30, 20, 10):
+        make_run(people.job, status=RunStatus.QUEUED, ago=ago)
+    monkeypatch.setattr(figures, "ACTIVE_CAP", 2)
+
+    response = client_for(people.owner).get("/")
+    assert response.context["counts_capped"] is True
+    assert dict(response.context["counts"])["queued"] == 2
+    assert "<strong>2+</strong><span>queued</span>" in response.text

@@ -7,9 +7,10 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from jobs import dispatch, runs
+from jobs import lifecycle
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun, RunStatus
+from jobs.scheduling import dispatch
 
 from .conftest import wait_for
 
@@ -67,6 +68,23 @@ def test_a_second_dispatch_of_the_same_slots_adds_nothing():
 
 
 @pytest.mark.django_db
+def test_the_schedulers_insert_and_the_orm_agree_on_what_a_slot_is():
+    # On SQLite times are compared as text: the scheduler's raw insert must write them as the ORM does,
+    # or the one-run-per-slot fence and every lookup by time miss (a slot run twice).
+    job = interval_job("fenced")
+    slot = timezone.now().replace(microsecond=0) - timedelta(minutes=2)
+    JobRun.objects.create(job=job, scheduled_for=slot, status=RunStatus.SUCCEEDED)
+
+    assert lifecycle.create_runs([(job, slot, RunStatus.QUEUED, "", None)], timezone.now()) == []
+    [(run_id, _, _)] = lifecycle.create_runs([(job, slot + timedelta(minutes=1), RunStatus.QUEUED, "", None)],
+                                              timezone.now())
+
+    assert job.runs.count() == 2
+    assert JobRun.objects.get(job=job, scheduled_for=slot + timedelta(minutes=1)).pk == run_id
+    assert not JobRun.objects.filter(job=job, scheduled_for__gt=slot + timedelta(minutes=1)).exists()
+
+
+@pytest.mark.django_db
 def test_jitter_holds_a_run_back_by_at_most_its_jitter():
     job = interval_job("jittery", jitter_seconds=30)
     behind_by(job, 1)
@@ -77,8 +95,8 @@ def test_jitter_holds_a_run_back_by_at_most_its_jitter():
     assert run.status == RunStatus.PENDING
     # The slot is a little late already, so the jitter counts from the moment it was dispatched.
     assert run.created_at <= run.next_attempt_at <= run.created_at + timedelta(seconds=30)
-    assert runs.release_pending(now=run.next_attempt_at - timedelta(seconds=0.001)) == 0
-    assert runs.release_pending(now=run.next_attempt_at) == 1
+    assert lifecycle.release_pending(now=run.next_attempt_at - timedelta(seconds=0.001)) == 0
+    assert lifecycle.release_pending(now=run.next_attempt_at) == 1
     run.refresh_from_db()
     assert run.status == RunStatus.QUEUED
 
@@ -165,11 +183,57 @@ def test_it_catches_up_on_the_latest_slot_after_beat_was_down_for_three_interval
              timeout=30, message="runs after the restart")
     Job.objects.filter(pk=job.pk).update(enabled=False)
 
-    missed = list(job.runs.filter(scheduled_for__gt=last_before, scheduled_for__lte=last_before + timedelta(seconds=8))
-                  .order_by("scheduled_for").values_list("status", "reason"))
     slots = list(job.runs.order_by("scheduled_for").values_list("scheduled_for", flat=True))
     assert all((b - a) == timedelta(seconds=2) for a, b in zip(slots, slots[1:], strict=False))  # no slot without a record
-    statuses_while_down = [status for status, _ in missed]
-    assert statuses_while_down.count("skipped") >= 2
-    assert statuses_while_down[-1] != "skipped"  # the latest missed slot ran
-    assert all(reason == "missed: catch-up policy 'latest'" for status, reason in missed if status == "skipped")
+    # The restarted beat's first tick makes every slot of the downtime at once (one created_at):
+    # at least three of them, since the test's own clock kept the scheduler down for 7 s.
+    after = list(job.runs.filter(scheduled_for__gt=last_before).order_by("scheduled_for")
+                 .values_list("status", "reason", "created_at"))
+    first_tick = min(created for _, _, created in after)
+    caught_up = [(status, reason) for status, reason, created in after if created == first_tick]
+    assert len(caught_up) >= 3
+    assert [status for status, _ in caught_up[:-1]] == ["skipped"] * (len(caught_up) - 1)
+    assert caught_up[-1][0] != "skipped"  # the latest slot ran
+    assert all(reason == "missed: catch-up policy 'latest'" for _, reason in caught_up[:-1])
+
+
+@pytest.mark.timeout(150)
+def test_after_a_long_downtime_only_catchup_max_missed_slots_run(processes, ledger):
+    # "Long" is past JOBS_MISFIRE_GRACE_SECONDS, lowered to 1 s for the beats: eight seconds down
+    # miss about eight slots of an every-second job, of which catchup_max (3) run late.
+    from .chaos import invariants
+
+    grace, catchup_max = 1, 3
+    job = interval_job("catch-up-all", every=1, target="test.ledger", catchup_policy="all", catchup_max=catchup_max,
+                       kwargs={"path": ledger.path, "seconds": 0.1})
+    job.first_slot = job.next_run_at
+    processes.worker()
+    beat = processes.beat(JOBS_MISFIRE_GRACE_SECONDS=grace)
+    wait_for(lambda: job.runs.filter(status=RunStatus.SUCCEEDED).count() >= 2, timeout=30, message="two runs")
+
+    processes.kill(beat)
+    beat.wait(timeout=10)
+    down_from = timezone.now()
+    time.sleep(8)
+    down_until = timezone.now()
+    processes.beat(JOBS_MISFIRE_GRACE_SECONDS=grace)
+    wait_for(lambda: job.runs.filter(status=RunStatus.SUCCEEDED, scheduled_for__gt=down_until).count() >= 2,
+             timeout=40, message="runs on time after the restart")
+    paused_at = timezone.now()
+    Job.objects.filter(pk=job.pk).update(enabled=False)
+
+    # Every slot, first and last included, ran once or was skipped saying why.
+    invariants.check_slots(job, paused_at, ledger, skipped_reason="missed: catch-up policy 'all'")
+    down = list(job.runs.filter(scheduled_for__gt=down_from + timedelta(seconds=grace),
+                                scheduled_for__lt=down_until - timedelta(seconds=grace)).values_list("status", flat=True))
+    assert len(down) >= catchup_max + 3  # slots surely missed: due while no scheduler ran, older than the grace
+    assert down.count(RunStatus.SUCCEEDED) <= catchup_max
+    assert down.count(RunStatus.SKIPPED) >= len(down) - catchup_max
+    # The slots the restarted scheduler ran late (more than the grace after their slot) are exactly
+    # the catchup_max most recent missed ones.
+    after_restart = job.runs.filter(created_at__gte=down_until)
+    late = [run for run in after_restart.exclude(status=RunStatus.SKIPPED).order_by("scheduled_for")
+            if (run.created_at - run.scheduled_for).total_seconds() > grace]
+    skipped = list(after_restart.filter(status=RunStatus.SKIPPED).values_list("scheduled_for", flat=True))
+    assert len(late) == catchup_max
+    assert max(skipped) < late[0].scheduled_for

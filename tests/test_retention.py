@@ -10,15 +10,15 @@ from django.test import Client
 from django.utils import timezone
 from django_celery_results.models import TaskResult
 
-from jobs import retention
 from jobs.definitions import save_job
 from jobs.models import TERMINAL_STATUSES, AttemptOutcome, Job, JobAttempt, JobRun, RunStatus
+from jobs.operations import retention
 from notifications.models import Channel, Delivery
 
 from .api_personas import make_personas
 from .conftest import wait_for
 
-NOT_TERMINAL = [RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRYING, RunStatus.LOST]
+NOT_TERMINAL = [RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRYING]
 
 
 def make_job(name="nightly", **fields):

@@ -20,7 +20,14 @@ def start_with(**env):
     [
         ({"JOBS_HEARTBEAT_SECONDS": "often"}, "JOBS_HEARTBEAT_SECONDS must be a number"),
         ({"DEBUG": "maybe"}, "DEBUG must be a boolean"),
-        ({"REDIS_URL": "localhost:6379"}, "REDIS_URL must be a URL starting with one of redis://"),
+        ({"REDIS_URL": "localhost:6379"}, "REDIS_URL must be a broker URL starting with one of redis://"),
+        ({"CELERY_BROKER_URL": "kafka://127.0.0.1:9092"},
+         "CELERY_BROKER_URL must be a broker URL starting with one of redis://, rediss://, sentinel://, amqp://"),
+        ({"CELERY_BROKER_URL": "sentinel://127.0.0.1:26379;sentinel://127.0.0.1:26380"},
+         "set CELERY_SENTINEL_MASTER_NAME to the name of the master the sentinels watch"),
+        ({"CELERY_BROKER_URL": "sentinel://127.0.0.1:26379", "CELERY_SENTINEL_MASTER_NAME": "main",
+          "JOBS_MAX_TIMEOUT_SECONDS": "7200", "CELERY_VISIBILITY_TIMEOUT": "3600"},
+         "CELERY_VISIBILITY_TIMEOUT (3600s) must be longer than JOBS_MAX_TIMEOUT_SECONDS (7200s)"),
         ({"JOBS_MAX_TIMEOUT_SECONDS": "7200", "CELERY_VISIBILITY_TIMEOUT": "3600"},
          "CELERY_VISIBILITY_TIMEOUT (3600s) must be longer than JOBS_MAX_TIMEOUT_SECONDS (7200s)"),
         ({"SECRET_KEY": "", "DEBUG": "false"}, "SECRET_KEY must be set"),
@@ -32,6 +39,13 @@ def test_it_refuses_to_start_with_a_bad_value(env, message):
     result = start_with(**env)
     assert result.returncode != 0
     assert message in result.stderr
+
+
+def test_a_visibility_timeout_matters_on_redis_only():
+    # RabbitMQ has no visibility timeout (its consumer_timeout is the broker's own setting).
+    result = start_with(CELERY_BROKER_URL="amqp://guest:guest@127.0.0.1:5672//", JOBS_MAX_TIMEOUT_SECONDS="7200",
+                        CELERY_VISIBILITY_TIMEOUT="3600", DATABASE_URL="sqlite:///tmp-never-created.sqlite3")
+    assert result.returncode == 0, result.stderr
 
 
 def test_it_starts_with_the_defaults():

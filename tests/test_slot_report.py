@@ -7,16 +7,21 @@ from io import StringIO
 import pytest
 import time_machine
 from django.core.management import CommandError, call_command
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
-from jobs import slot_report
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun, RunStatus, RunTrigger
+from jobs.operations import slot_report
 from notifications.models import Delivery
 
 from .api_personas import make_personas
 from .conftest import wait_for
 from .test_notifications_support import RecordingHTTPServer, channel_with_rule, send_pending
+
+# Missed alerts go to a webhook on this machine's loopback.
+pytestmark = pytest.mark.usefixtures("local_http_allowed")
 
 DAY = datetime(2026, 11, 20, tzinfo=UTC)
 LATER = DAY + timedelta(days=1)
@@ -79,13 +84,37 @@ def test_a_job_disabled_by_an_edit_is_explained_as_disabled(people):
     assert report.slots[0].reason == "job disabled by owner (API) at 2026-11-20 00:30:00 UTC"
 
 
-def test_a_missing_slot_raises_one_missed_alert(history):
+def writes(queries):
+    return [q["sql"] for q in queries if q["sql"].lstrip().split()[0].upper() in ("INSERT", "UPDATE", "DELETE")]
+
+
+def test_reading_a_missing_slot_writes_nothing_and_the_periodic_check_alerts_it_once(people, history):
+    page = Client()
+    page.force_login(people.owner)
+    out = StringIO()
     with RecordingHTTPServer() as server:
         channel_with_rule("webhook", {"url": server.url}, ["missed"])
+        with time_machine.travel(LATER, tick=False), CaptureQueriesContext(connection) as queries:
+            report = slot_report.build(history, at(0), at(6))
+            api = people.client(people.owner).get(f"/api/jobs/{history.pk}/slots/",
+                                                  {"start": "2026-11-20T00:00:00Z", "end": "2026-11-20T06:00:00Z"})
+            slots_page = page.get(f"/jobs/{history.pk}/slots/", {"from": "2026-11-20T00:00", "to": "2026-11-20T06:00"})
+            why = page.get(f"/jobs/{history.pk}/", {"why": "2026-11-20T05:00"})
+            with pytest.raises(CommandError, match="1 slot\\(s\\) missing: the periodic check raises"):
+                call_command("jobs", "slots", "hourly", "--from", "2026-11-20T00:00", "--to", "2026-11-20T06:00",
+                             stdout=out)
+            call_command("jobs", "why", "hourly", "2026-11-20T05:00", stdout=out)
 
-        slot_report.build(history, at(0), at(6), now=LATER)
-        slot_report.build(history, at(0), at(6), now=LATER)
+        assert [slot.at for slot in report.missing] == [at(5)]
+        assert api.json()["counts"]["missing"] == 1 and slots_page.status_code == 200
+        missing = ("Missing: nothing was recorded for the slot at 2026-11-20 05:00:00 UTC; an alert is raised by the "
+                   "periodic check.")
+        assert missing in why.content.decode() and missing in out.getvalue()
+        assert writes(queries.captured_queries) == []
+        assert not Delivery.objects.exists()
 
+        assert slot_report.check_recent(now=at(5, 30), window=3 * 3600)["missing"] == 1
+        assert slot_report.check_recent(now=at(5, 30), window=3 * 3600)["missing"] == 1
         assert Delivery.objects.filter(event="missed").count() == 1
         send_pending()
         [body] = server.json_bodies()
@@ -160,7 +189,7 @@ def test_the_job_page_answers_why_it_did_not_run_at_three_in_one_line(people, hi
     text = slots.content.decode()
     assert slots.status_code == 200
     assert text.count('class="slot-skipped"') == 3 and text.count('class="slot-missing"') == 1
-    assert "a “missed” alert was raised" in text
+    assert "the periodic check raises a “missed” alert" in text
 
 
 def test_the_command_line_lists_the_slots_and_fails_on_a_missing_one(history):

@@ -1,4 +1,4 @@
-"""The worker's bookkeeping in single statements (jobs.hotpath) means what the ORM path meant: one
+"""The worker's bookkeeping in single statements (jobs.lifecycle.postgres) means what the ORM path means: one
 claimant, an attempt row, the job loaded, deadlines, duplicates counted, the success recorded with
 its event when a rule wants one, a dropped connection replaced; and the per-process heartbeat."""
 
@@ -10,8 +10,11 @@ from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from jobs import heartbeats, hotpath, runs
+from jobs import lifecycle
+from jobs.lifecycle import events as run_events
+from jobs.lifecycle import postgres as hotpath
 from jobs.models import AttemptOutcome, DeliveryCounter, JobAttempt, JobRun, RunStatus, RunTrigger
+from jobs.worker import heartbeats
 from notifications.models import Delivery
 
 from .conftest import wait_for
@@ -29,11 +32,11 @@ def test_one_claim_wins_and_brings_the_run_its_attempt_and_its_job():
     job = make_job(tags=["reports"], kwargs={"to": "ops"}, timeout_seconds=42)
     run = queued_run(job)
 
-    claimed = runs.claim(run.pk, 1, worker="w1@host", pid=123)
-    again = runs.claim(run.pk, 1, worker="w2@host", pid=456)
+    claimed = lifecycle.claim(run.pk, 1, worker="w1@host", pid=123)
+    again = lifecycle.claim(run.pk, 1, worker="w2@host", pid=456)
 
     assert again is None
-    assert DeliveryCounter.get(runs.DUPLICATES_DROPPED) == 1
+    assert DeliveryCounter.get(lifecycle.DUPLICATES_DROPPED) == 1
     assert (claimed.pk, claimed.status, claimed.worker) == (run.pk, RunStatus.RUNNING, "w1@host")
     assert (claimed.job.pk, claimed.job.tags, claimed.job.kwargs, claimed.job.timeout_seconds) == (
         job.pk, ["reports"], {"to": "ops"}, 42)
@@ -58,7 +61,7 @@ def test_of_claimants_racing_on_their_own_connections_exactly_one_wins(transacti
     def deliver(worker):
         try:
             start.wait(timeout=10)
-            won.append(runs.claim(run.pk, 1, worker=worker, pid=1))
+            won.append(lifecycle.claim(run.pk, 1, worker=worker, pid=1))
         finally:
             connection.close()
 
@@ -71,7 +74,7 @@ def test_of_claimants_racing_on_their_own_connections_exactly_one_wins(transacti
     winners = [claimed for claimed in won if claimed is not None]
     assert len(won) == 4 and len(winners) == 1
     assert list(JobAttempt.objects.filter(run=run).values_list("worker", flat=True)) == [winners[0].worker]
-    assert DeliveryCounter.get(runs.DUPLICATES_DROPPED) == 3
+    assert DeliveryCounter.get(lifecycle.DUPLICATES_DROPPED) == 3
     run.refresh_from_db()
     assert (run.status, run.worker) == (RunStatus.RUNNING, winners[0].worker)
 
@@ -83,30 +86,30 @@ def test_a_scheduled_run_past_its_start_deadline_is_skipped_not_claimed():
     on_time = queued_run(job, trigger=RunTrigger.SCHEDULE, scheduled_for=timezone.now() - timedelta(seconds=30))
     manual = queued_run(job, trigger=RunTrigger.MANUAL, scheduled_for=timezone.now() - timedelta(seconds=900))
 
-    assert runs.claim(late.pk, 1, worker="w", pid=1) is None
-    assert runs.claim(on_time.pk, 1, worker="w", pid=1) is not None
-    assert runs.claim(manual.pk, 1, worker="w", pid=1) is not None
+    assert lifecycle.claim(late.pk, 1, worker="w", pid=1) is None
+    assert lifecycle.claim(on_time.pk, 1, worker="w", pid=1) is not None
+    assert lifecycle.claim(manual.pk, 1, worker="w", pid=1) is not None
     late.refresh_from_db()
     assert late.status == RunStatus.SKIPPED and late.reason.startswith("missed")
-    assert DeliveryCounter.get(runs.DUPLICATES_DROPPED) == 0
+    assert DeliveryCounter.get(lifecycle.DUPLICATES_DROPPED) == 0
 
 
 @pytest.mark.django_db
 def test_a_success_is_recorded_once_with_its_result_and_attempt():
     job = make_job()
     run = queued_run(job)
-    runs.claim(run.pk, 1, worker="w", pid=1)
+    lifecycle.claim(run.pk, 1, worker="w", pid=1)
 
-    assert runs.record_success(run.pk, 1, "out", 3, {"rows": 7}) is True
-    assert runs.record_success(run.pk, 1, "again", 5, None) is False
+    assert lifecycle.record_success(run.pk, 1, "out", 3, {"rows": 7}) is True
+    assert lifecycle.record_success(run.pk, 1, "again", 5, None) is False
 
     run.refresh_from_db()
     assert (run.status, run.output, run.output_bytes, run.result, run.error) == (
         RunStatus.SUCCEEDED, "out", 3, {"rows": 7}, "")
     assert JobAttempt.objects.get(run=run).outcome == AttemptOutcome.SUCCEEDED
     other = queued_run(job, scheduled_for=timezone.now() + timedelta(seconds=1))
-    runs.claim(other.pk, 1, worker="w", pid=1)
-    runs.record_success(other.pk, 1)
+    lifecycle.claim(other.pk, 1, worker="w", pid=1)
+    lifecycle.record_success(other.pk, 1)
     assert JobRun.objects.filter(pk=other.pk, result__isnull=True).exists()  # SQL NULL, as the ORM stores None
 
 
@@ -119,8 +122,8 @@ def test_a_success_a_rule_wants_is_recorded_with_its_delivery(scope):
     unwatched = make_job("unwatched")
     for watched in (job, unwatched):
         run = queued_run(watched)
-        runs.claim(run.pk, 1, worker="w", pid=1)
-        assert runs.record_success(run.pk, 1) is True
+        lifecycle.claim(run.pk, 1, worker="w", pid=1)
+        assert lifecycle.record_success(run.pk, 1) is True
 
     heard = {"nightly-report"} if scope != "all" else {"nightly-report", "unwatched"}
     assert set(Delivery.objects.values_list("job__name", "event", "channel")) == {
@@ -134,12 +137,13 @@ def test_a_disabled_rule_or_channel_wants_nothing():
     channel = channel_with_rule("slack", {"url": "http://127.0.0.1:9/a"}, ["succeeded"])
     channel.rules.update(enabled=False)
     run = queued_run(job)
-    runs.claim(run.pk, 1, worker="w", pid=1)
-    runs.record_success(run.pk, 1)
+    lifecycle.claim(run.pk, 1, worker="w", pid=1)
+    lifecycle.record_success(run.pk, 1)
 
     assert not Delivery.objects.exists()
 
 
+@pytest.mark.postgres("pg_terminate_backend drops the connection")
 def test_a_connection_the_database_dropped_is_replaced(transactional_db):
     job = make_job()
     run = queued_run(job)
@@ -152,10 +156,11 @@ def test_a_connection_the_database_dropped_is_replaced(transactional_db):
     killer.start()
     killer.join()
 
-    assert runs.claim(run.pk, 1, worker="w", pid=1) is not None
-    assert runs.record_success(run.pk, 1) is True
+    assert lifecycle.claim(run.pk, 1, worker="w", pid=1) is not None
+    assert lifecycle.record_success(run.pk, 1) is True
 
 
+@pytest.mark.postgres("server-side prepared statements")
 @pytest.mark.parametrize("prepared", [True, False])
 def test_the_claim_and_the_success_are_prepared_on_the_server_unless_turned_off(transactional_db, settings,
                                                                              prepared):
@@ -165,8 +170,8 @@ def test_the_claim_and_the_success_are_prepared_on_the_server_unless_turned_off(
     job = make_job()
     first, second = queued_run(job), queued_run(job, scheduled_for=timezone.now() + timedelta(seconds=1))
     for run in (first, second):
-        runs.claim(run.pk, 1, worker="w", pid=1)
-        runs.record_success(run.pk, 1)
+        lifecycle.claim(run.pk, 1, worker="w", pid=1)
+        lifecycle.record_success(run.pk, 1)
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement FROM pg_prepared_statements")
@@ -187,17 +192,18 @@ def _terminate(pid):
         connection.close()
 
 
+@pytest.mark.postgres("counts the thread's connection in pg_stat_activity")
 def test_one_heartbeat_thread_beats_for_every_held_attempt_and_stops_a_taken_run(transactional_db, settings):
     settings.JOBS_HEARTBEAT_SECONDS = 0.2
     job = make_job()
     kept, taken = queued_run(job), queued_run(job, scheduled_for=timezone.now() + timedelta(seconds=1))
     for run in (kept, taken):
-        runs.claim(run.pk, 1, worker="w", pid=1)
+        lifecycle.claim(run.pk, 1, worker="w", pid=1)
     claimed_at = JobRun.objects.get(pk=kept.pk).heartbeat_at
     kept_stopped = heartbeats.hold(kept.pk, 1)
     taken_stopped = heartbeats.hold(taken.pk, 1)
     try:
-        runs.cancel(taken)
+        lifecycle.cancel(taken)
         wait_for(taken_stopped.is_set, timeout=10, message="the cancelled run's stop signal")
         wait_for(lambda: JobRun.objects.get(pk=kept.pk).heartbeat_at > claimed_at, timeout=10,
                  message="a heartbeat of the held run")
@@ -218,18 +224,19 @@ def _heartbeat_connections():
         return cursor.fetchone()[0]
 
 
+@pytest.mark.postgres("the single-statement success exists on PostgreSQL only")
 @pytest.mark.django_db
 def test_a_run_of_another_trigger_is_recorded_the_ordinary_way():
-    # A workflow step's terminal-state hook must run in the transition's transaction (jobs.runs).
+    # A workflow step's end must be heard in the transition's transaction (the workflows subscriber).
     job = make_job()
     manual, other = queued_run(job), queued_run(job, trigger="workflow", scheduled_for=timezone.now() + timedelta(1))
     for run in (manual, other):
-        runs.claim(run.pk, 1, worker="w", pid=1)
+        lifecycle.claim(run.pk, 1, worker="w", pid=1)
 
     with CaptureQueriesContext(connection) as fast:
-        assert runs.record_success(manual.pk, 1) is True
+        assert lifecycle.record_success(manual.pk, 1) is True
     with CaptureQueriesContext(connection) as ordinary:
-        assert runs.record_success(other.pk, 1) is True
+        assert lifecycle.record_success(other.pk, 1) is True
 
     assert not [q for q in fast.captured_queries if q["sql"].startswith("UPDATE")]  # one prepared statement
     assert [q for q in ordinary.captured_queries if q["sql"].startswith('UPDATE "jobs_jobrun"')]
@@ -250,11 +257,12 @@ RULES = [  # (scope, tag, whose job, events, rule enabled, channel enabled)
 ]
 
 
+@pytest.mark.postgres("calls the single-statement success directly")
 @pytest.mark.django_db
 @pytest.mark.parametrize("scope, tag, whose, events, rule_enabled, channel_enabled", RULES)
 def test_the_success_statement_asks_the_rules_what_the_ordinary_path_asks(scope, tag, whose, events,
                                                                           rule_enabled, channel_enabled):
-    # hotpath's RULE_WANTS_EVENTS_SQL restates Rule.matches and outbox's rule filter in SQL; were they to
+    # outbox.rule_wants_sql restates Rule.matches and outbox's rule filter in SQL; were they to
     # part, a success some rule wants would go by the fast path and its notification would be lost.
     from notifications import outbox
     from notifications.models import Channel, Rule
@@ -268,10 +276,10 @@ def test_the_success_statement_asks_the_rules_what_the_ordinary_path_asks(scope,
         Rule.objects.create(channel=channel, events=events, scope=scope, tag=tag, enabled=rule_enabled,
                             job={"own": job, "other": other}.get(whose))
         run = queued_run(job)
-        runs.claim(run.pk, 1, worker="w", pid=1)
-        ordinary = any(outbox._channels_for(run, event) for event in runs.SUCCESS_EVENTS)
+        lifecycle.claim(run.pk, 1, worker="w", pid=1)
+        ordinary = any(outbox._channels_for(run, event) for event in ("succeeded", "recovered"))
 
-        moved, wanted = hotpath.succeed(run.pk, 1, timezone.now(), "", 0, None, runs.SUCCESS_EVENTS)
+        moved, wanted = hotpath.succeed(run.pk, 1, "", 0, None, run_events.wanted_sql("succeeded"))
 
         assert wanted == ordinary, (job.tags, scope, tag, whose, events)
         assert moved is not wanted

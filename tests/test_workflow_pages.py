@@ -6,7 +6,7 @@ import re
 import pytest
 from django.test import Client
 
-from jobs import runs
+from jobs import lifecycle
 from workflows import progress
 from workflows.models import WorkflowRun
 
@@ -41,11 +41,11 @@ def node_statuses(html):
 
 def finish(wf_run, name, ok=True):
     run = wf_run.steps.get(job__name=name).run
-    runs.claim(run.pk, run.attempt, "w", 1)
+    lifecycle.claim(run.pk, run.attempt, "w", 1)
     if ok:
-        runs.record_success(run.pk, run.attempt)
+        lifecycle.record_success(run.pk, run.attempt)
     else:
-        runs.record_failure(run.pk, run.attempt, "boom")
+        lifecycle.record_failure(run.pk, run.attempt, "boom")
 
 
 def test_pages_need_a_login(diamond):

@@ -6,7 +6,6 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from jobs.models import Job
-from workflows.definitions import graph_of
 from workflows.models import Workflow
 
 pytestmark = pytest.mark.django_db
@@ -58,7 +57,7 @@ def test_it_creates_jobs_and_a_workflow_that_uses_them_and_exports_it_back(tmp_p
     workflow = Workflow.objects.get()
     assert (workflow.description, workflow.on_upstream_failure) == ("Nightly ETL.", "run")
     assert workflow.next_run_at is not None
-    nodes, edges = graph_of(workflow)
+    nodes, edges = workflow.graph()
     assert nodes == ["extract", "load"] and [e.as_dict() for e in edges] == [{"from": "extract", "to": "load"}]
     assert run_command("export", "-") == FILE
 
@@ -99,7 +98,8 @@ def test_prune_deletes_workflows_missing_from_the_file_and_refuses_jobs_still_us
     jobs_only = FILE.split("workflows:")[0]
     with pytest.raises(CommandError) as error:  # without a workflows key, workflows are left alone
         run_command("apply", write(tmp_path, "jobs: []\n", "empty.yaml"), "--prune")
-    assert "cannot delete extract: the workflow etl uses it." in str(error.value)
+    assert "jobs: - delete extract: The job extract is used by the workflow(s) etl: remove it from them first." in str(
+        error.value)
     output = run_command("apply", write(tmp_path, jobs_only + "workflows: []\n", "none.yaml"), "--prune")
     assert "- delete workflow etl" in output
     assert not Workflow.objects.exists() and Job.objects.count() == 2

@@ -4,7 +4,7 @@ workflow run ends. The tests with real workers are in test_workflows_workers.py.
 
 import pytest
 
-from jobs import runs
+from jobs import lifecycle
 from jobs.models import JobRun, RunStatus, RunTrigger
 from workflows import progress
 from workflows.models import StepStatus, WorkflowRun, WorkflowRunStatus
@@ -32,14 +32,14 @@ def step_run(wf_run, name):
 
 def succeed(wf_run, name):
     run = step_run(wf_run, name)
-    assert runs.claim(run.pk, run.attempt, "w", 1)
-    runs.record_success(run.pk, run.attempt)
+    assert lifecycle.claim(run.pk, run.attempt, "w", 1)
+    lifecycle.record_success(run.pk, run.attempt)
 
 
 def fail(wf_run, name):
     run = step_run(wf_run, name)
-    assert runs.claim(run.pk, run.attempt, "w", 1)
-    runs.record_failure(run.pk, run.attempt, "boom")
+    assert lifecycle.claim(run.pk, run.attempt, "w", 1)
+    lifecycle.record_failure(run.pk, run.attempt, "boom")
 
 
 def test_it_starts_only_the_roots_first():
@@ -131,13 +131,14 @@ def test_cancel_cancels_the_active_steps_and_never_starts_the_rest():
 
 
 def test_a_step_run_the_monitor_gives_up_on_fails_the_step():
-    make_job("a", max_retries=0)
+    make_job("a", max_retries=0, max_lost_attempts=0)
     make_job("b")
     wf_run = progress.start(make_workflow("lost", "ab", [("a", "b")]))
     run = step_run(wf_run, "a")
-    runs.claim(run.pk, run.attempt, "w", 1)
-    runs.record_failure(run.pk, run.attempt, "Lost: no heartbeat", lost=True)
+    lifecycle.claim(run.pk, run.attempt, "w", 1)
+    lifecycle.record_failure(run.pk, run.attempt, "Lost: no heartbeat", lost=True)
     wf_run.refresh_from_db()
+    assert step_run(wf_run, "a").status == RunStatus.LOST
     assert steps(wf_run) == {"a": "failed", "b": "skipped"}
     assert wf_run.status == WorkflowRunStatus.FAILED
 
@@ -147,7 +148,7 @@ def test_a_retried_step_stays_active_until_its_last_attempt():
     wf_run = progress.start(make_workflow("retry", "a", []))
     fail(wf_run, "a")
     assert steps(wf_run) == {"a": StepStatus.ACTIVE}
-    runs.queue_due_retries()
+    lifecycle.queue_due_retries()
     succeed(wf_run, "a")
     wf_run.refresh_from_db()
     assert wf_run.status == WorkflowRunStatus.SUCCEEDED
@@ -197,13 +198,13 @@ def test_two_upstreams_recorded_at_the_same_moment_by_two_threads_start_d_once(r
         succeed(wf_run, "a")
         b, c = step_run(wf_run, "b"), step_run(wf_run, "c")
         for run in (b, c):
-            runs.claim(run.pk, run.attempt, "w", 1)
+            lifecycle.claim(run.pk, run.attempt, "w", 1)
         gate = threading.Barrier(2)
 
         def finish(run, gate=gate):
             try:
                 gate.wait()
-                runs.record_success(run.pk, run.attempt)
+                lifecycle.record_success(run.pk, run.attempt)
             finally:
                 connection.close()
 

@@ -6,6 +6,7 @@ whole (cycles named); here it is shown, and the schedule, policy and owner can b
 from django.contrib import admin
 
 from .models import Workflow, WorkflowEdge, WorkflowNode, WorkflowRun, WorkflowStep
+from .permissions import may_act_on
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -39,6 +40,13 @@ class WorkflowAdmin(admin.ModelAdmin):
     readonly_fields = ["schedule_type", "crontab", "interval", "clocked", "next_run_at"]
     raw_id_fields = ["owner"]
     inlines = [NodeInline, EdgeInline]
+
+    # A workflow with command jobs runs them: read-only, and kept, without run_command_jobs.
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and (obj is None or may_act_on(request.user, obj))
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and (obj is None or may_act_on(request.user, obj))
 
 
 class StepInline(ReadOnlyInline):

@@ -4,7 +4,8 @@ A workflow in a file is its API shape without what the service sets (id, owner, 
 ``name``, ``nodes`` (job names), ``edges`` ({from, to, on_failure?}) and ``schedule`` are always
 written, ``description``, ``enabled`` and ``on_upstream_failure`` when not the default. Nodes may
 name jobs defined in the same file. ``jobs.as_code`` reads, plans and applies the file; this
-module does the workflows' part of each step.
+module is the ``workflows`` section of it (registered in ``WorkflowsConfig.ready``), planned after
+the jobs and pruned before them.
 """
 
 from dataclasses import dataclass, field
@@ -13,9 +14,13 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError
 
 from jobs import definitions as job_definitions
+from jobs.as_code import Plan
+from jobs.models import Job, JobKind
+from jobs.permissions import COMMAND_JOBS_DENIED, may_run_command_jobs
 
 from . import definitions
 from .models import FailurePolicy, Workflow
+from .permissions import visible_workflows
 
 FIELDS = ["name", "description", "enabled", "on_upstream_failure", "schedule", "nodes", "edges"]
 ALWAYS_WRITTEN = {"name", "schedule", "nodes", "edges"}
@@ -24,7 +29,7 @@ SCHEDULE_PARTS = {"cron", "timezone", "every_seconds", "run_at", "type"}
 
 
 def workflow_entry(workflow):
-    nodes, edges = definitions.graph_of(workflow)
+    nodes, edges = workflow.graph()
     entry = {"name": workflow.name}
     for name in ("description", "enabled", "on_upstream_failure"):
         if getattr(workflow, name) != DEFAULTS[name]:
@@ -35,8 +40,10 @@ def workflow_entry(workflow):
     return {key: entry[key] for key in FIELDS if key in entry}
 
 
-def export_entries():
-    workflows = Workflow.objects.select_related("crontab", "interval", "clocked").order_by("name")
+def export_entries(actor):
+    """The workflows ``actor`` sees (on the command line without ``--as``: every one)."""
+    found = Workflow.objects if actor.user is None else visible_workflows(actor.user)
+    workflows = found.select_related("crontab", "interval", "clocked").order_by("name")
     return [workflow_entry(workflow) for workflow in workflows]
 
 
@@ -49,42 +56,30 @@ class Change:
     graph: tuple
     changed: list = field(default_factory=list)
 
-    @property
-    def is_new(self):
-        return self.workflow.pk is None
+    def __post_init__(self):
+        self.is_new = self.workflow.pk is None  # as planned: the counts are read after the save too
 
 
 @dataclass
-class WorkflowPlan:
-    changes: list
-    deletions: list
-    unchanged: int
+class WorkflowPlan(Plan):
+    def created(self, change):
+        return f"+ create workflow {change.workflow.name}"
 
-    @property
-    def is_empty(self):
-        return not self.changes and not self.deletions
+    def updated(self, change):
+        return f"~ update workflow {change.workflow.name}: {', '.join(k for k, *_ in change.changed)}"
 
-    def lines(self):
-        out = []
-        for change in self.changes:
-            if change.is_new:
-                out.append(f"+ create workflow {change.workflow.name}")
-            else:
-                out.append(f"~ update workflow {change.workflow.name}: {', '.join(k for k, *_ in change.changed)}")
-        out += [f"- delete workflow {workflow.name}" for workflow in self.deletions]
-        out.append(f"= unchanged workflows: {self.unchanged}")
-        return out
+    def deleted(self, workflow):
+        return f"- delete workflow {workflow.name}"
 
-
-def where(entry):
-    return entry.where.replace("jobs[", "workflows[", 1)
+    def unchanged_line(self):
+        return f"= unchanged workflows: {self.unchanged}"
 
 
 def parse_entry(entry, job_names):
     """(model values, parsed schedule, parsed graph) of a workflow entry; raises ValidationError
     with messages that name the entry and the key."""
     data = entry.data
-    here = where(entry)
+    here = entry.where
     if not isinstance(data, dict):
         raise ValidationError([f"{here}: must be an object with name, nodes, edges and schedule."])
     errors = [f"{here}: unknown key '{key}'." for key in data if key not in FIELDS]
@@ -120,17 +115,20 @@ def schedule_key(key):
     return f"schedule.{key}" if key in SCHEDULE_PARTS else key
 
 
-def plan_workflows(entries, job_names, prune=False):
-    """``job_names``: the names of the jobs there will be once the file's jobs are applied."""
+def plan_workflows(entries, actor, prune, earlier):
+    """The section's plan and its errors; nodes may name the jobs there will be once the file's
+    jobs are applied (``earlier["jobs"]``)."""
+    job_names = earlier["jobs"].names_after
     errors, changes, seen, unchanged = [], [], {}, 0
     existing = {w.name: w for w in Workflow.objects.select_related("crontab", "interval", "clocked")}
     names = dict.fromkeys(job_names, True)
     for entry in entries:
         name = entry.data.get("name") if isinstance(entry.data, dict) else None
         if isinstance(name, str) and name in seen:
-            errors.append(f"{where(entry)}: duplicate name, already used by workflows[{seen[name]}].")
+            errors.append(f"{entry.where}: duplicate name, already used by workflows[{seen[name]}].")
             continue
-        seen[name] = entry.index
+        if isinstance(name, str):
+            seen[name] = entry.index
         try:
             values, schedule, graph = parse_entry(entry, names)
         except ValidationError as exc:
@@ -142,7 +140,7 @@ def plan_workflows(entries, job_names, prune=False):
             continue
         changed = [(key, getattr(workflow, key), value) for key, value in values.items()
                    if getattr(workflow, key) != value]
-        current_nodes, current_edges = definitions.graph_of(workflow)
+        current_nodes, current_edges = workflow.graph()
         if (current_nodes, set(current_edges)) != (graph[0], set(graph[1])):
             changed.append(("graph", None, None))
         else:
@@ -155,21 +153,41 @@ def plan_workflows(entries, job_names, prune=False):
             changes.append(Change(entry, workflow, values, schedule, graph, changed))
         else:
             unchanged += 1
-    if errors:
-        return None, errors
     deletions = sorted((w for n, w in existing.items() if n not in seen), key=lambda w: w.name) if prune else []
-    return WorkflowPlan(changes, deletions, unchanged), []
+    plan = WorkflowPlan(changes, deletions, unchanged)
+    if actor.user is not None:
+        errors += refusals_for(actor.user, plan)
+    return plan, errors
+
+
+def refusals_for(user, plan):
+    """What ``user`` may not do in ``plan``: touch a workflow they do not see, or one with a command
+    job without the right to run command jobs."""
+    visible = set(visible_workflows(user).values_list("pk", flat=True))
+    out = []
+    for workflow, label in [(c.workflow, c.entry.where) for c in plan.changes] + [
+            (w, f"workflows: {w.name}") for w in plan.deletions]:
+        if workflow.pk is not None and workflow.pk not in visible:
+            out.append(f"{label}: name: a workflow of this name exists and is not yours to change.")
+    if not may_run_command_jobs(user):
+        command_jobs = set(Job.objects.filter(kind=JobKind.COMMAND).values_list("name", flat=True))
+        for change in plan.changes:
+            nodes = change.graph[0] if change.graph else change.workflow.graph()[0]
+            if names := sorted(set(nodes) & command_jobs):
+                out.append(f"{change.entry.where}: nodes: {', '.join(names)} are command jobs. {COMMAND_JOBS_DENIED}")
+    return out
 
 
 def shown(schedule):
     return {**schedule, "run_at": schedule["run_at"].isoformat()} if schedule["type"] == "once" else schedule
 
 
-def delete_pruned(plan):
+def delete_pruned(plan, actor):
     Workflow.objects.filter(pk__in=[w.pk for w in plan.deletions]).delete()
+    return []
 
 
-def apply_changes(plan):
+def apply_changes(plan, actor):
     """Save every change; returns the error messages (the caller rolls back when there are any)."""
     errors = []
     for change in plan.changes:
@@ -182,7 +200,7 @@ def apply_changes(plan):
         try:
             definitions.save_workflow(workflow, change.schedule, change.graph)
         except ValidationError as exc:
-            errors += [f"{where(change.entry)}: {m}" for m in exc.messages]
+            errors += [f"{change.entry.where}: {m}" for m in exc.messages]
         except DatabaseError as exc:
-            errors.append(f"{where(change.entry)}: {str(exc).strip()}")
+            errors.append(f"{change.entry.where}: {str(exc).strip()}")
     return errors

@@ -4,7 +4,6 @@ The API and ``jobs apply`` both come through ``save_workflow``; errors are a Dja
 ValidationError keyed by field (``nodes``, ``edges``, ``schedule``…), cycles named in full.
 """
 
-from dataclasses import dataclass
 from graphlib import CycleError, TopologicalSorter
 
 from django.core.exceptions import ValidationError
@@ -12,23 +11,11 @@ from django.db import transaction
 from django.db.models import Count, OuterRef, Subquery
 
 from jobs import definitions as job_definitions
+from jobs.models import Job
 
-from .models import FailurePolicy, WorkflowEdge, WorkflowNode
+from .models import Edge, FailurePolicy, WorkflowEdge, WorkflowNode, WorkflowRun
 
 MAX_NODES = 200
-
-
-@dataclass(frozen=True)
-class Edge:
-    upstream: str
-    downstream: str
-    on_failure: str = ""
-
-    def as_dict(self):
-        data = {"from": self.upstream, "to": self.downstream}
-        if self.on_failure:
-            data["on_failure"] = self.on_failure
-        return data
 
 
 def parse_graph(nodes, edges, jobs_by_name):
@@ -107,15 +94,6 @@ def layers(nodes, edges):
     return out
 
 
-def graph_of(workflow):
-    """The workflow's (job names, [Edge]) as saved."""
-    prefetched = "nodes" in getattr(workflow, "_prefetched_objects_cache", {})
-    nodes = workflow.nodes.all() if prefetched else workflow.nodes.select_related("job")
-    names = {node.pk: node.job.name for node in nodes}
-    edges = [Edge(names[e.upstream_id], names[e.downstream_id], e.on_failure) for e in workflow.edges.all()]
-    return list(names.values()), edges
-
-
 def save_workflow(workflow, schedule=None, graph=None):
     """Validate and save ``workflow``; apply ``schedule`` (a schedule object) and ``graph`` (the
     output of ``parse_graph``) when given. Nodes whose job stays keep their run history."""
@@ -143,8 +121,6 @@ def save_workflow(workflow, schedule=None, graph=None):
 
 
 def graph_jobs(names):
-    from jobs.models import Job
-
     return {job.name: job for job in Job.objects.filter(name__in=names)}
 
 
@@ -154,8 +130,6 @@ pause, resume = job_definitions.pause, job_definitions.resume
 def listed(workflows):
     """The workflows of the queryset, each with ``node_count`` and ``last`` (its newest run), in
     two queries: what the list page and ``manage.py workflows list`` show."""
-    from .models import WorkflowRun
-
     latest = WorkflowRun.objects.filter(workflow=OuterRef("pk")).order_by("-created_at", "-id")
     workflows = list(workflows.select_related("crontab", "interval", "clocked").annotate(
         node_count=Count("nodes", distinct=True), last_id=Subquery(latest.values("pk")[:1])))

@@ -5,6 +5,8 @@ its run is created) is a conditional UPDATE on a row that is unique per (workflo
 while the workflow run's row is locked: that is what makes a job with two upstreams start once.
 """
 
+from dataclasses import dataclass
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -46,6 +48,20 @@ class StepStatus(models.TextChoices):
 
 
 STEP_TERMINAL = frozenset({StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED, StepStatus.CANCELLED})
+
+
+@dataclass(frozen=True)
+class Edge:
+    upstream: str
+    downstream: str
+    on_failure: str = ""
+
+    def as_dict(self):
+        data = {"from": self.upstream, "to": self.downstream}
+        if self.on_failure:
+            data["on_failure"] = self.on_failure
+        return data
+
 
 
 class Workflow(models.Model):
@@ -101,17 +117,21 @@ class Workflow(models.Model):
     slot_after = Job.slot_after
     first_slot = Job.first_slot  # its runs' SCHEDULE trigger is the same word as a job's
 
+    def graph(self):
+        """(job names, [Edge]) as saved."""
+        prefetched = "nodes" in getattr(self, "_prefetched_objects_cache", {})
+        nodes = self.nodes.all() if prefetched else self.nodes.select_related("job")
+        names = {node.pk: node.job.name for node in nodes}
+        edges = [Edge(names[e.upstream_id], names[e.downstream_id], e.on_failure) for e in self.edges.all()]
+        return list(names.values()), edges
+
     @property
     def node_names(self):
-        from .definitions import graph_of
-
-        return graph_of(self)[0]
+        return self.graph()[0]
 
     @property
     def edge_dicts(self):
-        from .definitions import graph_of
-
-        return [edge.as_dict() for edge in graph_of(self)[1]]
+        return [edge.as_dict() for edge in self.graph()[1]]
 
 
 class WorkflowNode(models.Model):

@@ -1,8 +1,8 @@
 """Who sees which workflows: as with jobs, a user sees the workflows they own and those of their
 groups, staff see all; a workflow run follows its workflow. Anything else answers 404."""
 
-from jobs.api.permissions import may_manage_command_jobs, owned_or_shared, sees_everything
 from jobs.models import JobKind
+from jobs.permissions import may_run_command_jobs, owned_or_shared, sees_everything
 
 from .models import Workflow, WorkflowRun
 
@@ -21,6 +21,6 @@ def visible_workflow_runs(user):
 def may_act_on(user, workflow):
     """Running a workflow runs its jobs: one with a command job needs the right to manage command
     jobs, as running that job alone would."""
-    if may_manage_command_jobs(user):
+    if may_run_command_jobs(user):
         return True
     return not workflow.nodes.filter(job__kind=JobKind.COMMAND).exists()

@@ -2,7 +2,7 @@
 
 Every decision about a workflow run is taken while its row is locked (SELECT … FOR UPDATE), in
 the same transaction as the change that prompted it: a step's run reaching a terminal state
-(``run_ended``, called by jobs.runs and jobs.monitor), a start, a cancel. Two upstreams finishing
+(``run_ended``, which hears every end of a run from jobs.lifecycle's events), a start, a cancel. Two upstreams finishing
 at once on two workers therefore decide one after the other, and the second sees the first's
 step as done; the step's own move from ``waiting`` to ``active`` is a conditional UPDATE besides.
 
@@ -10,14 +10,11 @@ Each step is an ordinary ``JobRun`` (trigger ``workflow``): retries, timeouts, l
 and republishing are the job's own, and a workflow run waits for them.
 """
 
-from datetime import timedelta
-
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 from django.utils import timezone
 
-from jobs import runs as job_runs
-from jobs.models import Job, JobRun, RunStatus, RunTrigger
+from jobs import lifecycle
+from jobs.models import JobRun, RunStatus, RunTrigger
 
 from .models import (
     STEP_TERMINAL,
@@ -33,6 +30,7 @@ STEP_STATUS_OF_RUN = {
     RunStatus.SUCCEEDED: StepStatus.SUCCEEDED,
     RunStatus.FAILED: StepStatus.FAILED,
     RunStatus.TIMED_OUT: StepStatus.FAILED,
+    RunStatus.LOST: StepStatus.FAILED,
     RunStatus.SKIPPED: StepStatus.FAILED,
     RunStatus.CANCELLED: StepStatus.CANCELLED,
 }
@@ -85,9 +83,14 @@ def rerun(wf_run, user=None):
     return new_run
 
 
+def on_run_event(event, run=None, **details):
+    """Subscribed to the end of every run (jobs.lifecycle.events), in the transaction that ended it."""
+    run_ended(run)
+
+
 def run_ended(run):
-    """Hook: ``run`` (a JobRun or its id) has just reached a terminal state, in the caller's
-    transaction. Records the step's outcome and starts whatever that makes ready."""
+    """``run`` (a JobRun or its id) has just reached a terminal state, in the caller's transaction.
+    Records the step's outcome and starts whatever that makes ready."""
     if isinstance(run, JobRun) and run.trigger != RunTrigger.WORKFLOW:
         return  # not a step: spare every other run's end a query
     run_id = getattr(run, "pk", run)
@@ -114,7 +117,7 @@ def cancel(wf_run, user=None, reason=""):
     # The run rows are locked before the workflow run's by every hook (the run ends, then the hook
     # locks the workflow run); cancelling them one by one, outside a workflow-run lock, keeps that order.
     for run in JobRun.objects.filter(workflow_steps__workflow_run=wf_run, workflow_steps__status=StepStatus.ACTIVE):
-        job_runs.cancel(run, reason=f"workflow run #{wf_run.pk}: {reason}")
+        lifecycle.cancel(run, reason=f"workflow run #{wf_run.pk}: {reason}")
     with transaction.atomic():
         locked = WorkflowRun.objects.select_for_update().get(pk=wf_run.pk)
         if not locked.is_terminal:
@@ -183,28 +186,8 @@ class AlreadyStarted(Exception):
 
 
 def create_step_run(job, wf_run, now):
-    """A queued run of ``job``, published on commit, as run now makes one.
-
-    Its scheduled_for is the moment it was made; JobRun allows one run per (job, scheduled_for),
-    so a job started by two workflow runs in the same microsecond takes the next free one."""
-    slot = now
-    for _ in range(100):
-        try:
-            with transaction.atomic():
-                run = JobRun.objects.create(
-                    job=job, trigger=RunTrigger.WORKFLOW, scheduled_for=slot, status=RunStatus.QUEUED,
-                    queued_at=now, max_attempts=job.max_attempts, triggered_by=wf_run.triggered_by)
-            break
-        except IntegrityError:
-            slot += timedelta(microseconds=1)
-    else:
-        raise RuntimeError(f"no free slot for a run of job {job.pk}")
-    # After commit, not here: the scheduler locks job rows and may then wait for a workflow run's
-    # lock (cancelling a run under the 'replace' overlap policy); this runs holding that lock.
-    transaction.on_commit(lambda: Job.objects.filter(Q(last_run__isnull=True) | Q(last_run__lt=run.pk), pk=job.pk)
-                          .update(last_run=run))
-    job_runs.publish_on_commit(run.pk, run.attempt, job)
-    return run
+    """A queued run of ``job`` for this workflow run, published on commit."""
+    return lifecycle.create_run(job, RunTrigger.WORKFLOW, user=wf_run.triggered_by)
 
 
 def _finish(wf_run, steps, now):

@@ -6,7 +6,8 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework import serializers
 
-from .. import backfill, slot_report
+from .. import actions
+from ..operations import slot_report
 from .serializers import field_errors
 
 DEFAULT_REPORT_RANGE = timedelta(hours=24)
@@ -56,15 +57,19 @@ class SlotReportSerializer(serializers.Serializer):
     slots = SlotSerializer(many=True)
 
 
-def run_backfill(job, data, user):
+class WhySerializer(serializers.Serializer):
+    job = serializers.CharField(help_text="The job's name.")
+    at = serializers.DateTimeField()
+    explanation = serializers.CharField(help_text="One sentence.")
+
+
+def run_backfill(actor, job, data):
+    """(dry run?, the answer's body) of a backfill asked for with ``data``."""
     request = BackfillRequestSerializer(data=data)
     request.is_valid(raise_exception=True)
     values = request.validated_data
-    try:
-        found = backfill.backfill(job, values["start"], values["end"], user=user, dry_run=values["dry_run"])
-    except DjangoValidationError as exc:
-        raise serializers.ValidationError(field_errors(exc)) from None
-    return values, found, {
+    found = actions.backfill(actor, job, values["start"], values["end"], dry_run=values["dry_run"])
+    return values["dry_run"], {
         "dry_run": values["dry_run"],
         "slots": [{"scheduled_for": slot, "run": found.existing.get(slot)} for slot in found.slots],
         "to_create": len(found.missing),
@@ -90,3 +95,11 @@ def slots_of(job, params):
                    "run": slot.run and {"id": slot.run.pk, "status": slot.run.status, "trigger": slot.run.trigger}}
                   for slot in report.slots],
     }).data
+
+
+def why(job, moment):
+    try:
+        explanation = slot_report.explain(job, moment)
+    except DjangoValidationError as exc:
+        raise serializers.ValidationError(field_errors(exc)) from None
+    return WhySerializer({"job": job.name, "at": moment, "explanation": explanation}).data

@@ -1,5 +1,8 @@
-"""JSON shapes of jobs and runs. Jobs are validated by the model (``Job.full_clean`` through
-``definitions.save_job``), and Django's per-field errors become the API's per-field 400s."""
+"""JSON shapes of jobs and runs: the one schema of a job, for the API and for jobs-as-code files.
+
+The serializer checks the shape of a job; the model checks the rest when the action saves it
+(``Job.full_clean`` through ``definitions.save_job``), and Django's per-field errors become the
+API's per-field 400s (``field_errors``). The context carries the ``actor`` (``jobs.actions``)."""
 
 from datetime import UTC
 
@@ -12,9 +15,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
-from .. import definitions, schedules
+from .. import definitions, schedules, secrets
 from ..models import Job, JobAttempt, JobRun
-from .permissions import sees_everything
+from ..permissions import queue_refusal
 
 # Keys of ``parse_schedule``'s errors that describe a part of the schedule object.
 SCHEDULE_KEYS = {"schedule", "type", "cron", "timezone", "every_seconds", "run_at"}
@@ -100,6 +103,23 @@ class ScheduleField(serializers.Field):
         return {"schedule": spec}
 
 
+@extend_schema_field({
+    "type": "object", "additionalProperties": {"type": "string"},
+    "description": f"Names to secret values. Write-only: read back as \"{secrets.MASK}\"; sending "
+                   f"\"{secrets.MASK}\" keeps the stored value, leaving a name out removes it.",
+})
+class SecretsField(serializers.Field):
+    """A secret field: its values are stored encrypted and never read back (``jobs.secrets``)."""
+
+    def to_representation(self, stored):
+        return secrets.masked(stored)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+            raise serializers.ValidationError("Must be a JSON object of names to string values.")
+        return data
+
+
 class LastRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = JobRun
@@ -114,27 +134,49 @@ class JobSerializer(serializers.ModelSerializer):
         help_text="A group of yours whose members may also see and run the job.",
     )
     last_run = LastRunSerializer(read_only=True, allow_null=True)
+    secret_environment = SecretsField(required=False)
+    secret_http_headers = SecretsField(required=False)
 
     class Meta:
         model = Job
         fields = [
             "id", "name", "description", "tags", "kind", "target", "args", "kwargs", "environment",
-            "http_method", "http_headers", "http_body", "http_ok_statuses", "schedule",
+            "secret_environment", "http_method", "http_headers", "secret_http_headers", "http_body",
+            "http_ok_statuses", "schedule",
             "catchup_policy", "catchup_max", "overlap_policy", "start_deadline_seconds", "jitter_seconds",
             "memory_limit_mb", "cpu_limit_seconds", "max_open_files", "max_processes", "working_directory",
-            "enabled", "queue", "max_retries", "retry_backoff_seconds",
+            "enabled", "queue", "priority", "max_retries", "retry_backoff_seconds",
             "retry_backoff_max_seconds", "retry_jitter", "timeout_seconds", "sla_seconds",
             "retention_days", "retention_min_runs", "next_run_at", "last_run", "owner", "group", "created_at",
             "updated_at",
         ]
         read_only_fields = ["next_run_at", "created_at", "updated_at"]
+        # Kept as given: a request body is sent byte for byte, and a text of several lines keeps
+        # its indentation (and a file applied twice compares equal).
+        extra_kwargs = {"description": {"trim_whitespace": False}, "http_body": {"trim_whitespace": False}}
 
     def validate(self, attrs):
-        nul = [name for name in ("tags", "args", "kwargs", "environment", "http_headers", "http_ok_statuses")
+        nul = [name for name in ("tags", "args", "kwargs", "environment", "http_headers", "http_ok_statuses",
+                                 "secret_environment", "secret_http_headers")
                if definitions.contains_nul(attrs.get(name))]
         if nul:
             raise serializers.ValidationError({name: ["Must not contain NUL (\\u0000) characters."] for name in nul})
+        # Sealed here, where the stored values are known: the mask keeps a stored value (jobs.secrets).
+        for name in secrets.FIELDS:
+            if name in attrs:
+                stored = getattr(self.instance, name, None) if self.instance is not None else None
+                try:
+                    attrs[name] = secrets.seal(attrs[name], stored, name)
+                except DjangoValidationError as exc:
+                    raise serializers.ValidationError(field_errors(exc)) from None
         return attrs
+
+    def validate_queue(self, queue):
+        if self.instance is not None and queue == self.instance.queue:
+            return queue  # kept as it is: not a new choice of this user's
+        if problem := queue_refusal(self.context["actor"].user, queue):
+            raise serializers.ValidationError(problem)
+        return queue
 
     def validate_args(self, value):
         if not isinstance(value, list):
@@ -157,29 +199,14 @@ class JobSerializer(serializers.ModelSerializer):
         return value
 
     def validate_group(self, group):
-        user = self.context["request"].user
-        if group is not None and not sees_everything(user) and not user.groups.filter(pk=group.pk).exists():
+        actor = self.context["actor"]  # a jobs.actions.Actor
+        if group is not None and not actor.sees_everything and not actor.user.groups.filter(pk=group.pk).exists():
             raise serializers.ValidationError(f"You are not a member of the group '{group.name}'.")
         return group
 
-    def create(self, validated_data):
-        schedule = validated_data.pop("schedule", None) or {"type": "manual"}
-        return self._save(Job(**validated_data), schedule)
-
-    def update(self, job, validated_data):
-        schedule = validated_data.pop("schedule", None)
-        was_enabled = job.enabled
-        for name, value in validated_data.items():
-            setattr(job, name, value)
-        if schedule is None:
-            definitions.restart_if_reenabled(job, was_enabled)
-        return self._save(job, schedule)
-
-    def _save(self, job, schedule):
-        try:
-            return definitions.save_job(job, schedule)
-        except DjangoValidationError as exc:
-            raise serializers.ValidationError(field_errors(exc)) from None
+    def save(self, **kwargs):
+        raise NotImplementedError("A job is saved by jobs.actions.create or edit, which check the command-job "
+                                  "permission and write the audit entry: pass them the validated data.")
 
 
 class AttemptSerializer(serializers.ModelSerializer):

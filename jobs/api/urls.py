@@ -1,11 +1,15 @@
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
+from .jobs_as_code import JobsAsCodeView
 from .views import JobViewSet, RunViewSet
 
 app_name = "api"
 
+# The API's root view lists every app's calls: scheduler_site.api_root.
 router = DefaultRouter()
+router.include_root_view = False
 router.register("jobs", JobViewSet, basename="job")
 router.register("runs", RunViewSet, basename="run")
 
-urlpatterns = router.urls
+urlpatterns = [path("jobs-as-code/", JobsAsCodeView.as_view(), name="jobs-as-code"), *router.urls]

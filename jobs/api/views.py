@@ -2,8 +2,8 @@
 
 from datetime import UTC, datetime, time
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import connection, transaction
-from django.db.models import ProtectedError
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
@@ -15,25 +15,37 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
-from audit import trail
 from audit.models import Source
 
-from .. import definitions, runs
+from .. import actions
 from ..models import Job, JobKind, JobRun, RunStatus
+from ..permissions import visible_jobs, visible_runs
 from . import operator
-from .permissions import may_manage_command_jobs, touches_command_job, visible_jobs, visible_runs
-from .serializers import JobSerializer, RunDetailSerializer, RunSerializer
+from .serializers import JobSerializer, RunDetailSerializer, RunSerializer, field_errors
 
 MAX_BODY_BYTES = 256 * 1024
-
-COMMAND_JOBS_DENIED = ("Only staff or users with the jobs.change_job permission may create, change, delete, "
-                       "run, pause, resume or cancel command jobs.")
 
 
 class RequestTooLarge(APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_detail = f"The request body is larger than {MAX_BODY_BYTES // 1024} KB."
     default_code = "request_too_large"
+
+    def __init__(self, limit):
+        super().__init__(f"The request body is larger than {limit // 1024} KB.")
+
+
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+
+
+def api_error(exc):
+    """An ``actions.ActionError`` as the API's answer: 400 per field, 403 or 409 with its detail."""
+    if exc.kind == actions.ActionError.FORBIDDEN:
+        return PermissionDenied(exc.message)
+    if exc.kind == actions.ActionError.CONFLICT:
+        return Conflict(exc.message)
+    return ValidationError(field_errors(DjangoValidationError(exc.fields)))
 
 
 class Pagination(PageNumberPagination):
@@ -42,9 +54,18 @@ class Pagination(PageNumberPagination):
 
 
 class ApiViewSet:
-    """What every viewset of the API shares: a cap on the request body and the pagination."""
+    """What every viewset of the API shares: a cap on the request body, the pagination, and the
+    answers to a refused action."""
 
     pagination_class = Pagination
+    max_body_bytes = MAX_BODY_BYTES
+
+    @property
+    def actor(self):
+        return actions.Actor.of_request(self.request, Source.API)
+
+    def handle_exception(self, exc):
+        return super().handle_exception(api_error(exc) if isinstance(exc, actions.ActionError) else exc)
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
@@ -52,8 +73,8 @@ class ApiViewSet:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             raise ValidationError({"detail": "Content-Length is not a number."}) from None
-        if length > MAX_BODY_BYTES:
-            raise RequestTooLarge()
+        if length > self.max_body_bytes:
+            raise RequestTooLarge(self.max_body_bytes)
 
 
 def bool_param(params, name):
@@ -123,8 +144,8 @@ def with_tag(jobs, tag):
             OpenApiParameter("tag", OpenApiTypes.STR, description="Jobs carrying this tag."),
         ],
     ),
-    create=extend_schema(description="Define a job; you become its owner. Command jobs need staff "
-                                     "or the jobs.change_job permission."),
+    create=extend_schema(description="Define a job; you become its owner. Command jobs need the "
+                                     "jobs.run_command_jobs permission."),
     update=extend_schema(description="Replace a job's fields; without `schedule` the schedule is kept."),
     partial_update=extend_schema(description="Change some fields; with `schedule` it is applied again "
                                              "and `next_run_at` recomputed."),
@@ -154,57 +175,40 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
             jobs = with_tag(jobs, text_param(params, "tag"))
         return jobs
 
-    def check_command_permission(self, job, data):
-        if touches_command_job(job, data) and not may_manage_command_jobs(self.request.user):
-            raise PermissionDenied(COMMAND_JOBS_DENIED)
-
-    def create(self, request, *args, **kwargs):
-        self.check_command_permission(None, request.data)
-        with transaction.atomic():
-            return super().create(request, *args, **kwargs)
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        if not getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the types has no user
+            context["actor"] = self.actor
+        return context
 
     def perform_create(self, serializer):
-        job = serializer.save(owner=self.request.user)
-        trail.record(job, "create", Source.API, request=self.request, changes=trail.diff(None, trail.snapshot(job)))
+        values = dict(serializer.validated_data)
+        schedule = values.pop("schedule", None) or {"type": "manual"}
+        serializer.instance = actions.create(self.actor, Job(owner=self.request.user, **values), schedule)
 
+    @transaction.atomic  # the row stays locked (get_queryset) until the edit and its entry commit
     def update(self, request, *args, **kwargs):
-        with transaction.atomic():
-            self.check_command_permission(self.get_object(), request.data)
-            return super().update(request, *args, **kwargs)
+        return super().update(request, *args, **kwargs)
 
     def perform_update(self, serializer):
-        before = trail.snapshot(serializer.instance)
-        job = serializer.save()
-        changes = trail.diff(before, trail.snapshot(job))
-        if changes:
-            trail.record(job, "change", Source.API, request=self.request, changes=changes)
+        values = dict(serializer.validated_data)
+        schedule = values.pop("schedule", None)
+        serializer.instance = actions.edit(self.actor, serializer.instance, values, schedule)
 
     @extend_schema(responses={204: None, 409: OpenApiTypes.OBJECT},
                    description="Delete a job; 409 while a workflow uses it.")
     def destroy(self, request, *args, **kwargs):
-        self.check_command_permission(self.get_object(), None)
-        try:
-            with transaction.atomic():  # the audit entry goes with the deletion, or neither does
-                return super().destroy(request, *args, **kwargs)
-        except ProtectedError as exc:
-            names = sorted({str(getattr(obj, "workflow", obj)) for obj in exc.protected_objects})
-            return Response({"detail": f"The job is used by the workflow(s) {', '.join(names)}: remove it "
-                                       "from them first."}, status=status.HTTP_409_CONFLICT)
+        return super().destroy(request, *args, **kwargs)
 
     def perform_destroy(self, job):
-        trail.record(job, "delete", Source.API, request=self.request, changes=trail.diff(trail.snapshot(job), None))
-        job.delete()
+        actions.delete(self.actor, job)
 
     @extend_schema(request=None, responses={202: RunDetailSerializer},
                    description="Run the job now (a manual run, queued at once). The `Location` header "
                                "points at the new run.")
     @action(detail=True, methods=["post"])
-    @transaction.atomic  # the action and its audit entry, together or not at all
     def run(self, request, pk=None):
-        job = self.get_object()
-        self.check_command_permission(job, None)
-        run = runs.run_now(job, user=request.user)
-        trail.record(job, "run_now", Source.API, request=request, run=run)
+        run = actions.run_now(self.actor, self.get_object())
         data = RunDetailSerializer(run, context=self.get_serializer_context()).data
         location = reverse("api:run-detail", args=[run.pk], request=request)
         return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
@@ -212,25 +216,15 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
     @extend_schema(request=None, responses=JobSerializer,
                    description="Stop the job's schedule. Runs already queued still run; run now still works.")
     @action(detail=True, methods=["post"])
-    @transaction.atomic  # the action and its audit entry, together or not at all
     def pause(self, request, pk=None):
-        job = self.get_object()
-        self.check_command_permission(job, None)
-        definitions.pause(job)
-        trail.record(job, "pause", Source.API, request=request)
-        return Response(self.get_serializer(job).data)
+        return Response(self.get_serializer(actions.pause(self.actor, self.get_object())).data)
 
     @extend_schema(request=None, responses=JobSerializer,
                    description="Restart the job's schedule from now on: slots that fell while it was "
                                "paused are not run.")
     @action(detail=True, methods=["post"])
-    @transaction.atomic  # the action and its audit entry, together or not at all
     def resume(self, request, pk=None):
-        job = self.get_object()
-        self.check_command_permission(job, None)
-        definitions.resume(job)
-        trail.record(job, "resume", Source.API, request=request)
-        return Response(self.get_serializer(job).data)
+        return Response(self.get_serializer(actions.resume(self.actor, self.get_object())).data)
 
     @extend_schema(request=operator.BackfillRequestSerializer,
                    responses={200: operator.BackfillResponseSerializer, 202: operator.BackfillResponseSerializer},
@@ -239,17 +233,9 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
                                "is safe to repeat. With `dry_run` the slots are listed and nothing is created "
                                "(200); otherwise the runs are queued (202).")
     @action(detail=True, methods=["post"])
-    @transaction.atomic  # the action and its audit entry, together or not at all
     def backfill(self, request, pk=None):
-        job = self.get_object()
-        self.check_command_permission(job, None)
-        values, found, data = operator.run_backfill(job, request.data, request.user)
-        if values["dry_run"]:
-            return Response(data)
-        if found.created:
-            trail.record(job, "backfill", Source.API, request=request,
-                         detail=backfill_detail(values["start"], values["end"], found))
-        return Response(data, status=status.HTTP_202_ACCEPTED)
+        dry_run, data = operator.run_backfill(self.actor, self.get_object(), request.data)
+        return Response(data, status=status.HTTP_200_OK if dry_run else status.HTTP_202_ACCEPTED)
 
     @extend_schema(
         request=None, responses=operator.SlotReportSerializer,
@@ -260,15 +246,25 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
         description="Every slot the job's schedule expected in [start, end) (at most JOBS_SLOT_REPORT_MAX_SLOTS) "
                     "and what became of it: ran (with its run), skipped (with the reason: overlap policy, "
                     "start deadline, catch-up policy, job paused or disabled), missing (no record at all: a "
-                    "`missed` notification is raised), due or upcoming.")
+                    "`missed` notification is raised by the periodic check, not by this call), due or upcoming.")
     @action(detail=True, methods=["get"])
     def slots(self, request, pk=None):
         return Response(operator.slots_of(self.get_object(), request.query_params))
 
 
-def backfill_detail(start, end, found):
-    return (f"{len(found.created)} run(s) for the slots from {start.isoformat()} to {end.isoformat()} "
-            f"({len(found.existing)} already had a run)")
+    @extend_schema(
+        request=None, responses=operator.WhySerializer,
+        parameters=[OpenApiParameter("at", OpenApiTypes.DATETIME, required=True,
+                                     description="The moment asked about (ISO 8601; naive means UTC).")],
+        description="Why did (or didn't) the job run at a moment: one sentence about its slot at `at` (or the "
+                    "first slot in the minute after it): it ran (which run), it was skipped (why), it has not "
+                    "come yet, or it is missing (a `missed` notification is raised).")
+    @action(detail=True, methods=["get"])
+    def why(self, request, pk=None):
+        job = self.get_object()
+        if "at" not in request.query_params:
+            raise ValidationError({"at": ["This parameter is required."]})
+        return Response(operator.why(job, datetime_param(request.query_params, "at")))
 
 
 RUN_ORDERINGS = [f"{sign}{field}" for field in ("created_at", "scheduled_for", "started_at", "finished_at")
@@ -324,14 +320,9 @@ class RunViewSet(ApiViewSet, viewsets.ReadOnlyModelViewSet):
                     "answered with 200 and left unchanged. `detail` says which happened.",
     )
     @action(detail=True, methods=["post"])
-    @transaction.atomic
     def cancel(self, request, pk=None):
         run = self.get_object()
-        if touches_command_job(run.job, None) and not may_manage_command_jobs(request.user):
-            raise PermissionDenied(COMMAND_JOBS_DENIED)
-        cancelled = runs.cancel(run, reason=f"Cancelled by {request.user.get_username()} through the API")
-        if cancelled:
-            trail.record(run.job, "cancel", Source.API, request=request, run=run)
+        cancelled = actions.cancel(self.actor, run)
         data = RunDetailSerializer(run, context=self.get_serializer_context()).data
         data["detail"] = "Cancelled." if cancelled else f"The run is already {run.status}; nothing changed."
         return Response(data)

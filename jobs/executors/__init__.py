@@ -36,6 +36,9 @@ class RunContext:
     job: object
     timeout_seconds: float
     cancelled: object = field(default=None, repr=False)  # a threading.Event set on cancel/lost
+    # The attempt's OutputTail, which the worker's heartbeat thread saves while the attempt runs;
+    # an executor that finds none keeps its own.
+    output: object = field(default=None, repr=False)
 
     @property
     def idempotency_key(self):

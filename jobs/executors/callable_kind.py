@@ -1,10 +1,12 @@
 import json
 
 from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from .. import registry
 from . import JobTimedOut, Outcome
+from .output import OutputTail, capture_prints
 
 
 def validate(job):
@@ -27,12 +29,15 @@ def execute(context):
     kwargs = dict(job.kwargs)
     if registry.wants_context(func):
         kwargs["context"] = context
+    tail = context.output or OutputTail(settings.JOBS_OUTPUT_MAX_BYTES)
     try:
-        result = func(*job.args, **kwargs)
+        with capture_prints(tail):
+            result = func(*job.args, **kwargs)
     except SoftTimeLimitExceeded:
-        raise JobTimedOut(f"Timed out after {job.timeout_seconds} s") from None
+        raise JobTimedOut(f"Timed out after {job.timeout_seconds} s", *tail.snapshot()) from None
     try:
         json.dumps(result)
     except (TypeError, ValueError):
         result = repr(result)
-    return Outcome(result=result)
+    output, written = tail.snapshot()
+    return Outcome(output=output, output_bytes=written, result=result)

@@ -10,6 +10,7 @@ import time
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from .. import secrets
 from . import JobFailed, JobTimedOut, Outcome, limits
 from .output import OutputTail
 
@@ -19,9 +20,12 @@ def validate(job):
         raise ValidationError({"kind": "Command jobs are switched off (JOBS_COMMANDS_ENABLED)."})
     if not job.target.strip():
         raise ValidationError({"target": "A command job needs a command."})
-    env = job.environment
-    if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-        raise ValidationError({"environment": "Must be a JSON object of string names to string values."})
+    for field in ("environment", "secret_environment"):
+        env = getattr(job, field)
+        if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+            raise ValidationError({field: "Must be a JSON object of string names to string values."})
+    if both := set(job.environment) & set(job.secret_environment):
+        raise ValidationError({"secret_environment": f"Given in environment too: {', '.join(sorted(both))}."})
     limits.validate(job)
 
 
@@ -35,12 +39,13 @@ def execute(context):
     try:
         prefix = limits.prlimit_argv(job)
         user_kwargs, user_env = limits.run_as()
-    except limits.LimitsUnavailable as exc:
+        hidden = secrets.reveal(job.secret_environment)
+    except (limits.LimitsUnavailable, secrets.SecretsUnavailable) as exc:
         raise JobFailed(str(exc)) from None
     inherited = {k: v for k, v in os.environ.items() if k not in settings.JOBS_COMMAND_ENV_EXCLUDE}
-    env = {**inherited, **user_env, **job.environment, "JOB_RUN_ID": str(context.run_id),
+    env = {**inherited, **user_env, **job.environment, **hidden, "JOB_RUN_ID": str(context.run_id),
            "JOB_ATTEMPT": str(context.attempt), "JOB_IDEMPOTENCY_KEY": context.idempotency_key}
-    tail = OutputTail(settings.JOBS_OUTPUT_MAX_BYTES)
+    tail = context.output or OutputTail(settings.JOBS_OUTPUT_MAX_BYTES)
     try:
         process = subprocess.Popen(
             [*prefix, "/bin/sh", "-c", job.target], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -1,23 +1,61 @@
-from urllib.parse import urlparse
+"""HTTP calls, through the outbound guard: a literal internal address is refused when the job is
+saved, a name that resolves inside when the attempt runs (outside JOBS_HTTP_ALLOWED_NETWORKS)."""
 
-import requests
+import re
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+import outbound
+
+from .. import secrets
 from . import JobFailed, JobTimedOut, Outcome
 
 METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
+# An RFC 9110 field name.
+HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+# Headers that frame the message or steer the connection: the client sets them, a job may not
+# (a second Content-Length or a Transfer-Encoding smuggles a request past a proxy).
+RESERVED_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer",
+                    "keep-alive", "proxy-connection", "proxy-authorization", "expect"}
+
+
+def allowed_networks():
+    return outbound.parse_networks(settings.JOBS_HTTP_ALLOWED_NETWORKS)
+
+
+def header_errors(headers):
+    if not isinstance(headers, dict):
+        return "Must be a JSON object."
+    for name, value in headers.items():
+        if not isinstance(name, str) or not HEADER_NAME.match(name):
+            return f"{name!r} is not a valid header name."
+        if name.lower() in RESERVED_HEADERS:
+            return f"{name} is set by the client itself and may not be given."
+        if not isinstance(value, str) or any(c in value for c in "\r\n\x00"):
+            return f"{name}: the value must be text without line breaks."
+    return None
 
 
 def validate(job):
     errors = {}
-    parsed = urlparse(job.target)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        errors["target"] = "Must be an http:// or https:// URL."
+    try:
+        outbound.check_url(job.target, allowed_networks())
+    except outbound.Refused as exc:
+        errors["target"] = str(exc)
     if (job.http_method or "GET").upper() not in METHODS:
         errors["http_method"] = f"Must be one of {', '.join(sorted(METHODS))}."
-    if not isinstance(job.http_headers, dict):
-        errors["http_headers"] = "Must be a JSON object."
+    if problem := header_errors(job.http_headers):
+        errors["http_headers"] = problem
+    if isinstance(job.http_headers, dict) and isinstance(job.secret_http_headers, dict):
+        both = {n.lower() for n in job.http_headers} & {n.lower() for n in job.secret_http_headers}
+        if both:
+            errors["secret_http_headers"] = f"Given in http_headers too: {', '.join(sorted(both))}."
+    try:
+        if problem := header_errors(secrets.reveal(job.secret_http_headers)):
+            errors["secret_http_headers"] = problem
+    except secrets.SecretsUnavailable as exc:
+        errors["secret_http_headers"] = str(exc)
     codes = job.http_ok_statuses
     if not isinstance(codes, list) or not all(isinstance(c, int) and 100 <= c <= 599 for c in codes):
         errors["http_ok_statuses"] = "Must be a list of HTTP status codes (100-599)."
@@ -27,22 +65,28 @@ def validate(job):
 
 def execute(context):
     job = context.job
-    headers = {"Idempotency-Key": context.idempotency_key, **job.http_headers}
     try:
-        response = requests.request(
-            (job.http_method or "GET").upper(), job.target, headers=headers,
-            data=job.http_body.encode() if job.http_body else None,
-            timeout=context.timeout_seconds, stream=True,
-        )
-    except requests.Timeout:
+        hidden = secrets.reveal(job.secret_http_headers)
+    except secrets.SecretsUnavailable as exc:
+        raise JobFailed(str(exc)) from None
+    headers = {"Idempotency-Key": context.idempotency_key, **job.http_headers, **hidden}
+    policy = outbound.Policy(allowed_networks=allowed_networks(), timeout=context.timeout_seconds,
+                             max_bytes=settings.JOBS_HTTP_MAX_RESPONSE_BYTES, keep_bytes=settings.JOBS_OUTPUT_MAX_BYTES)
+    try:
+        response = outbound.fetch((job.http_method or "GET").upper(), job.target, headers=headers,
+                                  body=job.http_body.encode() if job.http_body else None, policy=policy,
+                                  sensitive_headers=hidden)
+    except outbound.TimedOut:
         raise JobTimedOut(f"No answer within {job.timeout_seconds} s") from None
-    except requests.RequestException as exc:
+    except outbound.Refused as exc:
+        raise JobFailed(f"Refused: {exc}") from None
+    except outbound.UnsafeRequest as exc:
         raise JobFailed(f"Request failed: {exc}") from None
-    limit = settings.JOBS_OUTPUT_MAX_BYTES
-    body = response.raw.read(limit + 1, decode_content=True) or b""
-    response.close()
-    output = f"HTTP {response.status_code}\n" + body[:limit].decode("utf-8", errors="replace")
-    ok = response.status_code in job.http_ok_statuses if job.http_ok_statuses else 200 <= response.status_code < 300
+    output = f"HTTP {response.status}\n" + response.body.decode("utf-8", errors="replace")
+    ok = response.status in job.http_ok_statuses if job.http_ok_statuses else 200 <= response.status < 300
     if not ok:
-        raise JobFailed(f"Unexpected status {response.status_code}", output, len(body))
-    return Outcome(output=output, output_bytes=len(body), result={"status": response.status_code})
+        raise JobFailed(f"Unexpected status {response.status}", output, response.size)
+    # The status and headers are the run's result (the run page shows them above the body); cookies
+    # the server sets are not kept.
+    shown = {name: value for name, value in response.headers.items() if name.lower() != "set-cookie"}
+    return Outcome(output=output, output_bytes=response.size, result={"status": response.status, "headers": shown})

@@ -1,6 +1,9 @@
 """Small SVG charts drawn on the server: a sparkline of recent durations and a duration chart with
 the SLA as a line. No JavaScript and no library: the numbers become coordinates."""
 
+from datetime import UTC
+from zoneinfo import ZoneInfo
+
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
 
@@ -41,9 +44,14 @@ def sparkline(points, width=120, height=24):
     )
 
 
-def duration_chart(points, sla_seconds=None, width=640, height=200):
+def duration_chart(points, sla_seconds=None, width=640, height=200, tzname="UTC"):
     """Durations over time (``points``: [(started_at, seconds, status)] oldest first), with the SLA
-    as a dashed line when the job has one."""
+    as a dashed line when the job has one; times in ``tzname`` (the job's)."""
+    zone = ZoneInfo(tzname)
+
+    def local(moment, form="%Y-%m-%d %H:%M"):
+        return moment.astimezone(zone).strftime(f"{form} %Z")
+
     if not points:
         return mark_safe('<p class="muted">No finished runs yet.</p>')
     left, right, top_pad, bottom = 56, 10, 10, 24
@@ -64,15 +72,16 @@ def duration_chart(points, sla_seconds=None, width=640, height=200):
         f'<line class="axis" x1="{left}" y1="{top_pad}" x2="{left}" y2="{top_pad + plot_h}"/>',
         f'<text class="tick" x="{left - 4}" y="{top_pad + 8}" text-anchor="end">{escape(human_seconds(top))}</text>',
         f'<text class="tick" x="{left - 4}" y="{top_pad + plot_h}" text-anchor="end">0</text>',
-        format_html('<text class="tick" x="{}" y="{}">{}</text>', left, height - 6, first.strftime("%Y-%m-%d %H:%M UTC")),
+        format_html('<text class="tick" x="{}" y="{}">{}</text>', left, height - 6, local(first)),
         format_html('<text class="tick" x="{}" y="{}" text-anchor="end">{}</text>', width - right, height - 6,
-                    last.strftime("%Y-%m-%d %H:%M UTC")),
+                    local(last)),
     ]
     if len(points) > 1:
         line = " ".join(f"{x(p[0]):.1f},{y(p[1]):.1f}" for p in points)
         parts.append(f'<polyline class="series" points="{line}"/>')
     for started, seconds, status in points:
-        tip = escape(f"{started:%Y-%m-%d %H:%M:%S} UTC · {human_seconds(seconds)} · {status}")
+        utc = "" if tzname == "UTC" else f" ({started.astimezone(UTC):%H:%M:%S} UTC)"
+        tip = escape(f"{local(started, '%Y-%m-%d %H:%M:%S')}{utc} · {human_seconds(seconds)} · {status}")
         parts.append(f'<circle class="{STATUS_CLASS.get(status, "")}" cx="{x(started):.1f}" cy="{y(seconds):.1f}" '
                      f'r="3"><title>{tip}</title></circle>')
     if sla_seconds:

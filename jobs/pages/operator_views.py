@@ -7,16 +7,13 @@ from zoneinfo import ZoneInfo
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect
 from django.utils import timezone
 
-from audit import trail
-from audit.models import Source
-
-from .. import backfill, slot_report
-from ..api.permissions import visible_jobs
-from .views import job_timezone, job_to_act_on, page
+from .. import actions
+from ..operations import slot_report
+from ..permissions import visible_jobs
+from .common import actor, job_timezone, page, refused_is_forbidden
 
 LOCAL_FORMAT = "%Y-%m-%dT%H:%M"  # what <input type="datetime-local"> sends
 
@@ -42,7 +39,7 @@ def why_line(job, text, tzname):
     if moment is None:
         return "Give a date and time, such as 2026-11-21T03:00."
     try:
-        return slot_report.explain(job, moment)
+        return slot_report.explain(job, moment, tzname=tzname)
     except ValidationError as exc:
         return " ".join(exc.messages)
 
@@ -81,10 +78,10 @@ def job_slots(request, pk):
 
 
 @login_required
-@transaction.atomic  # the backfill and its audit entry, together or not at all
+@refused_is_forbidden
 def job_backfill(request, pk):
     """GET: the form. POST without ``confirm``: the dry run, listing the slots. POST with it: create."""
-    job = job_to_act_on(request, pk) if request.method == "POST" else get_object_or_404(visible_jobs(request.user), pk=pk)
+    job = get_object_or_404(visible_jobs(request.user), pk=pk)
     tzname = job_timezone(job)
     context = {"job": job, "tzname": tzname, "errors": [], "found": None,
                "from_value": request.POST.get("from", ""), "to_value": request.POST.get("to", "")}
@@ -96,15 +93,13 @@ def job_backfill(request, pk):
         if not errors:
             confirm = bool(request.POST.get("confirm"))
             try:
-                found = backfill.backfill(job, start, end, user=request.user, dry_run=not confirm)
-            except ValidationError as exc:
-                context["errors"] = exc.messages
+                found = actions.backfill(actor(request), job, start, end, dry_run=not confirm)
+            except actions.ActionError as exc:
+                if exc.kind != actions.ActionError.INVALID:
+                    raise
+                context["errors"] = [text for texts in exc.fields.values() for text in texts]
             else:
                 if confirm:
-                    if found.created:
-                        trail.record(job, "backfill", Source.PAGE, request=request, detail=(
-                            f"{len(found.created)} run(s) for the slots from {start.isoformat()} to "
-                            f"{end.isoformat()} ({len(found.existing)} already had a run)"))
                     messages.success(request, f"Backfill of {job.name}: {len(found.created)} run(s) queued, "
                                               f"{len(found.existing)} slot(s) already had a run.")
                     return redirect("pages:job", pk=job.pk)

@@ -1,14 +1,19 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import operator_views, views
+from . import job_forms, operator_views, views
 
 app_name = "pages"
 
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("jobs/", views.job_list, name="jobs"),
+    path("jobs/new/", job_forms.job_create, name="job-new"),
+    path("jobs/schedule-preview/", job_forms.schedule_preview_view, name="schedule-preview"),
     path("jobs/<int:pk>/", views.job_detail, name="job"),
+    path("jobs/<int:pk>/edit/", job_forms.job_edit, name="job-edit"),
+    path("jobs/<int:pk>/clone/", job_forms.job_clone, name="job-clone"),
+    path("jobs/<int:pk>/delete/", job_forms.job_delete, name="job-delete"),
     path("jobs/<int:pk>/run/", views.job_run_now, name="job-run"),
     path("jobs/<int:pk>/pause/", views.job_pause, name="job-pause"),
     path("jobs/<int:pk>/resume/", views.job_resume, name="job-resume"),
@@ -18,8 +23,6 @@ urlpatterns = [
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("runs/<int:pk>/tail/", views.run_tail, name="run-tail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
-    path("channels/", views.channel_list, name="channels"),
-    path("channels/<int:pk>/test/", views.channel_test, name="channel-test"),
     path("accounts/login/", auth_views.LoginView.as_view(template_name="pages/login.html"), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="pages:login"), name="logout"),
 ]

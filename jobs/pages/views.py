@@ -4,52 +4,43 @@ Every page shows only what the API would show the same user (``visible_jobs``/``
 another user's job or run answers 404, so ids do not leak what exists.
 """
 
+import json
 from zoneinfo import ZoneInfo
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db import transaction
-from django.http import Http404, JsonResponse
+from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from audit import trail
-from audit.models import Source
-from notifications.models import Channel, Delivery
-from notifications.sending import send_test_notification
-
-from .. import definitions, runs
-from ..api.permissions import may_manage_command_jobs, visible_jobs, visible_runs
+from .. import actions
 from ..api.views import with_tag
-from ..models import JobKind, RunStatus, ScheduleType
-from . import charts, queries
+from ..models import ACTIVE_STATUSES, JobKind, RunStatus
+from ..permissions import sees_everything, visible_jobs, visible_runs
+from . import charts, figures, keyset, queries
+from .common import actor, flower_url, job_timezone, may_act_on, page, refused_is_forbidden
+from .operator_views import why_line
 
 JOBS_PER_PAGE = 50
 RUNS_PER_PAGE = 50
 JOB_RUNS_PER_PAGE = 25
 JOB_CHOICES = 200
+SPARKLINE_RUNS = 20
 CHART_RUNS = 100
+RATE_RUNS = 50
 AUDIT_ON_JOB_PAGE = 20
-
-
-def page(request, template, context, section):
-    context.update(section=section, flower_url=settings.FLOWER_URL.rstrip("/"))
-    return render(request, template, context)
+# What a table of runs shows (templates/pages/_runs_table.html): not the output, result or error,
+# up to megabytes a run.
+RUNS_TABLE_FIELDS = ("job", "status", "trigger", "scheduled_for", "created_at", "started_at", "finished_at",
+                     "attempt", "max_attempts", "worker")
+LAST_RUN_UNSHOWN = ("last_run__output", "last_run__result", "last_run__error", "last_run__reason")
 
 
 def paginate(request, items, per_page):
     return Paginator(items, per_page).get_page(request.GET.get("page"))
-
-
-def may_act_on(user, job):
-    """Whoever sees a job may run, pause and resume it; a command job also needs the right to
-    manage command jobs, as in the API."""
-    return job.kind != JobKind.COMMAND or may_manage_command_jobs(user)
 
 
 def with_timings(run_list, now=None):
@@ -64,18 +55,13 @@ def with_timings(run_list, now=None):
     return run_list
 
 
-def job_timezone(job):
-    if job.schedule_type == ScheduleType.CRON and job.crontab:
-        return str(job.crontab.timezone)
-    return settings.TIME_ZONE
-
-
 # --- overview
 
 
 @login_required
 def overview(request):
-    context = queries.overview(visible_runs(request.user), visible_jobs(request.user))
+    context = queries.overview(visible_runs(request.user), visible_jobs(request.user),
+                               sees_all=sees_everything(request.user))
     for run in context["running"]:
         run.elapsed_text = charts.human_seconds(run.elapsed)
         run.sla_text = charts.human_seconds(run.job.sla_seconds) if run.job.sla_seconds else None
@@ -88,7 +74,8 @@ def overview(request):
 
 
 def filtered_jobs(request):
-    jobs = visible_jobs(request.user).select_related("last_run", "crontab", "interval", "clocked")
+    jobs = visible_jobs(request.user).select_related("last_run", "crontab", "interval", "clocked").defer(
+        *LAST_RUN_UNSHOWN)
     params = request.GET
     if name := params.get("q", "").strip():
         jobs = jobs.filter(name__icontains=name)
@@ -110,10 +97,10 @@ def filtered_jobs(request):
 def job_list(request):
     found = paginate(request, filtered_jobs(request), JOBS_PER_PAGE)
     ids = [job.pk for job in found]
-    rates = queries.success_rates(ids)
-    durations = queries.recent_durations(ids)
+    rates = figures.success_rates(ids, timezone.now())
+    durations = figures.recent_durations(ids, SPARKLINE_RUNS)
     for job in found:
-        job.success_rate = queries.rate_text(*rates.get(job.pk, (0, 0)))
+        job.success_rate = figures.rate_text(*rates.get(job.pk, (0, 0)))
         job.sparkline = charts.sparkline(durations.get(job.pk, []))
     return page(request, "pages/jobs.html", {
         "jobs": found, "kinds": JobKind.choices, "statuses": RunStatus.values, "params": request.GET,
@@ -123,18 +110,18 @@ def job_list(request):
 @login_required
 def job_detail(request, pk):
     job = get_object_or_404(
-        visible_jobs(request.user).select_related("owner", "group", "last_run", "crontab", "interval", "clocked"),
+        visible_jobs(request.user).select_related("owner", "group", "crontab", "interval", "clocked"),
         pk=pk,
     )
-    history = job.runs.all()
+    history = job.runs.only(*RUNS_TABLE_FIELDS)
     status = request.GET.get("status")
     if status in RunStatus.values:
         history = history.filter(status=status)
-    history = paginate(request, history, JOB_RUNS_PER_PAGE)
+    history = keyset.page(history, request.GET, JOB_RUNS_PER_PAGE)
     with_timings(history)
-    points = queries.recent_durations([job.pk], per_job=CHART_RUNS).get(job.pk, [])
-    week = queries.success_rates([job.pk]).get(job.pk, (0, 0))
-    last_50 = list(job.runs.filter(status__in=queries.FINISHED_STATUSES).values_list("status", flat=True)[:50])
+    points = figures.recent_durations([job.pk], CHART_RUNS).get(job.pk, [])
+    week = figures.success_rates([job.pk], timezone.now()).get(job.pk, (0, 0))
+    last_50 = [point[2] for point in points[-RATE_RUNS:]]
     tzname = job_timezone(job)
     return page(request, "pages/job_detail.html", {
         "job": job,
@@ -143,12 +130,12 @@ def job_detail(request, pk):
         "runs": history,
         "status": status,
         "statuses": RunStatus.values,
-        "chart": charts.duration_chart(points, job.sla_seconds),
-        "week_rate": queries.rate_text(*week),
+        "chart": charts.duration_chart(points, job.sla_seconds, tzname=tzname),
+        "week_rate": figures.rate_text(*week),
         "week_finished": week[1],
-        "last_50_rate": queries.rate_text(last_50.count(RunStatus.SUCCEEDED), len(last_50)),
+        "last_50_rate": figures.rate_text(last_50.count(RunStatus.SUCCEEDED), len(last_50)),
         "last_50_count": len(last_50),
-        "may_act": may_act_on(request.user, job),
+        "may_act": may_act_on(request, job),
         "audit": job.audit.order_by("-created_at", "-id")[:AUDIT_ON_JOB_PAGE],
         "why_at": request.GET.get("why", ""),
         "why": why_line(job, request.GET.get("why", ""), tzname),
@@ -157,48 +144,35 @@ def job_detail(request, pk):
     }, "jobs")
 
 
-def why_line(job, text, tzname):
-    from .operator_views import why_line
-
-    return why_line(job, text, tzname)
-
-
-def job_to_act_on(request, pk):
-    job = get_object_or_404(visible_jobs(request.user), pk=pk)
-    if not may_act_on(request.user, job):
-        raise PermissionDenied("Only staff or users with the jobs.change_job permission may act on command jobs.")
-    return job
+def visible_job(request, pk):
+    return get_object_or_404(visible_jobs(request.user), pk=pk)
 
 
 @login_required
 @require_POST
-@transaction.atomic  # the action and its audit entry, together or not at all
+@refused_is_forbidden
 def job_run_now(request, pk):
-    job = job_to_act_on(request, pk)
-    run = runs.run_now(job, user=request.user)
-    trail.record(job, "run_now", Source.PAGE, request=request, run=run)
-    messages.success(request, f"Run #{run.pk} of {job.name} is queued.")
+    job = visible_job(request, pk)
+    run = actions.run_now(actor(request), job)
+    # Worded to stay true while the page follows the run to its end (the status below is live).
+    messages.success(request, f"Run now: run #{run.pk} of {job.name} was created; its status below follows it.")
     return redirect("pages:run", pk=run.pk)
 
 
 @login_required
 @require_POST
-@transaction.atomic  # the action and its audit entry, together or not at all
+@refused_is_forbidden
 def job_pause(request, pk):
-    job = job_to_act_on(request, pk)
-    definitions.pause(job)
-    trail.record(job, "pause", Source.PAGE, request=request)
+    job = actions.pause(actor(request), visible_job(request, pk))
     messages.success(request, f"{job.name} is paused: its schedule will not start runs until resumed.")
     return redirect("pages:job", pk=job.pk)
 
 
 @login_required
 @require_POST
-@transaction.atomic  # the action and its audit entry, together or not at all
+@refused_is_forbidden
 def job_resume(request, pk):
-    job = job_to_act_on(request, pk)
-    definitions.resume(job)
-    trail.record(job, "resume", Source.PAGE, request=request)
+    job = actions.resume(actor(request), visible_job(request, pk))
     messages.success(request, f"{job.name} is resumed.")
     return redirect("pages:job", pk=job.pk)
 
@@ -208,14 +182,17 @@ def job_resume(request, pk):
 
 @login_required
 def run_list(request):
-    found = visible_runs(request.user).select_related("job")
+    found = visible_runs(request.user).select_related("job").only(*RUNS_TABLE_FIELDS, "job__name")
     params = request.GET
     job_id = params.get("job", "")
     if job_id.isdigit():
         found = found.filter(job_id=int(job_id))
     if (status := params.get("status")) in RunStatus.values:
         found = found.filter(status=status)
-    found = paginate(request, found, RUNS_PER_PAGE)
+    # Job by job (keyset.first) for a user who does not see every job, unless one job is asked for
+    # (its own index then) or an active status (run_active_idx holds only the runs in flight).
+    by_job = not (sees_everything(request.user) or job_id.isdigit() or status in ACTIVE_STATUSES)
+    found = keyset.page(found, params, RUNS_PER_PAGE, jobs=visible_jobs(request.user) if by_job else None)
     with_timings(found)
     # A <select> of 10,000 jobs took ~100 ms to render (bench/pages.py): past JOB_CHOICES jobs the
     # filter is a job id field instead.
@@ -239,20 +216,38 @@ def run_live_context(request, run):
     for attempt in attempts:
         if attempt.finished_at:
             attempt.took = charts.human_seconds((attempt.finished_at - attempt.started_at).total_seconds())
+    # The run's started_at is its last attempt's: over several attempts, the whole run is from the
+    # first attempt's start to the end.
+    whole_run = None
+    if len(attempts) > 1 and run.finished_at:
+        whole_run = charts.human_seconds((run.finished_at - attempts[0].started_at).total_seconds())
     return {
         "run": run,
         "attempts": attempts,
-        "may_act": may_act_on(request.user, run.job),
-        "flower_task_url": f"{settings.FLOWER_URL.rstrip('/')}/task/{run.task_id}",
+        "whole_run_took": whole_run,
+        "result_text": result_text(run),
+        "may_act": may_act_on(request, run.job),
+        "flower_task_url": f"{flower}/task/{run.task_id}" if (flower := flower_url(request.user)) else "",
     }
+
+
+def result_text(run):
+    """What a run returned, as the run page shows it above the output: an HTTP job's status and
+    headers, a function's return value as JSON; None when there is nothing to show."""
+    result = run.result
+    if result is None:
+        return None
+    if run.job.kind == JobKind.HTTP and isinstance(result, dict) and "status" in result:
+        lines = [f"HTTP {result['status']}"]
+        lines += [f"{name}: {value}" for name, value in (result.get("headers") or {}).items()]
+        return "\n".join(lines)
+    return json.dumps(result, indent=2, ensure_ascii=False, sort_keys=True)
 
 
 @login_required
 def run_detail(request, pk):
     run = visible_run(request, pk)
-    context = run_live_context(request, run)
-    context["deliveries"] = Delivery.objects.filter(run=run).select_related("channel").order_by("created_at")
-    return page(request, "pages/run_detail.html", context, "runs")
+    return page(request, "pages/run_detail.html", run_live_context(request, run), "runs")
 
 
 @login_required
@@ -269,38 +264,11 @@ def run_tail(request, pk):
 
 @login_required
 @require_POST
-@transaction.atomic  # the action and its audit entry, together or not at all
+@refused_is_forbidden
 def run_cancel(request, pk):
     run = visible_run(request, pk)
-    if not may_act_on(request.user, run.job):
-        raise PermissionDenied("Only staff or users with the jobs.change_job permission may act on command jobs.")
-    if runs.cancel(run, reason=f"Cancelled by {request.user.get_username()} from the run page"):
-        trail.record(run.job, "cancel", Source.PAGE, request=request, run=run)
+    if actions.cancel(actor(request), run):
         messages.success(request, f"Run #{run.pk} is cancelled.")
     else:
         messages.info(request, f"Run #{run.pk} is already {run.status}; nothing changed.")
     return redirect("pages:run", pk=run.pk)
-
-
-# --- notification channels (staff: channels are shared by everyone's jobs)
-
-
-def staff_only(request):
-    if not request.user.is_staff:
-        raise Http404("No such page.")
-
-
-@login_required
-def channel_list(request):
-    staff_only(request)
-    channels = Channel.objects.order_by("name")
-    return page(request, "pages/channels.html", {"channels": channels}, "channels")
-
-
-@login_required
-@require_POST
-def channel_test(request, pk):
-    staff_only(request)
-    sent, text = send_test_notification(get_object_or_404(Channel, pk=pk))
-    (messages.success if sent else messages.error)(request, text)
-    return redirect("pages:channels")

@@ -1,27 +1,35 @@
-"""The HTTP POST shared by the Slack and webhook transports, with the status codes sorted into
-transient and permanent errors."""
+"""The HTTP POST shared by the Slack and webhook transports, through the outbound guard (an
+internal address is refused, outside JOBS_HTTP_ALLOWED_NETWORKS), with the status codes sorted
+into transient and permanent errors."""
 
-import requests
 from django.conf import settings
+
+import outbound
 
 from . import TransportError
 
 USER_AGENT = "job-scheduler-notifications/1"
+MAX_ANSWER_BYTES = 1024 * 1024
+EXCERPT_BYTES = 200
 
 
 def post(url, body, headers=None):
     headers = {"User-Agent": USER_AGENT, **(headers or {})}
     timeout = settings.NOTIFY_HTTP_TIMEOUT_SECONDS
+    policy = outbound.Policy(allowed_networks=outbound.parse_networks(settings.JOBS_HTTP_ALLOWED_NETWORKS),
+                             timeout=timeout, max_bytes=MAX_ANSWER_BYTES, keep_bytes=EXCERPT_BYTES, max_redirects=0)
     try:
-        response = requests.post(url, data=body, headers=headers, timeout=timeout, allow_redirects=False)
-    except requests.Timeout:
+        response = outbound.fetch("POST", url, headers=headers, body=body, policy=policy)
+    except outbound.Refused as exc:
+        raise TransportError(f"refused: {exc}", permanent=True) from None
+    except outbound.TimedOut:
         raise TransportError(f"no answer from {url} within {timeout:g} s") from None
-    except requests.RequestException as exc:
-        raise TransportError(f"could not reach {url}: {type(exc).__name__}") from None
-    if 200 <= response.status_code < 300:
+    except outbound.UnsafeRequest as exc:
+        raise TransportError(f"could not reach {url}: {exc}") from None
+    if 200 <= response.status < 300:
         return response
-    excerpt = response.text[:200].strip()
-    message = f"{url} answered HTTP {response.status_code}" + (f": {excerpt}" if excerpt else "")
+    excerpt = response.body.decode("utf-8", errors="replace").strip()
+    message = f"{url} answered HTTP {response.status}" + (f": {excerpt}" if excerpt else "")
     # 429 and 5xx are the receiver's passing trouble; any other answer will not change on a retry.
-    transient = response.status_code == 429 or response.status_code >= 500
+    transient = response.status == 429 or response.status >= 500
     raise TransportError(message, permanent=not transient)

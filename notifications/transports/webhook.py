@@ -9,6 +9,8 @@ Body (UTF-8 JSON)::
      "sent_at": "<ISO 8601>"}
 
 A digest carries ``"runs": [{"event", "job", "run"}, ...]`` instead of ``job`` and ``run``.
+``scheduler_down`` and ``scheduler_recovered`` carry ``"scheduler": {"last_tick_at", "noticed_at",
+"noticed_by", "recovered_at"}`` (ISO 8601 or null), with ``job`` ``{"id": null, "name": "(scheduler)"}``.
 Header ``X-Signature: sha256=<hex>`` is HMAC-SHA256(secret, raw body): verify it over the bytes
 received, before parsing them.
 """
@@ -35,7 +37,10 @@ def body_for(delivery, now=None):
 
 def _summary(payload):
     run = payload.get("run") or {}
-    return {"event": payload.get("event"), "job": payload.get("job"), "run": {k: run.get(k) for k in RUN_FIELDS}}
+    summary = {"event": payload.get("event"), "job": payload.get("job"), "run": {k: run.get(k) for k in RUN_FIELDS}}
+    if "scheduler" in payload:
+        summary["scheduler"] = payload["scheduler"]
+    return summary
 
 
 def signature(secret, body):

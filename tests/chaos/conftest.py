@@ -1,41 +1,66 @@
 """Fixtures of the chaos suite: a scoreboard of the scenarios (printed as a table at the end of
-``pytest tests/chaos -s``), a private redis-server a test may kill and restart, and helpers to
-find the processes a fault is aimed at."""
+``pytest tests/chaos -s``), the processes pointed at a private broker (``broker``: Redis, or the
+brokers a scenario names with ``pytest.mark.brokers``, from tests/brokers.py), private servers a
+test may break (tests/chaos/servers.py), and helpers to find the processes a fault is aimed at."""
 
-import contextlib
-import socket
-import subprocess
 import time
 
 import pytest
-import redis
+from django.db import connection
+from django.utils import timezone
 
-from jobs.leader import current_leader
+from jobs.scheduling.leader import current_leader
 
-from ..conftest import wait_for
+from ..conftest import Processes, require, wait_for
+from .servers import PORT_BASE, PrivatePostgres, free_port, postgres_bindir  # noqa: F401
 
 SUMMARIES = []
-HEADER = ("scenario", "runs expected", "runs completed", "duplicates", "dup msgs dropped", "recover s")
+HEADER = ("scenario", "runs expected", "runs seen", "lost", "duplicate executions", "recover s",
+          "dup deliveries dropped")
+
+# The service's own timings (tests/conftest.py's PROCESS_ENV makes them fast): a scenario that
+# measures what an operator would see starts its processes with these removed.
+DEFAULT_TIMINGS = dict.fromkeys(("JOBS_HEARTBEAT_SECONDS", "JOBS_LOST_AFTER_HEARTBEATS", "JOBS_TICK_SECONDS",
+                                 "JOBS_MONITOR_SECONDS", "JOBS_LEADER_TTL_SECONDS", "JOBS_KILL_GRACE_SECONDS",
+                                 "JOBS_REPUBLISH_AFTER_SECONDS"))
 
 
 class Scoreboard:
-    def record(self, scenario, expected, completed, duplicates, recover_seconds=None):
-        """``duplicates``: executions beyond one per attempt or effects beyond one per run;
-        "dup msgs dropped": deliveries the claim refused (the database is fresh for each test)."""
+    def record(self, scenario, expected, seen, duplicates, recover_seconds=None, lost=None):
+        """One row of the table. ``expected``: runs the test's clock says were due (slots, plus the
+        runs it started); ``seen``: those that ended as they should (succeeded, or skipped with a
+        recorded reason where the policy says so); ``lost`` (default: expected - seen): runs that
+        never came or never ended; ``duplicates``: executions of a run beyond one. The dropped
+        deliveries are what the claim refused (the database is fresh for each test)."""
+        from jobs.lifecycle import DUPLICATES_DROPPED
         from jobs.models import DeliveryCounter
-        from jobs.runs import DUPLICATES_DROPPED
 
+        lost = max(0, expected - seen) if lost is None else lost
         dropped = DeliveryCounter.get(DUPLICATES_DROPPED)
         recover = "-" if recover_seconds is None else f"{recover_seconds:.1f}"
-        row = (scenario, str(expected), str(completed), str(duplicates), str(dropped), recover)
+        scenario = f"{scenario} [{self.broker}]"
+        row = (scenario, str(expected), str(seen), str(lost), str(duplicates), recover, str(dropped))
         SUMMARIES.append(row)
-        print(f"\nCHAOS {scenario}: expected={expected} completed={completed} duplicates={duplicates} "
-              f"dropped_deliveries={dropped} recover_s={recover}")
+        print(f"\nCHAOS {scenario}: expected={expected} seen={seen} lost={lost} duplicates={duplicates} "
+              f"recover_s={recover} dropped_deliveries={dropped}")
 
 
 @pytest.fixture
-def scoreboard():
-    return Scoreboard()
+def scoreboard(broker):
+    scoreboard = Scoreboard()
+    scoreboard.broker = broker.kind
+    return scoreboard
+
+
+@pytest.fixture
+def processes(transactional_db, broker, tmp_path, request):
+    """The test's workers and beats, on the test's private broker."""
+    procs = Processes(tmp_path, broker.env)
+    yield procs
+    procs.stop_all()
+    failed = getattr(request.node, "rep_call", None)
+    if failed is not None and failed.failed:
+        print(procs.logs())
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -47,48 +72,25 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
 
 
-def free_port(start=6390):
-    for port in range(start, start + 200):
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) != 0:
-                return port
-    raise RuntimeError("no free port for a private redis-server")
-
-
-class PrivateRedis:
-    """A redis-server of this test's own, without persistence, so a restart loses every message."""
-
-    def __init__(self, log_dir):
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.log_path = log_dir / f"redis-{self.port}.log"
-        self.proc = None
-
-    def start(self):
-        argv = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                "--appendonly", "no", "--daemonize", "no", "--logfile", str(self.log_path)]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
-        wait_for(lambda: _pings(client), timeout=10, message="the private redis-server")
-
-    def kill(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
-
-def _pings(client):
-    with contextlib.suppress(redis.RedisError):
-        return client.ping()
-    return False
-
-
 @pytest.fixture
-def private_redis(tmp_path):
-    server = PrivateRedis(tmp_path)
-    server.start()
-    yield server
-    server.kill()
+def private_postgres(transactional_db):
+    """A PostgreSQL cluster of the test's own holding a copy of the test database; while the test
+    runs, the ORM (and so every process the test starts) uses it. Ask for it before ``processes``,
+    so that the processes stop before it goes."""
+    bindir = postgres_bindir()
+    require(bindir is not None, "no PostgreSQL server binaries (initdb, pg_ctl from pg_config --bindir)")
+    server = PrivatePostgres(bindir)
+    saved = dict(connection.settings_dict)
+    try:
+        server.create(copy_of=connection)
+        connection.close()
+        connection.settings_dict.update(HOST="127.0.0.1", PORT=str(server.port), NAME=PrivatePostgres.DATABASE)
+        yield server
+    finally:
+        connection.close()
+        connection.settings_dict.clear()
+        connection.settings_dict.update(saved)
+        server.destroy()
 
 
 def leader_node():
@@ -107,10 +109,18 @@ def since(start):
 
 
 def make_job(name, target="test.ledger", kind="callable", schedule=None, **fields):
+    """Save a job; an interval job remembers its first slot as ``first_slot``, checked against the
+    clock: ``every`` seconds after it was saved."""
     from jobs.definitions import save_job
     from jobs.models import Job
 
-    return save_job(Job(name=name, kind=kind, target=target, **fields), schedule or {"type": "manual"})
+    before = timezone.now()
+    job = save_job(Job(name=name, kind=kind, target=target, **fields), schedule or {"type": "manual"})
+    if job.schedule_type == "interval":
+        every = job.every_seconds
+        assert before.timestamp() + every <= job.next_run_at.timestamp() <= timezone.now().timestamp() + every
+        job.first_slot = job.next_run_at
+    return job
 
 
 def started_attempt(run, number=1, timeout=20):

@@ -1,18 +1,30 @@
-"""Redis losing its messages or restarting, PostgreSQL dropping every connection: the runs the
-outage caught still end, and the processes keep working afterwards."""
+"""The broker losing its messages or restarting (on each broker: Redis, Sentinel, RabbitMQ),
+PostgreSQL restarting or dropping every connection: the runs the outage caught still end, each
+slot due meanwhile runs once, and the processes keep working."""
 
 import time
+from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
-from jobs import runs
+from jobs import lifecycle, publishing
 from jobs.definitions import pause
-from jobs.models import RunStatus
+from jobs.models import JobRun, RunStatus, RunTrigger
 
+from ..brokers import BROKERS
 from ..conftest import wait_for
 from . import invariants
 from .conftest import ledger_has, make_job, since, started_attempt
+
+TERMINAL = [RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST, RunStatus.SKIPPED,
+            RunStatus.CANCELLED]
+
+
+def every_second_job(name, ledger, seconds):
+    return make_job(name, kwargs={"path": ledger.path, "seconds": seconds},
+                    schedule={"type": "interval", "every_seconds": 1})
 
 
 def succeeded_after(job, moment, count, timeout):
@@ -20,88 +32,116 @@ def succeeded_after(job, moment, count, timeout):
     wait_for(lambda: done.count() >= count, timeout=timeout, message=f"{count} runs succeeded after the fault")
 
 
-def pause_and_check(job, ledger, terminal_within=40):
-    pause(job)
-    slots = list(job.runs.order_by("scheduled_for").values_list("scheduled_for", flat=True))
-    slot_count = invariants.check_slots(job, slots[0], slots[-1])
-    return slot_count, invariants.check(invariants.runs_of(job), ledger, terminal_within=terminal_within)
+def pause_and_check(jobs, ledger, terminal_within=60, skipped_reason=None):
+    """Pause the interval ``jobs``, check every slot of each due by then on the test's clock, and
+    every run of them; (slots expected, slots seen, verdict)."""
+    paused_at = timezone.now()
+    for job in jobs:
+        pause(job)
+    expected = seen = 0
+    for job in jobs:
+        slots = invariants.check_slots(job, paused_at, ledger, skipped_reason=skipped_reason,
+                                       terminal_within=terminal_within)
+        expected, seen = expected + slots.expected, seen + slots.seen
+    return expected, seen, invariants.check(invariants.runs_of(*jobs), ledger, terminal_within=terminal_within)
 
 
-@pytest.mark.timeout(120)
-def test_it_republishes_queued_runs_whose_messages_redis_lost(processes, ledger, redis_client, scoreboard):
-    job = make_job("flushed", kwargs={"path": ledger.path})
-    for _ in range(50):
-        runs.run_now(job)
-    assert redis_client.llen("jobs") == 50
+def in_flight():
+    """(runs queued, runs running) now: the premise of a fault 'while runs are queued and running'."""
+    return (JobRun.objects.filter(status=RunStatus.QUEUED).count(),
+            JobRun.objects.filter(status=RunStatus.RUNNING).count())
 
-    redis_client.flushdb()  # this test's own Redis database: its FLUSHALL
-    flushed_at = time.monotonic()
-    processes.worker(concurrency=2)
+
+def ended_by(moment):
+    """Whether every run created before ``moment`` has ended."""
+    return not JobRun.objects.filter(created_at__lte=moment).exclude(status__in=TERMINAL).exists()
+
+
+def waiting(queue="jobs"):
+    return publishing.queue_depth([queue])[queue] or 0
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.brokers(*BROKERS)
+def test_it_loses_no_run_when_the_broker_loses_its_messages_with_runs_queued_and_running(processes, ledger,
+                                                                                          broker, scoreboard):
+    # One worker process, and more work each second than it can do: a backlog of queued messages
+    # builds up behind the running one, then every message goes (Redis: FLUSHALL, the unacked index
+    # too; RabbitMQ: a purge).
+    steady = every_second_job("flush-steady", ledger, 0.2)
+    slow = every_second_job("flush-slow", ledger, 1.5)
+    processes.worker(concurrency=1)
     processes.beat()
-    verdict = invariants.check(invariants.runs_of(job), ledger, terminal_within=60)
+    wait_for(lambda: waiting() >= 3 and in_flight()[1] >= 1, timeout=40, message="a backlog behind a run")
 
-    assert verdict.succeeded == 50
-    assert verdict.duplicates == 0
-    scoreboard.record("6 flush Redis, 50 queued", 50, verdict.succeeded, verdict.duplicates, since(flushed_at))
+    queued, running = in_flight()
+    broker.lose_messages("jobs")
+    flushed_at, flush_moment = time.monotonic(), timezone.now()
+    assert queued >= 3 and running >= 1
+
+    wait_for(lambda: ended_by(flush_moment), timeout=90, message="every run caught by the flush to end")
+    recovered = since(flushed_at)
+    succeeded_after(steady, flush_moment, 2, timeout=60)
+
+    expected, seen, verdict = pause_and_check([steady, slow], ledger, terminal_within=90)
+    assert verdict.duplicates == 0 and verdict.reruns == 0
+    scoreboard.record("6 the broker loses its messages, runs queued and running", expected, seen,
+                      verdict.duplicates, recovered)
 
 
-def restart_and_wait_for_runs(private_redis, job):
-    """Kill Redis, start it again 2 s later (empty), and wait for 3 runs of ``job`` scheduled after
-    that to succeed; the seconds that took."""
-    private_redis.kill()
-    time.sleep(2)
-    private_redis.start()
-    restarted_at, restart_moment = time.monotonic(), job.runs.latest("scheduled_for").scheduled_for
+def restart_and_wait_for_runs(broker, job):
+    """The broker's fault (Redis: SIGKILL, started again 2 s later, empty; Sentinel: the master
+    SIGKILLed, the replica promoted; RabbitMQ: SIGKILL and a restart on its data), then wait for 3
+    runs of ``job`` scheduled after that to succeed; the seconds that took."""
+    broker.fault()
+    restarted_at, restart_moment = time.monotonic(), timezone.now()
     succeeded_after(job, restart_moment, 3, timeout=60)
     return since(restarted_at)
 
 
-@pytest.mark.timeout(120)
-def test_it_keeps_consuming_after_redis_restarts(processes, ledger, private_redis, scoreboard):
-    job = make_job("redis-restart", kwargs={"path": ledger.path, "seconds": 0.5},
-                   schedule={"type": "interval", "every_seconds": 1})
-    processes.worker(concurrency=2, REDIS_URL=private_redis.url)
-    processes.beat(REDIS_URL=private_redis.url)
+@pytest.mark.timeout(150)
+@pytest.mark.brokers(*BROKERS)
+def test_it_keeps_consuming_after_the_broker_restarts(processes, ledger, broker, scoreboard):
+    job = every_second_job("redis-restart", ledger, 0.5)
+    processes.worker(concurrency=2)
+    processes.beat()
     wait_for(lambda: job.runs.filter(status=RunStatus.SUCCEEDED).count() >= 2, timeout=30,
              message="two runs before the restart")
 
-    recovered = restart_and_wait_for_runs(private_redis, job)
+    recovered = restart_and_wait_for_runs(broker, job)
 
-    slot_count, verdict = pause_and_check(job, ledger)
+    expected, seen, verdict = pause_and_check([job], ledger)
     assert verdict.duplicates == 0
-    scoreboard.record("7 restart a private Redis", slot_count, verdict.succeeded, verdict.duplicates, recovered)
+    scoreboard.record("7 restart the broker", expected, seen, verdict.duplicates, recovered)
 
 
-@pytest.mark.timeout(120)
-def test_a_worker_survives_redis_dying_while_it_runs_a_task(processes, ledger, private_redis, scoreboard):
-    """The worker holds an unacknowledged message when Redis dies: kombu 5.7.0 ended the worker
-    here (scheduler_site/kombu_patches.py); it must live on and consume after the restart."""
-    job = make_job("redis-dies-mid-run", kwargs={"path": ledger.path, "seconds": 2},
-                   schedule={"type": "interval", "every_seconds": 1})
-    worker = processes.worker(concurrency=2, REDIS_URL=private_redis.url)
-    processes.beat(REDIS_URL=private_redis.url)
+@pytest.mark.timeout(150)
+@pytest.mark.brokers(*BROKERS)
+def test_a_worker_survives_the_broker_dying_while_it_runs_a_task(processes, ledger, broker, scoreboard):
+    """The worker holds an unacknowledged message when the broker dies: on Redis kombu 5.7.0 ended
+    the worker here (scheduler_site/kombu_patches.py); it must live on and consume after the restart."""
+    job = every_second_job("redis-dies-mid-run", ledger, 2)
+    worker = processes.worker(concurrency=2)
+    processes.beat()
     wait_for(lambda: job.runs.filter(status=RunStatus.RUNNING).exists(), timeout=30, message="a run in progress")
 
-    recovered = restart_and_wait_for_runs(private_redis, job)
-    assert worker.poll() is None, "the worker process ended when Redis went away"
+    recovered = restart_and_wait_for_runs(broker, job)
+    assert worker.poll() is None, "the worker process ended when the broker went away"
 
-    slot_count, verdict = pause_and_check(job, ledger)
+    expected, seen, verdict = pause_and_check([job], ledger)
     assert verdict.duplicates == 0
-    scoreboard.record("7b Redis dies under a running task", slot_count, verdict.succeeded, verdict.duplicates,
-                      recovered)
+    scoreboard.record("7b the broker dies under a running task", expected, seen, verdict.duplicates, recovered)
 
 
 @pytest.mark.timeout(120)
 def test_it_recovers_when_postgres_drops_every_connection(processes, ledger, scoreboard):
-    # Simulates a PostgreSQL restart without restarting the shared server: every backend of the
-    # test database but our own is terminated while a long run and scheduled runs are in flight.
-    job = make_job("db-drop", kwargs={"path": ledger.path, "seconds": 0.5},
-                   schedule={"type": "interval", "every_seconds": 1})
-    long_job = make_job("db-drop-long", kwargs={"path": ledger.path, "seconds": 6}, max_retries=1,
-                        retry_backoff_seconds=0.2, retry_jitter=False)
+    # Every backend of the test database but our own is terminated while a long run and
+    # scheduled runs are in flight (the server itself stays up: see the restart below).
+    job = every_second_job("db-drop", ledger, 0.5)
+    long_job = make_job("db-drop-long", kwargs={"path": ledger.path, "seconds": 6})
     processes.worker(concurrency=3)
     processes.beat()
-    long_run = runs.run_now(long_job)
+    long_run = lifecycle.create_run(long_job)
     started_attempt(long_run)
     wait_for(lambda: ledger_has(ledger, "start", f"{long_run.pk}:1"), message="the long run to start")
     wait_for(lambda: job.runs.filter(status=RunStatus.SUCCEEDED).count() >= 2, timeout=30,
@@ -112,13 +152,66 @@ def test_it_recovers_when_postgres_drops_every_connection(processes, ledger, sco
                        "WHERE datname = %s AND pid <> pg_backend_pid()", [connection.settings_dict["NAME"]])
         terminated = cursor.fetchone()[0]
     assert terminated > 0
-    dropped_at, drop_moment = time.monotonic(), job.runs.latest("scheduled_for").scheduled_for
+    dropped_at, drop_moment = time.monotonic(), timezone.now()
     succeeded_after(job, drop_moment, 3, timeout=60)
     recovered = since(dropped_at)
 
-    slot_count, verdict = pause_and_check(job, ledger)
+    expected, seen, verdict = pause_and_check([job], ledger)
     long_verdict = invariants.check(invariants.runs_of(long_job), ledger, terminal_within=30)
     duplicates = verdict.duplicates + long_verdict.duplicates
-    scoreboard.record("8 drop all PG connections", slot_count + 1,
-                      verdict.succeeded + long_verdict.succeeded, duplicates, recovered)
-    assert duplicates == 0
+    scoreboard.record("8 drop all PG connections", expected + 1, seen + long_verdict.succeeded, duplicates,
+                      recovered)
+    assert duplicates == 0 and long_verdict.reruns == 0
+
+
+OUTAGE_SECONDS = 15
+
+
+@pytest.mark.timeout(180)
+def test_it_loses_and_repeats_nothing_when_postgres_restarts(private_postgres, processes, ledger, scoreboard):
+    # A PostgreSQL cluster of the test's own is stopped (as in a crash: every backend killed at
+    # once) for 15 s while a long run, a burst of manual runs and an every-second job are queued
+    # and running, then started again. The workers hold on to their claims and outcomes until it
+    # is back; the leader gives their heartbeats a whole window before declaring any attempt lost.
+    slots = every_second_job("pg-restart-slots", ledger, 0.2)
+    long_job = make_job("pg-restart-long", kwargs={"path": ledger.path, "seconds": 6})
+    burst = make_job("pg-restart-burst", kwargs={"path": ledger.path, "seconds": 1})
+    processes.worker(concurrency=3)
+    processes.beat()
+    wait_for(lambda: slots.runs.filter(status=RunStatus.SUCCEEDED).count() >= 2, timeout=40,
+             message="two scheduled runs before the outage")
+    long_run = lifecycle.create_run(long_job)
+    wait_for(lambda: ledger_has(ledger, "start", f"{long_run.pk}:1"), message="the long run to start")
+    burst_runs = [lifecycle.create_run(burst) for _ in range(6)]
+    wait_for(lambda: ledger_has(ledger, "start", f"{burst_runs[0].pk}:1"), message="the burst to start")
+
+    queued, running = in_flight()
+    private_postgres.stop(mode="immediate")
+    time.sleep(OUTAGE_SECONDS)
+    private_postgres.start()
+    restarted_at, restart_moment = time.monotonic(), timezone.now()
+    connection.close()  # this process's connection died with the server
+    assert queued >= 1 and running >= 2
+
+    due_by_restart = len(invariants.clock_slots(slots, restart_moment - invariants.DISPATCH_MARGIN))
+    manual = [long_run.pk] + [run.pk for run in burst_runs]
+
+    def recovered_everything():
+        ended_slots = slots.runs.filter(trigger=RunTrigger.SCHEDULE, status__in=TERMINAL,
+                                        scheduled_for__lte=restart_moment - invariants.DISPATCH_MARGIN).count()
+        return ended_slots >= due_by_restart and JobRun.objects.filter(pk__in=manual, status__in=TERMINAL).count() \
+            == len(manual)
+
+    wait_for(recovered_everything, timeout=90, message="every run and every slot due by the restart to end")
+    recovered = since(restarted_at)
+    succeeded_after(slots, restart_moment + timedelta(seconds=1), 2, timeout=60)
+
+    expected, seen, slot_verdict = pause_and_check([slots], ledger, skipped_reason="missed:")
+    manual_verdict = invariants.check(invariants.runs_of(long_job, burst), ledger, terminal_within=30)
+    duplicates = slot_verdict.duplicates + manual_verdict.duplicates
+    reruns = slot_verdict.reruns + manual_verdict.reruns
+    assert manual_verdict.succeeded == len(manual)
+    assert not JobRun.objects.filter(attempts__outcome="lost").exists(), "an attempt was declared lost"
+    scoreboard.record(f"8b restart PostgreSQL ({OUTAGE_SECONDS} s down), runs queued and running",
+                      expected + len(manual), seen + manual_verdict.succeeded, duplicates, recovered)
+    assert duplicates == 0 and reruns == 0

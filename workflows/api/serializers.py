@@ -7,9 +7,9 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from jobs import definitions as job_definitions
-from jobs.api.permissions import may_manage_command_jobs, sees_everything, visible_jobs
 from jobs.api.serializers import GroupField, ScheduleField, field_errors
 from jobs.models import JobKind
+from jobs.permissions import may_run_command_jobs, sees_everything, visible_jobs
 
 from .. import definitions
 from ..models import FailurePolicy, Workflow, WorkflowRun, WorkflowStep
@@ -64,7 +64,7 @@ class WorkflowSerializer(serializers.ModelSerializer):
             if self.instance is None:
                 raise serializers.ValidationError({"nodes": ["This field is required."]})
             return attrs
-        current = definitions.graph_of(self.instance) if self.instance else ([], [])
+        current = self.instance.graph() if self.instance else ([], [])
         nodes = attrs.pop("node_names", current[0])
         edges = attrs.pop("edge_dicts", None)
         edges = [edge.as_dict() for edge in current[1]] if edges is None else [dict(edge) for edge in edges]
@@ -75,9 +75,9 @@ class WorkflowSerializer(serializers.ModelSerializer):
         except DjangoValidationError as exc:
             raise serializers.ValidationError(exc.message_dict) from None
         commands = sorted(name for name, job in jobs.items() if job.kind == JobKind.COMMAND)
-        if commands and not may_manage_command_jobs(user):
+        if commands and not may_run_command_jobs(user):
             raise serializers.ValidationError({"nodes": [
-                f"Only staff or users with the jobs.change_job permission may put command jobs in a workflow "
+                f"Only users with the jobs.run_command_jobs permission may put command jobs in a workflow "
                 f"({', '.join(commands)})."]})
         return attrs
 

@@ -18,7 +18,7 @@ from ..models import Workflow, WorkflowRun, WorkflowRunStatus
 from ..permissions import may_act_on, visible_workflow_runs, visible_workflows
 from .serializers import WorkflowRunDetailSerializer, WorkflowRunSerializer, WorkflowSerializer
 
-COMMAND_JOBS_DENIED = ("This workflow has command jobs: only staff or users with the jobs.change_job "
+COMMAND_JOBS_DENIED = ("This workflow has command jobs: only users with the jobs.run_command_jobs "
                        "permission may change, delete, run, pause, resume, re-run or cancel it.")
 
 

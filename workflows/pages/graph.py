@@ -22,7 +22,7 @@ COLOURS = {
 
 
 def draw(nodes, edges, steps=None):
-    """``nodes``: job names; ``edges``: definitions.Edge; ``steps``: {job name: WorkflowStep}."""
+    """``nodes``: job names; ``edges``: models.Edge; ``steps``: {job name: WorkflowStep}."""
     steps = steps or {}
     columns = layers(nodes, edges)
     place = {}

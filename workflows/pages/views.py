@@ -9,7 +9,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
-from jobs.pages.views import page
+from jobs.pages.common import page
 
 from .. import definitions, progress
 from ..permissions import may_act_on, visible_workflow_runs, visible_workflows
@@ -36,7 +36,7 @@ def workflow_detail(request, pk):
     steps = {}
     if selected:
         steps = {step.job.name: step for step in selected.steps.select_related("job", "run")}
-    nodes, edges = definitions.graph_of(workflow)
+    nodes, edges = workflow.graph()
     context = {
         "workflow": workflow, "history": history, "selected": selected,
         "steps": sorted(steps.values(), key=lambda s: s.pk), "edges": edges,

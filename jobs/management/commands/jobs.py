@@ -1,6 +1,10 @@
 """manage.py jobs list | show NAME | run NAME [--wait] | pause NAME | resume NAME
 | export FILE | apply FILE [--dry-run] [--prune] | backfill NAME --from --to [--dry-run]
-| slots NAME [--from --to] | why NAME AT"""
+| slots NAME [--from --to] | why NAME AT
+
+``--as USER`` (before the action) acts as that user: only their jobs are seen, command jobs and
+queues need their rights, and the audit trail names them. Without it the command line is the
+operator's, who holds the service's own credentials anyway."""
 
 import sys
 import time
@@ -9,14 +13,13 @@ from zoneinfo import ZoneInfo
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from audit import trail
-from audit.models import Source
-from jobs import as_code, backfill, definitions, runs, slot_report
+from jobs import actions, as_code, definitions, secrets
 from jobs.models import Job, RunStatus, ScheduleType
+from jobs.operations import slot_report
+from jobs.permissions import visible_jobs
 
 EXIT_FAILED = 1
 EXIT_WAIT_TIMED_OUT = 2
@@ -51,22 +54,47 @@ def moment(text, option):
     return timezone.make_aware(parsed, UTC) if timezone.is_naive(parsed) else parsed
 
 
-def range_errors(exc):
+def range_errors(fields):
+    """{field: messages} of a range (start, end) as the options that gave it."""
     return "; ".join(f"{'--from' if name == 'start' else '--to' if name == 'end' else name}: {' '.join(msgs)}"
-                     for name, msgs in exc.message_dict.items())
+                     for name, msgs in fields.items())
 
 
-def find_job(name):
-    job = Job.objects.select_related("crontab", "interval", "clocked", "last_run", "owner").filter(name=name).first()
+def act(action, *args, user=None, **kwargs):
+    """Take an action (``jobs.actions``) as the command line's actor (with ``--as``, as that user); a
+    refusal is a CommandError."""
+    try:
+        return action(actions.Actor.command_line(user), *args, **kwargs)
+    except actions.ActionError as exc:
+        raise CommandError(exc.message) from None
+
+
+def find_job(name, user=None):
+    jobs = visible_jobs(user) if user else Job.objects
+    job = jobs.select_related("crontab", "interval", "clocked", "last_run", "owner").filter(name=name).first()
     if job is None:
         raise CommandError(f"No job named {name!r}. See `manage.py jobs list` for the names.")
     return job
+
+
+def resolve_user(username):
+    """The user named by --as, or None for the operator."""
+    if username is None:
+        return None
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.filter(username=username, is_active=True).first()
+    if user is None:
+        raise CommandError(f"--as: no active user named {username!r}.")
+    return user
 
 
 class Command(BaseCommand):
     help = "List, show, run, pause and resume jobs; export them to a file and apply a file."
 
     def add_arguments(self, parser):
+        parser.add_argument("--as", dest="acting_user", metavar="USER",
+                            help="Act as this user: their jobs only, with their permissions.")
         sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
         sub.add_parser("list", help="All jobs with their schedule, next run and last run.")
         show = sub.add_parser("show", help="One job: its fields, schedule, next and last runs.")
@@ -100,11 +128,13 @@ class Command(BaseCommand):
         why.add_argument("name")
         why.add_argument("at", help="ISO 8601; UTC unless an offset is given.")
 
-    def handle(self, *args, action, **options):
+    def handle(self, *args, action, acting_user=None, **options):
+        self.user = resolve_user(acting_user)
         getattr(self, f"handle_{action}")(**options)
 
     def handle_list(self, **options):
-        jobs = Job.objects.select_related("crontab", "interval", "clocked", "last_run").order_by("name")
+        jobs = (visible_jobs(self.user) if self.user else Job.objects).select_related(
+            "crontab", "interval", "clocked", "last_run").order_by("name")
         rows = [
             (job.name, job.kind, job.describe_schedule(), "yes" if job.enabled else "no",
              when(job.next_run_at) if job.enabled else "- (paused)",
@@ -117,7 +147,7 @@ class Command(BaseCommand):
         self.stdout.write(table(["NAME", "KIND", "SCHEDULE", "ENABLED", "NEXT RUN", "LAST RUN"], rows))
 
     def handle_show(self, name, **options):
-        job = find_job(name)
+        job = find_job(name, self.user)
         fields = [
             ("name", job.name), ("description", job.description or "-"), ("owner", job.owner or "-"),
             ("tags", job.tags), ("kind", job.kind), ("target", job.target), ("args", job.args),
@@ -125,10 +155,12 @@ class Command(BaseCommand):
         ]
         if job.kind == "command":
             fields.append(("environment", job.environment))
+            fields.append(("secret_environment", secrets.masked(job.secret_environment)))
             fields += [(name, getattr(job, name) or "-") for name in (
                 "memory_limit_mb", "cpu_limit_seconds", "max_open_files", "max_processes", "working_directory")]
         if job.kind == "http":
             fields += [("http_method", job.http_method), ("http_headers", job.http_headers),
+                       ("secret_http_headers", secrets.masked(job.secret_http_headers)),
                        ("http_body", job.http_body or "-"), ("http_ok_statuses", job.http_ok_statuses or "any 2xx")]
         fields += [
             ("schedule", job.describe_schedule()), ("schedule object", definitions.schedule_of(job)),
@@ -167,10 +199,8 @@ class Command(BaseCommand):
         ))
 
     def handle_run(self, name, wait, timeout, **options):
-        job = find_job(name)
-        with transaction.atomic():
-            run = runs.run_now(job)
-            trail.record(job, "run_now", Source.CLI, run=run)
+        job = find_job(name, self.user)
+        run = act(actions.run_now, job, user=self.user)
         self.stdout.write(f"Run {run.pk} of {job.name} queued.")
         if not wait:
             return
@@ -194,23 +224,17 @@ class Command(BaseCommand):
             raise CommandError(f"Run {run.pk} ended {run.status}.", returncode=EXIT_FAILED)
 
     def handle_pause(self, name, **options):
-        job = find_job(name)
-        with transaction.atomic():
-            definitions.pause(job)
-            trail.record(job, "pause", Source.CLI)
+        job = act(actions.pause, find_job(name, self.user), user=self.user)
         self.stdout.write(f"Paused {job.name}.")
 
     def handle_resume(self, name, **options):
-        job = find_job(name)
-        with transaction.atomic():
-            definitions.resume(job)
-            trail.record(job, "resume", Source.CLI)
+        job = act(actions.resume, find_job(name, self.user), user=self.user)
         self.stdout.write(f"Resumed {job.name}; next run {when(job.next_run_at)}.")
 
 
     def handle_export(self, file, **options):
         try:
-            text = as_code.export_text(as_code.format_of(file))
+            text = as_code.export_text(as_code.format_of(file), actions.Actor.command_line(self.user))
         except as_code.JobFileError as exc:
             raise CommandError(str(exc)) from None
         if file == "-":
@@ -221,6 +245,14 @@ class Command(BaseCommand):
         self.stdout.write(f"Exported {Job.objects.count()} jobs to {file}.")
 
     def handle_apply(self, file, dry_run, prune, **options):
+        token = as_code.PROGRESS.set(self.stderr.write)  # a long apply says how far it got
+        try:
+            self.apply(file, dry_run, prune)
+        finally:
+            as_code.PROGRESS.reset(token)
+
+    def apply(self, file, dry_run, prune):
+        actor = actions.Actor.command_line(self.user)
         try:
             fmt = as_code.format_of(file)
             if file == "-":
@@ -228,14 +260,13 @@ class Command(BaseCommand):
             else:
                 with open(file, encoding="utf-8") as source:
                     text = source.read()
-            plan = as_code.plan_changes(as_code.read_entries(text, fmt), prune=prune)
+            plan = as_code.plan_file(as_code.read_entries(text, fmt), actor, prune=prune)
             for line in plan.lines():
                 self.stdout.write(line)
             if plan.is_empty:
                 self.stdout.write("no changes")
                 return
-            created = sum(change.is_new for change in plan.changes)
-            as_code.apply_plan(plan, dry_run=dry_run)
+            as_code.apply_plan(plan, actor, dry_run=dry_run)
         except OSError as exc:
             raise CommandError(f"Cannot read {file}: {exc.strerror}.") from None
         except as_code.JobFileError as exc:
@@ -243,21 +274,15 @@ class Command(BaseCommand):
         if dry_run:
             self.stdout.write("dry run: the plan is valid; nothing was saved.")
         else:
-            self.stdout.write(f"applied: {created} created, {len(plan.changes) - created} updated, "
-                              f"{len(plan.deletions)} deleted.")
+            self.stdout.write("applied: {} created, {} updated, {} deleted.".format(*plan.counts()))
 
     def handle_backfill(self, name, start, end, dry_run, **options):
-        job = find_job(name)
+        job = find_job(name, self.user)
         start, end = moment(start, "--from"), moment(end, "--to")
         try:
-            with transaction.atomic():
-                found = backfill.backfill(job, start, end, dry_run=dry_run)
-                if found.created:
-                    trail.record(job, "backfill", Source.CLI, detail=(
-                        f"{len(found.created)} run(s) for the slots from {start.isoformat()} to "
-                        f"{end.isoformat()} ({len(found.existing)} already had a run)"))
-        except ValidationError as exc:
-            raise CommandError(range_errors(exc)) from None
+            found = actions.backfill(actions.Actor.command_line(self.user), job, start, end, dry_run=dry_run)
+        except actions.ActionError as exc:
+            raise CommandError(range_errors(exc.fields) if exc.kind == exc.INVALID else exc.message) from None
         for slot in found.slots:
             run_id = found.existing.get(slot)
             self.stdout.write(f"  {when(slot)}  " + (f"has run {run_id}" if run_id else
@@ -269,14 +294,14 @@ class Command(BaseCommand):
         self.stdout.write(f"backfilled: {len(found.created)} runs created, {len(found.existing)} slots already had one.")
 
     def handle_slots(self, name, start, end, **options):
-        job = find_job(name)
+        job = find_job(name, self.user)
         now = timezone.now()
         end = moment(end, "--to") if end else now
         start = moment(start, "--from") if start else end - timedelta(hours=24)
         try:
             report = slot_report.build(job, start, end, now=now)
         except ValidationError as exc:
-            raise CommandError(range_errors(exc)) from None
+            raise CommandError(range_errors(exc.message_dict)) from None
         if report.checked_from > start:
             self.stdout.write(f"(slots before {when(report.checked_from)} are not checked: the job was created "
                               "or its schedule changed then)")
@@ -289,12 +314,12 @@ class Command(BaseCommand):
         counts = ", ".join(f"{report.count(o)} {o}" for o in ("ran", "skipped", "missing", "due", "upcoming"))
         self.stdout.write(counts)
         if report.missing:
-            raise CommandError(f"{len(report.missing)} slot(s) missing: a 'missed' alert was raised.",
+            raise CommandError(f"{len(report.missing)} slot(s) missing: the periodic check raises a 'missed' alert.",
                                returncode=EXIT_FAILED)
 
     def handle_why(self, name, at, **options):
-        job = find_job(name)
+        job = find_job(name, self.user)
         try:
             self.stdout.write(slot_report.explain(job, moment(at, "AT")))
         except ValidationError as exc:
-            raise CommandError(range_errors(exc)) from None
+            raise CommandError(range_errors(exc.message_dict)) from None

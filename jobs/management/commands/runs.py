@@ -1,23 +1,24 @@
-"""manage.py runs list [--job NAME] [--status S] [--since ISO|1h] [--limit N] | cancel ID
+"""manage.py runs list [--job NAME] [--status S] [--since ISO|1h] [--limit N] | cancel ID | tail ID
 manage.py runs prune [--dry-run] [--job NAME] [--batch N]"""
 
 import re
+import time as clock
 from datetime import UTC, datetime, time, timedelta
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from audit import trail
-from audit.models import Source
-from jobs import retention
-from jobs import runs as run_states
+from jobs import actions
 from jobs.models import Job, JobRun, RunStatus
+from jobs.operations import retention
 
-from .jobs import format_duration, table, when
+from .jobs import act, format_duration, table, when
 
 UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+EXIT_FAILED = 1
+# The line OutputTail puts before a tail that lost its beginning.
+DROPPED_LINE = re.compile(r"\[\d+ earlier bytes of \d+ not kept; the last \d+ follow\]\n")
 
 
 def parse_since(text, now=None):
@@ -49,6 +50,10 @@ class Command(BaseCommand):
         listing.add_argument("--limit", type=int, default=50, help="At most this many runs (default 50).")
         cancel = sub.add_parser("cancel", help="Cancel a queued, retrying or running run.")
         cancel.add_argument("id", type=int)
+        tail = sub.add_parser("tail", help="Print a run's output as it comes until the run ends; exit 0 when it "
+                                           "succeeded, 1 when not.")
+        tail.add_argument("id", type=int)
+        tail.add_argument("--interval", type=float, default=1.0, help="Seconds between looks (default 1).")
 
         pruning = sub.add_parser("prune", help="Delete finished runs past their job's retention policy.")
         pruning.add_argument("--dry-run", action="store_true", help="Only count what would be deleted.")
@@ -62,14 +67,27 @@ class Command(BaseCommand):
         run = JobRun.objects.select_related("job").filter(pk=id).first()
         if run is None:
             raise CommandError(f"No run {id}.")
-        with transaction.atomic():
-            cancelled = run_states.cancel(run, reason="Cancelled from the command line")
-            if cancelled:
-                trail.record(run.job, "cancel", Source.CLI, run=run)
-        if cancelled:
+        if act(actions.cancel, run):
             self.stdout.write(f"Cancelled run {id} of {run.job.name}.")
         else:
             self.stdout.write(f"Run {id} is already {run.status}; nothing changed.")
+
+    def handle_tail(self, id, interval=1.0, **options):
+        run = JobRun.objects.select_related("job").filter(pk=id).first()
+        if run is None:
+            raise CommandError(f"No run {id}.")
+        follower = Follower()
+        while True:
+            self.stdout.write(follower.follow(run), ending="")
+            self.stdout.flush()
+            if run.is_terminal:
+                break
+            clock.sleep(interval)
+            run.refresh_from_db(fields=["status", "attempt", "output", "output_bytes", "error"])
+        ended = f"Run {id} of {run.job.name} ended {run.status} (attempt {run.attempt})"
+        if run.status != RunStatus.SUCCEEDED:
+            raise CommandError(f"{ended}: {run.error or run.reason}", returncode=EXIT_FAILED)
+        self.stderr.write(f"{ended}.")
 
     def handle_list(self, job=None, status=None, since=None, limit=50, **options):
         runs = JobRun.objects.select_related("job").order_by("-created_at", "-id")
@@ -111,3 +129,42 @@ class Command(BaseCommand):
             if report.skipped_batches:
                 line += f"; {report.skipped_batches} batches met a lock and were left for the next pass"
         self.stdout.write(line + ".")
+
+
+class Follower:
+    """What is new in a run's output from one look to the next.
+
+    The run keeps the tail of its current attempt's output (what the heartbeats saved) and the
+    count of bytes written: the bytes past those already printed are new. A new attempt starts
+    its output over; until it prints, the run still holds the earlier attempt's."""
+
+    def __init__(self):
+        self.attempt = None
+        self.seen = 0
+        self.left_over = None  # (output, bytes) of an earlier attempt, not to print again
+
+    def follow(self, run):
+        text = ""
+        if self.attempt is not None and run.attempt != self.attempt:
+            if run.status != RunStatus.RUNNING:  # the earlier attempt's output, complete now
+                text += unseen(run.output, run.output_bytes, self.seen)
+                self.left_over = (run.output, run.output_bytes)
+            text += f"--- attempt {run.attempt} ---\n"
+            self.seen = 0
+        self.attempt = run.attempt
+        if (run.output, run.output_bytes) != self.left_over:
+            self.left_over = None
+            text += unseen(run.output, run.output_bytes, self.seen)
+            self.seen = max(self.seen, run.output_bytes)
+        return text
+
+
+def unseen(output, written, seen):
+    """The end of ``output`` (the kept tail of ``written`` bytes) past its first ``seen`` bytes."""
+    new = written - seen
+    if new <= 0:
+        return ""
+    kept = DROPPED_LINE.sub("", output, count=1).encode()
+    if new > len(kept):
+        return f"[{new - len(kept)} bytes not kept]\n{kept.decode(errors='replace')}"
+    return kept[len(kept) - new:].decode(errors="replace")

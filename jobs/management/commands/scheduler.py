@@ -1,14 +1,14 @@
 """manage.py scheduler status: the leader, the jobs due next, and the last hour's runs."""
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from django.core.management.base import BaseCommand
 from django.db.models import Count
 from django.utils import timezone
-from redis.exceptions import RedisError
 
-from jobs.leader import current_leader
 from jobs.models import Job, JobRun, RunStatus
+from jobs.scheduling.leader import current_leader
+from jobs.worker import watchdog
 
 from .jobs import when
 
@@ -18,11 +18,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-        sub.add_parser("status", help="The leader, enabled jobs, the next due job, runs in the last hour.")
+        sub.add_parser("status", help="The leader, whether a scheduler ticks (and since when not), enabled jobs, the next due job, runs in the last hour.")
 
     def handle(self, *args, action, **options):
         now = timezone.now()
         self.stdout.write(f"leader: {self.leader_line(now)}")
+        seen = watchdog.health()
+        self.stdout.write(f"scheduler: {watchdog.outage_text(seen)}")
+        if seen["outage"]:
+            outage = seen["outage"]
+            self.stdout.write(f"outage: noticed at {when(outage.noticed_at)} by {outage.noticed_by or 'a worker'}, "
+                              "scheduler_down alerted")
 
         enabled = Job.objects.filter(enabled=True)
         self.stdout.write(f"enabled jobs: {enabled.count()} (of {Job.objects.count()})")
@@ -43,13 +49,8 @@ class Command(BaseCommand):
                 self.stdout.write(f"  {status}: {counts[status]}")
 
     def leader_line(self, now):
-        try:
-            leader = current_leader()
-        except RedisError as exc:
-            return f"unknown (Redis unreachable: {exc})"
+        leader = current_leader()
         if not leader:
-            return "none (no scheduler holds the lock)"
-        since = datetime.fromtimestamp(leader["since"], tz=UTC) if leader.get("since") else None
-        if since is None:
-            return leader["node"]
+            return "none (no scheduler holds the lease)"
+        since = leader["since"]
         return f"{leader['node']} since {when(since)} ({int((now - since).total_seconds())}s ago)"

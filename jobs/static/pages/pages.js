@@ -36,8 +36,86 @@
     setTimeout(poll, every);
   }
 
+  // The job form: only the sections of the chosen kind and schedule type are shown (the others are
+  // disabled, so they are not sent); key/value rows are added and removed; the schedule in words and
+  // its next slots are fetched as it is typed. Without JavaScript it is a plain form that still works.
+  function jobForm(form) {
+    function toggle(select, attribute) {
+      form.querySelectorAll("[" + attribute + "]").forEach(function (section) {
+        var on = section.getAttribute(attribute) === select.value;
+        section.hidden = !on;
+        section.disabled = !on;
+      });
+    }
+    var kind = form.querySelector("select[name=kind]");
+    var type = form.querySelector("select[name=schedule_type]");
+    kind.addEventListener("change", function () { toggle(kind, "data-kind"); });
+    type.addEventListener("change", function () { toggle(type, "data-schedule"); preview(); });
+    toggle(kind, "data-kind");
+    toggle(type, "data-schedule");
+
+    form.addEventListener("click", function (event) {
+      var button = event.target;
+      if (button.matches(".add-row")) {
+        var rows = form.querySelector("[data-rows='" + button.dataset.addRow + "']");
+        var row = rows.lastElementChild.cloneNode(true);
+        row.querySelectorAll("input").forEach(function (input) { input.value = ""; });
+        rows.appendChild(row);
+        row.querySelector("input").focus();
+      } else if (button.matches(".remove-row")) {
+        var all = button.closest(".rows");
+        if (all.children.length > 1) button.closest(".row").remove();
+        else button.closest(".row").querySelectorAll("input").forEach(function (input) { input.value = ""; });
+      }
+    });
+
+    var box = document.getElementById("schedule-preview");
+    var timer = null, asked = 0;
+    function preview() {
+      clearTimeout(timer);
+      timer = setTimeout(function () {
+        var params = new URLSearchParams();
+        ["schedule_type", "cron", "timezone", "every_seconds", "run_at"].forEach(function (name) {
+          var input = form.querySelector("[name=" + name + "]");
+          if (input) params.set(name, input.value);
+        });
+        var mine = ++asked;
+        fetchOk(form.dataset.preview + "?" + params.toString()).then(function (r) { return r.json(); })
+          .then(function (data) { if (mine === asked) showPreview(box, data); })
+          .catch(function () {});
+      }, 250);
+    }
+    ["cron", "timezone", "every_seconds", "run_at"].forEach(function (name) {
+      var input = form.querySelector("[name=" + name + "]");
+      if (input) input.addEventListener("input", preview);
+    });
+  }
+
+  function showPreview(box, data) {
+    box.textContent = "";
+    function add(parent, tag, text, attrs) {
+      var el = document.createElement(tag);
+      if (text) el.textContent = text;
+      Object.keys(attrs || {}).forEach(function (key) { el.setAttribute(key, attrs[key]); });
+      parent.appendChild(el);
+      return el;
+    }
+    if (data.errors) {
+      var texts = [];
+      Object.keys(data.errors).forEach(function (name) { texts = texts.concat(data.errors[name]); });
+      add(box, "p", texts.join(" "), { "class": "field-error", id: "schedule-error" });
+      return;
+    }
+    add(box, "p", data.description, { "class": "schedule", id: "schedule-words" });
+    if (!data.slots.length) { add(box, "p", "No upcoming runs.", { "class": "muted" }); return; }
+    add(box, "h3", "Next " + data.slots.length + " runs (" + data.timezone + ")");
+    var list = add(box, "ol", "", { "class": "slots", id: "schedule-slots" });
+    data.slots.forEach(function (slot) { add(list, "li", slot); });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("[data-refresh]").forEach(refresh);
     document.querySelectorAll("[data-tail]").forEach(tail);
+    document.querySelectorAll("[data-job-form]").forEach(jobForm);
   });
 })();

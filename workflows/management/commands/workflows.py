@@ -59,7 +59,7 @@ class Command(BaseCommand):
 
     def handle_show(self, name, **options):
         workflow = find_workflow(name)
-        nodes, edges = definitions.graph_of(workflow)
+        nodes, edges = workflow.graph()
         self.stdout.write(f"name                 {workflow.name}")
         self.stdout.write(f"schedule             {workflow.describe_schedule()}")
         self.stdout.write(f"enabled              {workflow.enabled}")

@@ -1,0 +1,336 @@
+"""What a person does to a job, one function per action: create, edit, delete, clone, run now, pause,
+resume, cancel a run, backfill.
+
+Every interface calls these (the admin, the pages, the API, ``manage.py jobs|runs`` and ``jobs
+apply``) with an ``Actor``: who acts, through which interface, from where. Each action checks the
+command-job permission, makes the change and writes its audit entry, once, in one transaction.
+Finding the job (and answering 404 for one the user cannot see) is the interface's part.
+
+What a person can get wrong comes back as an ``ActionError`` with a message meant for them; each
+interface turns it into its own answer (a 400, 403 or 409, an admin message, a CommandError).
+"""
+
+import getpass
+import socket
+from dataclasses import dataclass
+
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.db import transaction
+from django.db.models import ProtectedError
+
+from audit import trail
+from audit.models import Action, Source
+
+from . import definitions, lifecycle, permissions
+from .models import Job, JobKind
+from .operations import backfill as backfills
+from .snapshot import created, diff, snapshot
+
+COMMAND_JOBS_DENIED = permissions.COMMAND_JOBS_DENIED
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who acts: a user (None on the command line), the interface (an ``audit.models.Source``),
+    the address (the client's, or the host on the command line) and the name the trail shows."""
+
+    user: object
+    source: str
+    address: str
+    name: str
+
+    @classmethod
+    def of_request(cls, request, source):
+        user = request.user
+        if not user.is_authenticated:  # every interface asks for a login first
+            raise ActionError("Log in first.", ActionError.FORBIDDEN)
+        return cls(user, source, trail.client_address(request), user.get_username())
+
+    @classmethod
+    def command_line(cls, user=None):
+        """``manage.py`` runs on a host of the service, with its settings and its database: whoever
+        can run it could change the database directly, so it acts as the operator (no user: staff
+        and every permission). With ``user`` (``--as USER``) it acts as that person: their jobs only,
+        with their permissions. The trail names the user, or the OS user, and the host."""
+        name = f"{user.get_username()} ({_os_user()})" if user is not None else _os_user()
+        return cls(user, Source.CLI, socket.gethostname(), name)
+
+    @property
+    def sees_everything(self):
+        return self.user is None or permissions.sees_everything(self.user)
+
+    @property
+    def interface(self):
+        return Source(self.source).label
+
+
+def _os_user():
+    try:
+        return f"{getpass.getuser()} (OS user)"
+    except Exception:  # no login name in a container without a passwd entry
+        return "unknown (OS user)"
+
+
+class ActionError(Exception):
+    """An action refused: ``kind`` says why (invalid input, forbidden, a conflict with other data),
+    ``fields`` the messages per field of an invalid input."""
+
+    INVALID, FORBIDDEN, CONFLICT = "invalid", "forbidden", "conflict"
+
+    def __init__(self, message, kind=INVALID, fields=None):
+        super().__init__(message)
+        self.message, self.kind = message, kind
+        self.fields = fields or {NON_FIELD_ERRORS: [message]}
+
+    @classmethod
+    def invalid(cls, exc):
+        """From Django's ValidationError (the model's or a range's checks)."""
+        fields = exc.message_dict if hasattr(exc, "error_dict") else {NON_FIELD_ERRORS: exc.messages}
+        message = "; ".join(" ".join(messages) if name == NON_FIELD_ERRORS else f"{name}: {' '.join(messages)}"
+                            for name, messages in fields.items())
+        return cls(message, cls.INVALID, fields)
+
+
+# --- the command-job rule, in one place
+
+
+def may_run_command_jobs(actor):
+    """A command job runs a shell command on the workers: who may create, change, run or cancel one
+    (``jobs.permissions``: the run_command_jobs permission; the operator on the command line)."""
+    return actor.user is None or permissions.may_run_command_jobs(actor.user)
+
+
+def may_act_on(actor, job):
+    return job.kind != JobKind.COMMAND or may_run_command_jobs(actor)
+
+
+def _check(actor, *kinds):
+    if JobKind.COMMAND in kinds and not may_run_command_jobs(actor):
+        raise ActionError(COMMAND_JOBS_DENIED, ActionError.FORBIDDEN, fields={"kind": [COMMAND_JOBS_DENIED]})
+
+
+def _record(actor, job, action, **fields):
+    trail.record(job, action, actor.source, user=actor.user, actor_name=actor.name, address=actor.address,
+                 **fields)
+
+
+def _saved(job, schedule):
+    try:
+        return definitions.save_job(job, schedule)
+    except ValidationError as exc:
+        raise ActionError.invalid(exc) from None
+
+
+# --- defining jobs
+
+
+def create(actor, job, schedule=None, detail=""):
+    """Save a new job (``schedule``: a schedule object, applied when given). Its owner is the actor
+    unless one is given (the command line without ``--as`` makes jobs of no one's: staff's)."""
+    _check(actor, job.kind)
+    if job.owner_id is None and actor.user is not None:
+        job.owner = actor.user
+    with transaction.atomic():
+        _saved(job, schedule)
+        _record(actor, job, Action.CREATE, changes=created(job), detail=detail)
+    return job
+
+
+def edit(actor, job, values=None, schedule=None, detail=""):
+    """Set ``values`` ({field: value}) on a saved job and save it, applying ``schedule`` when given.
+    Enabling a job without a new schedule starts it from now (as resume does). ``job`` may also
+    carry its changes already (the admin's form sets them); the entry's diff is against the row."""
+    values = values or {}
+    with transaction.atomic():
+        stored = (Job.objects.select_for_update(of=("self",))
+                  .select_related("crontab", "interval", "clocked", "owner", "group").get(pk=job.pk))
+        _check(actor, stored.kind, values.get("kind", job.kind))
+        for name, value in values.items():
+            setattr(job, name, value)
+        if schedule is None:
+            definitions.restart_if_reenabled(job, stored.enabled)
+        _saved(job, schedule)
+        if changes := diff(snapshot(stored), snapshot(job)):
+            _record(actor, job, Action.CHANGE, changes=changes, detail=detail)
+    return job
+
+
+def delete(actor, job, detail=""):
+    _check(actor, job.kind)
+    try:
+        with transaction.atomic():
+            _record(actor, job, Action.DELETE, changes=diff(snapshot(job), None), detail=detail)
+            job.delete()
+    except ProtectedError as exc:
+        names = sorted({str(getattr(obj, "workflow", obj)) for obj in exc.protected_objects})
+        raise ActionError(f"The job {job.name} is used by the workflow(s) {', '.join(names)}: remove it from "
+                          "them first.", ActionError.CONFLICT) from None
+
+
+def clone(actor, job):
+    """A disabled copy of ``job`` named "<name> (copy)" (or "(copy 2)"…), sharing its schedule rows."""
+    _check(actor, job.kind)
+    with transaction.atomic():
+        copy = Job.objects.get(pk=job.pk)
+        name, n = f"{job.name} (copy)", 1
+        while Job.objects.filter(name=name).exists():
+            n += 1
+            name = f"{job.name} (copy {n})"
+        copy.pk = copy.id = None
+        copy._state.adding = True
+        copy.name, copy.enabled, copy.last_run = name, False, None
+        _saved(copy, None)
+        _record(actor, copy, Action.CREATE, changes=created(copy), detail=f"cloned from {job.name}")
+    return copy
+
+
+# --- many jobs at once (jobs apply)
+
+
+def _entry(actor, job, action, **fields):
+    return trail.entry_of(job, action, actor.source, user=actor.user, actor_name=actor.name, address=actor.address,
+                          **fields)
+
+
+def _refusals(actor, kinds_of):
+    """{index: ActionError} of the jobs whose kinds (``kinds_of``: {index: kinds}) the actor may not touch."""
+    refused = {}
+    for index, kinds in kinds_of.items():
+        try:
+            _check(actor, *kinds)
+        except ActionError as exc:
+            refused[index] = exc
+    return refused
+
+
+def save_many(actor, new, changed, checked_fields=(), detail=""):
+    """``create`` for each of ``new`` ([(job, schedule or None)]) and ``edit`` for each of ``changed``
+    ([(job, values, schedule or None)]), at once: the same permission checks, owners and validation,
+    an audit entry per changed job and one for all the new ones, the rows written in bulk (``definitions.save_jobs``: ``checked_fields``
+    are those the caller has checked as the API does). Returns {("new" or "changed", index):
+    ActionError}; nothing is saved when there is any."""
+    refused = {("new", i): exc for i, exc in _refusals(actor, {i: [job.kind] for i, (job, _) in enumerate(new)}).items()}
+    with transaction.atomic():
+        stored = {}
+        ids = [job.pk for job, _, _ in changed]
+        for start in range(0, len(ids), 10000):
+            stored.update(Job.objects.select_for_update(of=("self",))
+                          .select_related("crontab", "interval", "clocked", "owner", "group")
+                          .in_bulk(ids[start:start + 10000]))
+        gone = {("changed", i): ActionError(f"The job {job.name} was deleted meanwhile.", ActionError.CONFLICT)
+                for i, (job, _, _) in enumerate(changed) if job.pk not in stored}
+        refused.update(gone)
+        refused.update({("changed", i): exc for i, exc in _refusals(actor, {
+            i: [stored[job.pk].kind, values.get("kind", job.kind)] for i, (job, values, _) in enumerate(changed)
+            if job.pk in stored}).items()})
+        if refused:
+            return refused
+        items, update_fields = [], set()
+        for job, schedule in new:
+            if job.owner_id is None and actor.user is not None:
+                job.owner = actor.user
+            items.append((job, schedule))
+        for job, values, schedule in changed:
+            for name, value in values.items():
+                setattr(job, name, value)
+            update_fields.update(values)
+            if schedule is None:
+                definitions.restart_if_reenabled(job, stored[job.pk].enabled)
+            items.append((job, schedule))
+        try:
+            invalid = definitions.save_jobs(items, checked_fields, update_fields)
+        except ValidationError as exc:
+            raise ActionError.invalid(exc) from None
+        if invalid:
+            return {("new", i) if i < len(new) else ("changed", i - len(new)): ActionError.invalid(exc)
+                    for i, exc in invalid.items()}
+        # The jobs created: one entry naming them all (what each holds is its row); a change or a
+        # delete has an entry per job, with what changed.
+        names = [job.name for job, _ in new]
+        entries = [_entry(actor, None, Action.CREATE, name=", ".join(names), changes={"created": names},
+                          detail=f"{detail}: {len(names)} job(s) created")] if new else []
+        for job, _, _ in changed:
+            if changes := diff(snapshot(stored[job.pk]), snapshot(job)):
+                entries.append(_entry(actor, job, Action.CHANGE, changes=changes, detail=detail))
+        trail.record_many(entries)
+    return {}
+
+
+def delete_many(actor, jobs, detail=""):
+    """``delete`` for each of ``jobs`` at once: {index: ActionError} of those refused, and nothing
+    deleted when there is any."""
+    refused = _refusals(actor, {i: [job.kind] for i, job in enumerate(jobs)})
+    if refused:
+        return refused
+    try:
+        with transaction.atomic():
+            trail.record_many([_entry(actor, job, Action.DELETE, changes=diff(snapshot(job), None), detail=detail)
+                               for job in jobs])
+            ids = [job.pk for job in jobs]
+            for start in range(0, len(ids), 10000):
+                Job.objects.filter(pk__in=ids[start:start + 10000]).delete()
+    except ProtectedError:  # which job, and the words for it, from the one-by-one path
+        with transaction.atomic():
+            found = {}
+            for i, job in enumerate(jobs):
+                try:
+                    with transaction.atomic():
+                        delete(actor, job, detail=detail)
+                except ActionError as exc:
+                    found[i] = exc
+            transaction.set_rollback(True)
+        return found
+    return {}
+
+
+# --- acting on jobs and runs
+
+
+def run_now(actor, job):
+    """A manual run of the job, queued at once."""
+    _check(actor, job.kind)
+    with transaction.atomic():
+        run = lifecycle.create_run(job, user=actor.user)
+        _record(actor, job, Action.RUN_NOW, run=run)
+    return run
+
+
+def pause(actor, job):
+    _check(actor, job.kind)
+    with transaction.atomic():
+        definitions.pause(job)
+        _record(actor, job, Action.PAUSE)
+    return job
+
+
+def resume(actor, job):
+    _check(actor, job.kind)
+    with transaction.atomic():
+        definitions.resume(job)
+        _record(actor, job, Action.RESUME)
+    return job
+
+
+def cancel(actor, run):
+    """Cancel a run that has not finished; False (and no entry) when it had already finished."""
+    _check(actor, run.job.kind)
+    with transaction.atomic():
+        cancelled = lifecycle.cancel(run, reason=f"Cancelled by {actor.name} from the {actor.interface}")
+        if cancelled:
+            _record(actor, run.job, Action.CANCEL, run=run)
+    return cancelled
+
+
+def backfill(actor, job, start, end, dry_run=False):
+    """Create (or, with ``dry_run``, only list) the runs of the job's past slots in [start, end)."""
+    _check(actor, job.kind)
+    with transaction.atomic():
+        try:
+            found = backfills.backfill(job, start, end, user=actor.user, dry_run=dry_run)
+        except ValidationError as exc:
+            raise ActionError.invalid(exc) from None
+        if found.created:
+            _record(actor, job, Action.BACKFILL, detail=(
+                f"{len(found.created)} run(s) for the slots from {start.isoformat()} to {end.isoformat()} "
+                f"({len(found.existing)} already had a run)"))
+    return found

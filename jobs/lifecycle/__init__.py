@@ -1,0 +1,58 @@
+"""The life of a run: every state change of a ``JobRun``, in one place.
+
+```
+pending ─► queued ─► running ─► succeeded
+   │          │         ├──────► failed ────┐
+   │          │         ├──────► timed_out ─┼─(retries left)─► retrying ─► queued
+   │          │         └──────► lost ──(lost budget left, no backoff)─► queued; else lost (terminal)
+   │          ├──► skipped   (overlap policy, start deadline, catch-up policy)
+   └──────────┴──► cancelled (by a person or the API)
+```
+
+- ``runs``: creating runs (one, or many in bulk for the scheduler and backfill) and the moves outside
+  an attempt: queue, publish again, skip, cancel, give up on a run that never started;
+- ``attempts``: the worker's side: claim, heartbeat, succeed, fail, lose;
+- ``postgres``: the claim and the success as single statements, the same moves as ``attempts``;
+- ``rollup``: the ends of runs folded into the figures the pages show (counts by hour, recent
+  durations);
+- ``events``: who hears that a run moved (notifications, workflows subscribe; the lifecycle
+  imports neither).
+
+Each move is one conditional transition (``JobRun.transition`` along ``jobs.models.MOVES``), so two
+processes can never both move a run; times come from the database's clock (``jobs.clock``).
+"""
+
+from .attempts import (
+    DUPLICATES_DROPPED,
+    claim,
+    heartbeat,
+    lose_if_holder_died,
+    record_failure,
+    record_success,
+)
+from .events import ENDED, subscribe
+from .rollup import fold as fold_ends
+from .rollup import recount as recount_ends
+from .runs import (
+    cancel,
+    create_run,
+    create_runs,
+    give_up_waiting,
+    message_for,
+    miss_if_past_deadline,
+    publish_again,
+    publish_many,
+    publish_on_commit,
+    queue_due_retries,
+    release_pending,
+    skip_past_deadline,
+    time_limits,
+)
+
+__all__ = [
+    "DUPLICATES_DROPPED", "ENDED", "cancel", "claim", "create_run", "create_runs", "fold_ends", "give_up_waiting",
+    "heartbeat", "recount_ends",
+    "lose_if_holder_died", "message_for", "miss_if_past_deadline", "publish_again", "publish_many",
+    "publish_on_commit", "queue_due_retries", "record_failure", "record_success", "release_pending",
+    "skip_past_deadline", "subscribe", "time_limits",
+]

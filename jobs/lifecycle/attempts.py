@@ -1,0 +1,189 @@
+"""The worker's side of a run: claim it for an attempt, heartbeat, and record how the attempt ended.
+
+A claim is a conditional move from queued to running (one claimant wins; a duplicate delivery is
+acknowledged and dropped). An outcome is recorded only while the run is still this attempt's, so
+a worker that comes back after its attempt was declared lost cannot overwrite what was decided.
+On PostgreSQL the claim and a success nobody listens to are single statements (jobs.lifecycle
+.postgres: the same moves, checked against these by tests/test_lifecycle_parity.py).
+"""
+
+import os
+import random
+
+from django.db import connection, transaction
+from django.db.models.functions import Now
+
+from .. import clock
+from ..models import AttemptOutcome, DeliveryCounter, JobAttempt, JobRun, RunStatus, RunTrigger, backoff_delay
+from ..publishing import task_id_for
+from . import events, postgres
+from .runs import miss_if_past_deadline, publish_on_commit
+
+DUPLICATES_DROPPED = "duplicate_deliveries_dropped"
+
+
+# --- claim
+
+def claim(run_id, attempt, worker, pid):
+    """Take the run for this attempt: the run (with its job) or None when another delivery has it,
+    it is over, or it missed its start deadline."""
+    if connection.vendor == "postgresql":
+        run = postgres.claim(run_id, attempt, worker, pid)
+    else:
+        run = claim_by_orm(run_id, attempt, worker, pid)
+    if run is None:
+        _not_claimed(run_id, attempt, worker)
+    return run
+
+
+def claim_by_orm(run_id, attempt, worker, pid):
+    now = clock.now()
+    run = _queued(run_id, attempt)
+    if run is None or past_start_deadline(run, now):
+        return None
+    with transaction.atomic():
+        if not run.transition(RunStatus.RUNNING, frm=[RunStatus.QUEUED], worker=worker, heartbeat_at=now,
+                              started_at=now, finished_at=None):
+            return None
+        JobAttempt.objects.create(run_id=run_id, number=attempt, task_id=task_id_for(run_id, attempt),
+                                  worker=worker, pid=pid, started_at=now, heartbeat_at=now)
+    return run
+
+
+def past_start_deadline(run, now):
+    deadline = run.job.start_deadline_seconds
+    return bool(deadline and run.trigger == RunTrigger.SCHEDULE and run.attempt == 1
+                and (now - run.scheduled_for).total_seconds() > deadline)
+
+
+# What a claim loads, on every database: the PostgreSQL claim's columns, and the start deadline it checks.
+CLAIM_FIELDS = [f.name for f in postgres.RUN_FIELDS] + [f"job__{f.name}" for f in postgres.JOB_FIELDS] + [
+    "job__start_deadline_seconds"]
+
+
+def _queued(run_id, attempt):
+    return (JobRun.objects.select_related("job").only(*CLAIM_FIELDS)
+            .filter(pk=run_id, attempt=attempt, status=RunStatus.QUEUED).first())
+
+
+def _not_claimed(run_id, attempt, worker):
+    """Why a delivery did not claim its run (rare, so the slow way): the run missed its start
+    deadline (skip it), or the delivery is a duplicate (count it, and see whether it is Celery's
+    redelivery of an attempt whose process died here)."""
+    run = _queued(run_id, attempt)
+    if run is not None and miss_if_past_deadline(run, clock.now()):
+        return
+    DeliveryCounter.increment(DUPLICATES_DROPPED)
+    lose_if_holder_died(run_id, attempt, worker)
+
+
+def lose_if_holder_died(run_id, attempt, worker):
+    """A delivery of an attempt still ``running`` on this very worker, in a pool process that no
+    longer exists: Celery delivered it again because that process died (SIGKILL, the OOM killer).
+    The attempt is lost, and the run goes on at once from its lost budget, without waiting for
+    its heartbeat to go stale."""
+    pid = (JobAttempt.objects.filter(run_id=run_id, number=attempt, outcome=AttemptOutcome.RUNNING, worker=worker)
+           .values_list("pid", flat=True).first())
+    if pid is None or pid == os.getpid() or _process_alive(pid):
+        return False
+    return record_failure(run_id, attempt, f"Lost: its worker process {pid} on {worker} died", lost=True) is not None
+
+
+def _process_alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has died
+    except OSError:
+        return False
+
+
+# --- while it runs
+
+def heartbeat(run_id, attempt, output=None, output_bytes=0):
+    """Refresh the attempt's heartbeat, and save the tail of its ``output`` so far when given;
+    False when the run is no longer this attempt's to run."""
+    fields = {"heartbeat_at": Now()} if output is None else {"heartbeat_at": Now(), "output": output,
+                                                              "output_bytes": output_bytes}
+    alive = JobRun.objects.filter(pk=run_id, attempt=attempt, status=RunStatus.RUNNING).update(**fields)
+    if alive:
+        JobAttempt.objects.filter(run_id=run_id, number=attempt).update(heartbeat_at=Now())
+    return bool(alive)
+
+
+# --- how the attempt ended
+
+def record_success(run_id, attempt, output="", output_bytes=0, result=None):
+    """The attempt succeeded: the run is over. False when it was no longer this attempt's."""
+    if connection.vendor == "postgresql":
+        wanted_sql = events.wanted_sql("succeeded")
+        if wanted_sql is not None:
+            moved, wanted = postgres.succeed(run_id, attempt, output, output_bytes, result, wanted_sql)
+            if not wanted:
+                return moved
+    return succeed_by_orm(run_id, attempt, output, output_bytes, result)
+
+
+def succeed_by_orm(run_id, attempt, output="", output_bytes=0, result=None):
+    now = clock.now()
+    with transaction.atomic():
+        run = _running(run_id, attempt)
+        if run is None or not run.transition(RunStatus.SUCCEEDED, frm=[RunStatus.RUNNING], finished_at=now,
+                                             output=output, output_bytes=output_bytes, result=result, error=""):
+            return False
+        _finish_attempt(run_id, attempt, AttemptOutcome.SUCCEEDED, now)
+        events.emit("succeeded", run=run)
+    return True
+
+
+def record_failure(run_id, attempt, error, traceback="", output="", output_bytes=0, timed_out=False,
+                   lost=False):
+    """The attempt failed (or timed out): retry after a backoff while the job's retries last, else
+    the run ends failed (timed_out). Returns the run's new status, None when it was no longer this
+    attempt's.
+
+    A ``lost`` attempt (its worker died or was cut off) is not the job's failure: it spends the
+    run's lost budget instead of max_retries, and the run is queued again at once, with no
+    backoff; past that budget the run ends ``lost``."""
+    now = clock.now()
+    outcome = AttemptOutcome.LOST if lost else AttemptOutcome.TIMED_OUT if timed_out else AttemptOutcome.FAILED
+    with transaction.atomic():
+        run = _running(run_id, attempt, lock=True)
+        if run is None:
+            return None
+        fields = {"error": error, "output": output or run.output, "output_bytes": output_bytes or run.output_bytes}
+        if lost:
+            _lose(run, attempt, now, fields)
+        elif attempt - run.lost_attempts < run.max_attempts:
+            delay = backoff_delay(run.job, attempt - run.lost_attempts, random.random)
+            run.transition(RunStatus.RETRYING, frm=[RunStatus.RUNNING], next_attempt_at=now + delay, **fields)
+            events.emit("attempt_failed", run=run)
+        else:
+            final = RunStatus.TIMED_OUT if timed_out else RunStatus.FAILED
+            run.transition(final, frm=[RunStatus.RUNNING], finished_at=now, **fields)
+            events.emit(final.value, run=run)
+        _finish_attempt(run_id, attempt, outcome, now, error=error, traceback=traceback)
+    return run.status
+
+
+def _lose(run, attempt, now, fields):
+    lost, allowed = run.lost_attempts + 1, run.job.lost_attempts_allowed
+    if lost <= allowed:
+        run.transition(RunStatus.QUEUED, frm=[RunStatus.RUNNING], attempt=attempt + 1, lost_attempts=lost,
+                       queued_at=now, next_attempt_at=None, **fields)
+        publish_on_commit([(run.pk, attempt + 1, run.job)])
+        return
+    fields["error"] = (f"{fields['error']}; lost {lost} times, more than the {allowed} allowed "
+                       "(max_lost_attempts, JOBS_MAX_LOST_ATTEMPTS)")
+    run.transition(RunStatus.LOST, frm=[RunStatus.RUNNING], lost_attempts=lost, finished_at=now, **fields)
+    events.emit("lost", run=run)
+
+
+def _running(run_id, attempt, lock=False):
+    found = JobRun.objects.select_related("job").filter(pk=run_id, attempt=attempt, status=RunStatus.RUNNING)
+    return (found.select_for_update(of=("self",)) if lock else found).first()
+
+
+def _finish_attempt(run_id, attempt, outcome, now, error="", traceback=""):
+    JobAttempt.objects.filter(run_id=run_id, number=attempt, outcome=AttemptOutcome.RUNNING).update(
+        outcome=outcome, finished_at=now, error=error, traceback=traceback
+    )

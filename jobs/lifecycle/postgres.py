@@ -1,0 +1,166 @@
+"""The lifecycle's claim and success on PostgreSQL: each one statement, one round trip, one commit.
+
+They are the moves of jobs.lifecycle.attempts (``claim_by_orm``, ``succeed_by_orm``), written as
+data-modifying CTEs, and tests/test_lifecycle_parity.py holds the two to the same result: the claim
+is still a conditional UPDATE (one claimant wins) that inserts the attempt row in the same statement
+and returns the run with its job; the success moves the run, finishes its attempt and records the
+end for the pages' figures (``RunEnd``) together,
+unless a subscriber of the run's events wants this one (``events.wanted_sql``), in which case
+nothing is changed and the caller records it the ordinary way, with its event. Times are the
+database's (``statement_timestamp()``), as everywhere a time is compared across hosts.
+"""
+
+import functools
+
+import psycopg
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, connection
+
+from ..models import AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
+from ..publishing import task_id_for
+
+# The claim returns what running the job needs; the rest stays deferred (loaded if job code asks).
+# Not the run's output, result or error: a retried run still holds its last attempt's, up to megabytes.
+RUN_FIELDS = tuple(f for f in JobRun._meta.concrete_fields if f.name not in {"output", "result", "error", "reason"})
+# (In the model's field order, which Model.from_db expects when fields are deferred.)
+JOB_FIELDS = tuple(f for f in Job._meta.concrete_fields if f.name in {
+    "id", "name", "tags", "kind", "target", "args", "kwargs", "environment", "http_method", "http_headers",
+    "http_body", "http_ok_statuses", "working_directory", "memory_limit_mb", "cpu_limit_seconds",
+    "max_open_files", "max_processes", "queue", "priority", "timeout_seconds", "sla_seconds", "max_retries",
+    "secret_environment", "secret_http_headers",
+})
+RUN_COLUMNS = [(f.column, f"r__{f.column}") for f in RUN_FIELDS]
+JOB_COLUMNS = [(f.column, f"j__{f.column}") for f in JOB_FIELDS]
+RUN, JOB, ATTEMPT, END = (JobRun._meta.db_table, Job._meta.db_table, JobAttempt._meta.db_table,
+                          RunEnd._meta.db_table)
+
+CLAIM_SQL = f"""
+WITH claimed AS (
+    UPDATE {RUN} AS r
+    SET status = %(running)s, worker = %(worker)s, heartbeat_at = statement_timestamp(),
+        started_at = statement_timestamp(), finished_at = NULL
+    FROM {JOB} AS j
+    WHERE r.id = %(run_id)s AND r.attempt = %(attempt)s AND r.status = %(queued)s AND j.id = r.job_id
+      -- attempts.past_start_deadline: a scheduled first attempt past its job's start deadline is not claimed
+      AND NOT (r.trigger = %(schedule)s AND r.attempt = 1 AND COALESCE(j.start_deadline_seconds, 0) > 0
+               AND statement_timestamp() - r.scheduled_for > make_interval(secs => j.start_deadline_seconds))
+    RETURNING {", ".join(f'r."{c}" AS "{a}"' for c, a in RUN_COLUMNS)},
+              {", ".join(f'j."{c}" AS "{a}"' for c, a in JOB_COLUMNS)}
+), attempt AS (
+    INSERT INTO {ATTEMPT} (run_id, number, outcome, task_id, worker, pid, started_at, finished_at, heartbeat_at,
+                           error, traceback)
+    SELECT "r__id", %(attempt)s, %(outcome)s, %(task_id)s, %(worker)s, %(pid)s, statement_timestamp(), NULL,
+           statement_timestamp(), '', ''
+    FROM claimed
+)
+SELECT claimed.* FROM claimed
+"""
+
+# {wanted}: events.wanted_sql("succeeded"), a predicate over r and j.
+SUCCEED_SQL = f"""
+WITH target AS (
+    SELECT r.id, ({{wanted}}) AS wanted
+    FROM {RUN} AS r JOIN {JOB} AS j ON j.id = r.job_id
+    WHERE r.id = %(run_id)s AND r.attempt = %(attempt)s AND r.status = %(running)s
+), moved AS (
+    UPDATE {RUN}
+    SET status = %(succeeded)s, finished_at = statement_timestamp(), output = %(output)s,
+        output_bytes = %(output_bytes)s, result = %(result)s, error = ''
+    WHERE id IN (SELECT id FROM target WHERE NOT wanted) AND attempt = %(attempt)s AND status = %(running)s
+    RETURNING id, job_id, started_at, finished_at
+), finished AS (
+    UPDATE {ATTEMPT}
+    SET outcome = %(attempt_succeeded)s, finished_at = statement_timestamp(), error = '', traceback = ''
+    WHERE run_id IN (SELECT id FROM moved) AND number = %(attempt)s AND outcome = %(attempt_running)s
+), ended AS (
+    -- RunEnd.record: the end, for the figures of the pages (folded later by lifecycle.rollup)
+    INSERT INTO {END} (run_id, job_id, status, ended_at, seconds)
+    SELECT id, job_id, %(succeeded)s, finished_at, EXTRACT(EPOCH FROM finished_at - started_at) FROM moved
+)
+SELECT (SELECT count(*) FROM moved), (SELECT bool_or(wanted) FROM target)
+"""
+
+
+def claim(run_id, attempt, worker, pid):
+    """The claimed run (with its job loaded), or None when this delivery did not claim it."""
+    params = {
+        "run_id": run_id, "attempt": attempt, "worker": worker, "pid": pid,
+        "task_id": task_id_for(run_id, attempt), "running": RunStatus.RUNNING, "queued": RunStatus.QUEUED,
+        "schedule": RunTrigger.SCHEDULE, "outcome": AttemptOutcome.RUNNING,
+    }
+    row = _execute(CLAIM_SQL, params)
+    if row is None:
+        return None
+    runs_values, job_values = row[:len(RUN_FIELDS)], row[len(RUN_FIELDS):]
+    run = _from_db(JobRun, RUN_FIELDS, runs_values)
+    run.job = _from_db(Job, JOB_FIELDS, job_values)
+    return run
+
+
+def succeed(run_id, attempt, output, output_bytes, result, wanted_sql):
+    """Move the run from running to succeeded (and its attempt with it) unless ``wanted_sql`` says
+    a subscriber wants the event. Returns (moved, wanted): with ``wanted`` nothing was changed,
+    and the caller records the success together with its event."""
+    params = {
+        "run_id": run_id, "attempt": attempt, "output": output, "output_bytes": output_bytes,
+        # None is SQL NULL, as the ORM's update(result=None) stores it; anything else is JSON.
+        "result": None if result is None else JobRun._meta.get_field("result").get_db_prep_value(result, connection),
+        "succeeded": RunStatus.SUCCEEDED, "running": RunStatus.RUNNING,
+        "attempt_succeeded": AttemptOutcome.SUCCEEDED, "attempt_running": AttemptOutcome.RUNNING,
+    }
+    moved, wanted = _execute(_succeed_sql(wanted_sql), params)
+    return bool(moved), bool(wanted)
+
+
+@functools.cache
+def _succeed_sql(wanted_sql):
+    return SUCCEED_SQL.replace("{wanted}", wanted_sql)
+
+
+# Django opens its connections with prepare_threshold=None, which turns psycopg's preparation off
+# altogether, prepare=True included. A threshold no query reaches keeps every other statement
+# unprepared (as Django wants, for connection poolers) while prepare=True works for these two.
+PREPARE_ONLY_WHEN_ASKED = 2**31 - 1
+
+
+def _execute(sql, params):
+    """One statement in autocommit, its first row.
+
+    Prepared on the server (unless JOBS_PREPARED_STATEMENTS is off, for a pooler in transaction
+    mode): parsing and planning these statements cost more than running them. The worker skips
+    Django's per-task health check (a SELECT 1 per run, see jobs.worker.signals); a connection the
+    database dropped meanwhile fails here, is replaced, and the statement is sent once more. Safe
+    to repeat: both statements are conditional, so one that did commit before its answer was
+    lost changes nothing the second time."""
+    for retry in (True, False):
+        try:
+            connection.ensure_connection()
+            raw = connection.connection
+            prepare = settings.JOBS_PREPARED_STATEMENTS
+            if prepare and raw.prepare_threshold is None:
+                raw.prepare_threshold = PREPARE_ONLY_WHEN_ASKED
+            # psycopg.Cursor binds on the server; the connection's default cursor (Django's
+            # ClientCursor) would quietly ignore prepare=True.
+            with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
+                cursor.execute(sql, params, prepare=prepare)
+                return cursor.fetchone()
+        except (OperationalError, InterfaceError):
+            if not retry or connection.in_atomic_block:
+                raise
+            connection.close()
+
+
+def _from_db(model, fields, values):
+    attnames, converters = _loading(fields)
+    converted = list(values)
+    for i, field, field_converters in converters:
+        for converter in field_converters:
+            converted[i] = converter(converted[i], field, connection)
+    return model.from_db(connection.alias, attnames, converted)
+
+
+@functools.cache
+def _loading(fields):
+    """The fields' names and, for those that have any, their converters from the database."""
+    converters = [(i, f, c) for i, f in enumerate(fields) if (c := f.get_db_converters(connection))]
+    return [f.attname for f in fields], converters

@@ -1,0 +1,258 @@
+"""Runs made and moved outside an attempt: created (run now, due slots, a backfill, a workflow step),
+queued (a jittered or held run whose time came, a retry whose backoff passed, a publish again),
+skipped, cancelled, or given up on when they never started.
+
+Every move goes through ``JobRun.transition``: a conditional UPDATE on (run, status, attempt)
+along the state machine of ``jobs.models.MOVES``. A run that ends tells ``events`` in the same
+transaction. Times come from the database's clock (jobs.clock).
+"""
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+
+from .. import clock, publishing
+from ..models import ACTIVE_STATUSES, AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
+from . import events
+
+logger = logging.getLogger(__name__)
+
+
+# --- publishing a run's message
+
+def time_limits(job):
+    """(hard, soft) Celery time limits of an attempt. The hard limit is a backstop behind our own
+    timeout handling (the soft limit for functions, the process-group kill for commands)."""
+    hard = job.timeout_seconds + 2 * settings.JOBS_KILL_GRACE_SECONDS + 5
+    return hard, job.timeout_seconds if job.kind == "callable" else None
+
+
+def message_for(run_id, attempt, job):
+    hard, soft = time_limits(job)
+    return publishing.Message(run_id, attempt, job.effective_queue, hard, soft, job.priority)
+
+
+def publish_many(items):
+    """Publish (run id, attempt, job) triples, one broker round trip per thousand (jobs.publishing)."""
+    publishing.publish([message_for(run_id, attempt, job) for run_id, attempt, job in items])
+
+
+def publish_on_commit(items):
+    """Publish (run id, attempt, job) triples once the transaction that queued them commits."""
+    if items:
+        transaction.on_commit(lambda: _publish_logged(items))
+
+
+def _publish_logged(items):
+    try:
+        publish_many(items)
+    except Exception:
+        # The runs stay queued in the database; the monitor publishes them again.
+        logger.exception("could not publish %s run(s) (first: run %s attempt %s); the monitor will retry",
+                         len(items), items[0][0], items[0][1])
+
+
+# --- creating runs
+
+def create_run(job, trigger=RunTrigger.MANUAL, user=None):
+    """A run of ``job`` queued now (run now, a workflow step), published once the transaction
+    commits. Its slot is the moment it was made; two made in the same microsecond take the next
+    free one (one run per job and slot)."""
+    now = clock.now()
+    with transaction.atomic():
+        for offset in range(100):
+            row = (job, now + timedelta(microseconds=offset), RunStatus.QUEUED, "", None)
+            if created := create_runs([row], now, trigger=trigger, user=user):
+                break
+        else:
+            raise RuntimeError(f"no free slot for a run of job {job.pk}")
+        run_id = created[0][0]
+        # Only ever forward: a tick that made a later run of the job keeps it as the last one.
+        Job.objects.filter(Q(last_run__isnull=True) | Q(last_run__lt=run_id), pk=job.pk).update(last_run=run_id)
+        publish_on_commit([(run_id, 1, job)])
+    run = JobRun.objects.get(pk=run_id)
+    run.job = job
+    return run
+
+
+_COLUMNS = (
+    "job_id", "status", "trigger", "scheduled_for", "attempt", "max_attempts", "created_at",
+    "queued_at", "finished_at", "next_attempt_at", "publish_count", "worker", "output", "output_bytes", "error",
+    "reason", "triggered_by_id", "lost_attempts",
+)
+# PostgreSQL takes a whole batch as one array per column: a statement of a dozen parameters
+# instead of a dozen per run, which the driver would otherwise parse and adapt one by one.
+_UNNEST_COLUMNS = (("job_id", "bigint"), ("status", "varchar"), ("scheduled_for", "timestamptz"),
+                   ("max_attempts", "integer"), ("queued_at", "timestamptz"), ("finished_at", "timestamptz"),
+                   ("next_attempt_at", "timestamptz"), ("reason", "varchar"))
+CREATED_STATUSES = {RunStatus.QUEUED, RunStatus.PENDING, RunStatus.SKIPPED}
+
+
+def create_runs(rows, now, trigger=RunTrigger.SCHEDULE, user=None):
+    """Insert runs from (job, slot, status, reason, start at) rows, leaving alone any slot that
+    already has one (the one-run-per-slot constraint fences a second scheduler, a restart or a
+    repeated backfill). Returns (id, job id, status) of the runs made. A run is born queued, waiting
+    (pending until ``start at``, or until the job's earlier run ends) or skipped (with its reason);
+    the caller publishes the queued ones once its transaction commits."""
+    assert all(status in CREATED_STATUSES for _, _, status, _, _ in rows)
+    with transaction.atomic():
+        created = _insert_runs(rows, now, trigger, user)
+        # A run born skipped has ended: its end is counted like any other (RunEnd).
+        RunEnd.objects.bulk_create([RunEnd(run_id=run_id, job_id=job_id, status=status, ended_at=now)
+                                    for run_id, job_id, status in created if status == RunStatus.SKIPPED])
+    # A run born skipped (catch-up, overlap) ends at birth without an event (one would cost the
+    # tick a query per run): notifications.watch alerts the missed ones on its next pass.
+    return created
+
+
+def _insert_runs(rows, now, trigger, user):
+    user_id = getattr(user, "pk", None)
+    table = JobRun._meta.db_table
+    created = []
+    for start in range(0, len(rows), 5000):
+        chunk = rows[start:start + 5000]
+        values = [(job.pk, status, slot, job.max_attempts,
+                   now if status == RunStatus.QUEUED else None,
+                   now if status == RunStatus.SKIPPED else None,
+                   start_at, reason) for job, slot, status, reason, start_at in chunk]
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                names = ", ".join(name for name, _ in _UNNEST_COLUMNS)
+                arrays = ", ".join(f"%s::{kind}[]" for _, kind in _UNNEST_COLUMNS)
+                cursor.execute(
+                    f"INSERT INTO {table} ({names}, trigger, attempt, created_at, publish_count, worker, output, "
+                    f"output_bytes, error, triggered_by_id, lost_attempts) "
+                    f"SELECT v.*, %s, 1, %s, 0, '', '', 0, '', %s::bigint, 0 FROM unnest({arrays}) AS v "
+                    "ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id, job_id, status",
+                    [trigger, now, user_id] + [list(column) for column in zip(*values, strict=True)],
+                )
+            else:
+                # Times as the ORM writes them: SQLite compares them as text, and the driver's own
+                # form of an aware datetime (with "+00:00") sorts after the ORM's for the same moment.
+                at = connection.ops.adapt_datetimefield_value
+                placeholders = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
+                cursor.execute(
+                    f"INSERT INTO {table} ({', '.join(_COLUMNS)}) VALUES "
+                    + ", ".join([placeholders] * len(values))
+                    + " ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id, job_id, status",
+                    [p for job_id, status, slot, attempts, queued_at, finished_at, start_at, reason in values
+                     for p in (job_id, status, trigger, at(slot), 1, attempts, at(now), at(queued_at),
+                               at(finished_at), at(start_at), 0, "", "", 0, "", reason, user_id, 0)],
+                )
+            created += cursor.fetchall()
+    return created
+
+
+# --- queueing
+
+def queue_due_retries(now=None, limit=1000):
+    """Move runs whose backoff has passed to their next attempt and publish them."""
+    now = now or clock.now()
+    due = list(JobRun.objects.filter(status=RunStatus.RETRYING, next_attempt_at__lte=now)
+               .select_related("job").order_by("next_attempt_at")[:limit])
+    queued = []
+    with transaction.atomic():
+        for run in due:
+            if run.transition(RunStatus.QUEUED, frm=[RunStatus.RETRYING], attempt=run.attempt + 1, queued_at=now,
+                              next_attempt_at=None):
+                queued.append((run.pk, run.attempt, run.job))
+        publish_on_commit(queued)
+    return len(queued)
+
+
+def release_pending(now=None, limit=1000):
+    """Queue waiting runs whose time has come: a jittered run once its start time passed, a run
+    held back by the 'queue' overlap policy once no earlier run of its job is active."""
+    now = now or clock.now()
+    jittered = JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__lte=now)
+    held = JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__isnull=True).exclude(
+        job__runs__status__in=[RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRYING])
+    queued, seen_jobs = [], set()
+    with transaction.atomic():
+        for run in (jittered | held).select_related("job").order_by("scheduled_for")[:limit]:
+            if run.next_attempt_at is None:
+                if run.job_id in seen_jobs:
+                    continue  # one held run per job at a time: the next waits for this one
+                seen_jobs.add(run.job_id)
+            if run.transition(RunStatus.QUEUED, frm=[RunStatus.PENDING], queued_at=now, next_attempt_at=None,
+                              reason=""):
+                queued.append((run.pk, run.attempt, run.job))
+        publish_on_commit(queued)
+    return len(queued)
+
+
+def publish_again(found):
+    """Publish queued runs again (the broker lost their messages); each still queued at the same
+    attempt is stamped with a new queued_at and one more publish."""
+    now = clock.now()
+    again = []
+    with transaction.atomic():
+        for run in found:
+            if run.transition(RunStatus.QUEUED, frm=[RunStatus.QUEUED], queued_at=now,
+                              publish_count=run.publish_count + 1):
+                again.append((run.pk, run.attempt, run.job))
+        publish_on_commit(again)
+    return len(again)
+
+
+# --- ending a run that is not running
+
+def skip_past_deadline(now=None):
+    """Skip scheduled runs still waiting to start past their job's start deadline (a 'missed' event)."""
+    now = now or clock.now()
+    with_deadline = Job.objects.filter(start_deadline_seconds__isnull=False).values("pk")
+    waiting = JobRun.objects.filter(
+        job__in=with_deadline, status__in=[RunStatus.PENDING, RunStatus.QUEUED], attempt=1,
+        trigger=RunTrigger.SCHEDULE,
+    ).select_related("job")
+    return sum(miss_if_past_deadline(run, now) for run in waiting)
+
+
+def miss_if_past_deadline(run, now):
+    """Skip ``run`` if it is a scheduled first attempt that did not start by its job's start deadline."""
+    deadline = run.job.start_deadline_seconds
+    if not deadline or run.trigger != RunTrigger.SCHEDULE or run.attempt != 1:
+        return False
+    late = (now - run.scheduled_for).total_seconds()
+    if late <= deadline:
+        return False
+    with transaction.atomic():
+        moved = run.transition(RunStatus.SKIPPED, frm=[RunStatus.PENDING, RunStatus.QUEUED], finished_at=now,
+                               reason=f"missed: not started within {deadline} s of its slot ({late:.0f} s late)")
+        if moved:
+            events.emit("skipped", run=run)
+    return moved
+
+
+def give_up_waiting(run, now, error):
+    """Fail a run that never started (no worker consumes its queue)."""
+    with transaction.atomic():
+        moved = run.transition(RunStatus.FAILED, frm=[RunStatus.PENDING, RunStatus.QUEUED], finished_at=now,
+                               error=error)
+        if moved:
+            events.emit("failed", run=run)
+    return moved
+
+
+def cancel(run, reason="cancelled"):
+    """Cancel a run that has not finished, whichever attempt it is at. Idempotent: a finished run
+    is left as it is (returns False). A running attempt is stopped by its worker, which finds the
+    run no longer its own at its next heartbeat."""
+    for _ in range(5):  # the run may move to its next attempt under our feet: read it again
+        current = JobRun.objects.filter(pk=run.pk).values_list("status", "attempt").first()
+        if current is None or current[0] not in ACTIVE_STATUSES:
+            break
+        run.status, run.attempt = current
+        now = clock.now()
+        with transaction.atomic():
+            if run.transition(RunStatus.CANCELLED, frm=ACTIVE_STATUSES, finished_at=now, reason=reason[:255]):
+                JobAttempt.objects.filter(run_id=run.pk, number=run.attempt, outcome=AttemptOutcome.RUNNING).update(
+                    outcome=AttemptOutcome.CANCELLED, finished_at=now)
+                events.emit("cancelled", run=run)
+                run.refresh_from_db()
+                return True
+    run.refresh_from_db()
+    return False

@@ -1,0 +1,1 @@
+"""Operator tools: backfill, every slot accounted for, retention, and their periodic tasks."""

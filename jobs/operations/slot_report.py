@@ -1,0 +1,232 @@
+"""Every slot accounted for: for a job and a time range, each slot its schedule expected and what
+became of it.
+
+- ``ran``: a run exists for the slot (scheduled or backfilled), whatever its status;
+- ``skipped``: a run recorded the slot as skipped (overlap policy, start deadline, catch-up
+  policy), or no run exists because the job was paused or disabled then (from the audit trail);
+- ``missing``: no run and no explanation. That should never happen, so it is an alert: the
+  periodic check (``check_recent``, the task ``jobs.check_slots``) records a ``missed``
+  notification for the slot (once per slot and channel). Reading a report writes nothing;
+- ``due``: no run yet, but the slot is too recent to call it missing (the scheduler's grace);
+- ``upcoming``: in the future.
+
+Slots are computed with the job's *current* schedule; slots before the job was created or before
+its schedule last changed are not checked (``checked_from`` says from when they are).
+An interval job's run belongs to the slot whose interval it falls in, since editing or resuming
+the job moves its grid.
+"""
+
+import logging
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from datetime import UTC, timedelta
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from audit.models import Action, AuditEntry
+
+from ..lifecycle import events
+from ..models import Job, RunStatus, ScheduleType
+from .backfill import check_range, job_runs, runs_by_slot
+
+logger = logging.getLogger(__name__)
+
+CHECK_CHUNK = 500  # jobs read at once by the periodic check
+RAN, SKIPPED, MISSING, DUE, UPCOMING = "ran", "skipped", "missing", "due", "upcoming"
+MISSING_REASON = "no run and no record of why: an alert is raised by the periodic check"
+
+
+@dataclass
+class Slot:
+    at: object
+    outcome: str
+    reason: str = ""
+    run: object = None
+
+
+@dataclass
+class SlotReport:
+    start: object
+    end: object
+    checked_from: object
+    slots: list = field(default_factory=list)
+
+    def count(self, outcome):
+        return sum(slot.outcome == outcome for slot in self.slots)
+
+    @property
+    def missing(self):
+        return [slot for slot in self.slots if slot.outcome == MISSING]
+
+
+class EnabledTimeline:
+    """When the job was paused or disabled, from its audit trail: (since, enabled, why) changes."""
+
+    def __init__(self, job):
+        self.job = job
+        self.changes = None
+
+    def _load(self):
+        job = self.job
+        self.changes = []
+        entries = AuditEntry.objects.filter(job=job).order_by("created_at", "id")
+        for entry in entries.only("created_at", "action", "changes", "actor_name", "source"):
+            enabled = self._enabled_after(entry)
+            if enabled is not None:
+                self.changes.append((entry.created_at, enabled, entry))
+        self.times = [when for when, _, _ in self.changes]
+
+    @staticmethod
+    def _enabled_after(entry):
+        if entry.action == Action.PAUSE:
+            return False
+        if entry.action == Action.RESUME:
+            return True
+        if entry.action in (Action.CREATE, Action.CHANGE) and "enabled" in (entry.changes or {}):
+            return bool(entry.changes["enabled"][1])
+        return None
+
+    def off_reason(self, moment):
+        """Why the job was not running its schedule at ``moment``, or "" when it was."""
+        if self.changes is None:  # read only when a slot has no run: rare
+            self._load()
+        i = bisect_right(self.times, moment)
+        if i:
+            _, enabled, entry = self.changes[i - 1]
+            if enabled:
+                return ""
+            state = "paused" if entry.action == Action.PAUSE else "disabled"
+            return (f"job {state} by {entry.actor_name} ({entry.get_source_display()}) at "
+                    f"{entry.created_at:%Y-%m-%d %H:%M:%S} UTC")
+        if self.changes:  # before the first recorded change: the state that change left
+            _, enabled, entry = self.changes[0]
+            was_enabled = not enabled if entry.action in (Action.PAUSE, Action.RESUME) else \
+                bool((entry.changes or {}).get("enabled", [True])[0])
+            return "" if was_enabled else "job paused or disabled (before its recorded history)"
+        return "" if self.job.enabled else "job paused or disabled (no record of since when)"
+
+
+def schedule_changed_at(job):
+    return (AuditEntry.objects.filter(job=job, action=Action.CHANGE, changes__has_key="schedule")
+            .order_by("-created_at").values_list("created_at", flat=True).first())
+
+
+def build(job, start, end, now=None, alert=False, known=None):
+    """The report for [start, end); raises ValidationError for a bad or too long range. With
+    ``alert`` (the periodic check only: a page, the API or the command line only read), a missing
+    slot records a ``missed`` notification (deduplicated per slot).
+    ``known``: (schedule changed at, the job's runs from start to end), read by the caller for
+    many jobs at once."""
+    now = now or timezone.now()
+    changed_at, known_runs = known if known is not None else (schedule_changed_at(job), None)
+    since = max(filter(None, [job.created_at, changed_at]))
+    report = SlotReport(start=start, end=end, checked_from=max(start, since))
+    # A schedule's first slot is strictly after the moment it was saved (Job.first_slot).
+    first = max(start, since + timedelta(microseconds=1))
+    if first >= end:
+        return report
+    slots = check_range(job, first, end, settings.JOBS_SLOT_REPORT_MAX_SLOTS, now=now)
+    if not slots:
+        return report
+    by_slot = runs_by_slot(job, slots, end, known_runs)
+    timeline = EnabledTimeline(job)
+    grace = timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS + settings.JOBS_TICK_SECONDS * 5)
+    for at in slots:
+        run = by_slot.get(at)
+        if run is not None:
+            outcome = SKIPPED if run.status == RunStatus.SKIPPED else RAN
+            report.slots.append(Slot(at, outcome, run.reason if outcome == SKIPPED else "", run))
+        elif at > now:
+            report.slots.append(Slot(at, UPCOMING))
+        elif reason := timeline.off_reason(at):
+            report.slots.append(Slot(at, SKIPPED, reason))
+        elif now - at <= grace:
+            report.slots.append(Slot(at, DUE, "not dispatched yet (within the scheduler's grace)"))
+        else:
+            report.slots.append(Slot(at, MISSING, MISSING_REASON))
+    if alert and report.missing:
+        with transaction.atomic():
+            for slot in report.missing:
+                events.emit(events.SLOT_MISSED, job=job, slot=slot.at, reason="no run was recorded for this slot")
+    return report
+
+
+def moment_text(moment, tzname="UTC", seconds=False):
+    """A moment in ``tzname`` with UTC beside it: "2026-11-23 00:30 CET (2026-11-22 23:30 UTC)"."""
+    form = "%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M"
+    utc = f"{moment.astimezone(UTC):{form}} UTC"
+    if tzname == "UTC":
+        return utc
+    return f"{moment.astimezone(ZoneInfo(tzname)):{form} %Z} ({utc})"
+
+
+def explain(job, moment, now=None, tzname="UTC"):
+    """One line: what became of the job's slot at ``moment`` (or the first slot in the minute
+    after it), its times in ``tzname`` with UTC beside them."""
+    now = now or timezone.now()
+
+    def text(at, seconds=False):
+        return moment_text(at, tzname, seconds)
+
+    if job.schedule_type == ScheduleType.MANUAL:
+        return f"{job.name} has no schedule (manual only): nothing was due at {text(moment)}."
+    report = build(job, moment, moment + timedelta(minutes=1), now=now)
+    if not report.slots:
+        following = job.slot_after(moment)
+        if moment < report.checked_from:
+            return (f"Not checked: {text(moment)} is before the job was created or its schedule "
+                    f"last changed ({text(report.checked_from)}).")
+        nxt = f"; the next slot after it was {text(following)}" if following else ""
+        return f"{job.name} had no slot at {text(moment)}{nxt}."
+    slot = report.slots[0]
+    when = text(slot.at, seconds=True)
+    if slot.outcome == RAN:
+        return f"It ran: run #{slot.run.pk} ({slot.run.get_trigger_display().lower()}) for {when} is {slot.run.status}."
+    if slot.outcome == SKIPPED:
+        return f"Skipped: the slot at {when} was not run: {slot.reason}."
+    if slot.outcome == UPCOMING:
+        return f"The slot at {when} has not come yet."
+    if slot.outcome == DUE:
+        return f"The slot at {when} is due and not dispatched yet."
+    return f"Missing: nothing was recorded for the slot at {when}; an alert is raised by the periodic check."
+
+
+def check_recent(now=None, window=None):
+    """Look at the recent slots of every enabled recurring job and alert the missing ones: what
+    the periodic task ``jobs.check_slots`` does (see JOBS_SLOT_CHECK_SECONDS). Returns
+    {"jobs": checked, "missing": slots found missing, "unchecked": jobs with too many slots}."""
+    now = now or timezone.now()
+    window = timedelta(seconds=window or 2 * settings.JOBS_SLOT_CHECK_SECONDS)
+    grace = timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS + settings.JOBS_TICK_SECONDS * 5)
+    found = {"jobs": 0, "missing": 0, "unchecked": 0}
+    jobs = (Job.objects.filter(enabled=True, schedule_type__in=[ScheduleType.CRON, ScheduleType.INTERVAL,
+                                                                ScheduleType.ONCE])
+            .select_related("crontab", "interval", "clocked").order_by("pk"))
+    start, end = now - grace - window, now - grace
+    last_pk = 0
+    while chunk := list(jobs.filter(pk__gt=last_pk)[:CHECK_CHUNK]):
+        last_pk = chunk[-1].pk
+        ids = [job.pk for job in chunk]
+        # Two queries for the chunk instead of two per job.
+        changed = dict(AuditEntry.objects.filter(job_id__in=ids, action=Action.CHANGE, changes__has_key="schedule")
+                       .values("job_id").annotate(at=Max("created_at")).values_list("job_id", "at"))
+        runs = {}
+        for run in job_runs(ids, start, end):
+            runs.setdefault(run.job_id, []).append(run)
+        for job in chunk:
+            try:
+                report = build(job, start, end, now=now, alert=True,
+                               known=(changed.get(job.pk), runs.get(job.pk, [])))
+            except ValidationError:
+                found["unchecked"] += 1  # more slots in the window than JOBS_SLOT_REPORT_MAX_SLOTS
+                continue
+            found["jobs"] += 1
+            found["missing"] += len(report.missing)
+    if found["missing"] or found["unchecked"]:
+        logger.warning("slot check: %s", found)
+    return found

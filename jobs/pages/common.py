@@ -1,0 +1,51 @@
+"""What the pages share: rendering a page of the site, the job's timezone, the actor of a request,
+and the answer to an action refused."""
+
+from functools import wraps
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import render
+
+from audit.models import Source
+
+from .. import actions
+from ..models import ScheduleType
+
+
+def page(request, template, context, section):
+    context.update(section=section, flower_url=flower_url(request.user))
+    return render(request, template, context)
+
+
+def flower_url(user):
+    """Flower's address for those who can open it (its basic auth is the operator's: staff), else ""."""
+    return settings.FLOWER_URL.rstrip("/") if user.is_staff and settings.FLOWER_URL else ""
+
+
+def job_timezone(job):
+    if job.schedule_type == ScheduleType.CRON and job.crontab:
+        return str(job.crontab.timezone)
+    return settings.TIME_ZONE
+
+
+def actor(request):
+    return actions.Actor.of_request(request, Source.PAGE)
+
+
+def may_act_on(request, job):
+    """Whether to show the buttons that act on the job (the action checks again when used)."""
+    return actions.may_act_on(actor(request), job)
+
+
+def refused_is_forbidden(view):
+    """An action the view's user may not take answers 403, with the action's message."""
+    @wraps(view)
+    def acting(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except actions.ActionError as exc:
+            if exc.kind == actions.ActionError.FORBIDDEN:
+                raise PermissionDenied(exc.message) from None
+            raise
+    return acting

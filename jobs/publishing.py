@@ -1,0 +1,270 @@
+"""Publishing: the messages of the ``jobs.execute_run`` task, sent in batches, and the depth of the queues.
+
+A leaf: it imports nothing of the project. A caller hands it ``Message``s (a run's id and attempt,
+the queue and the time limits) and it sends them; the task is named by its name string.
+
+``apply_async`` spends about 150 µs of Python on each message and waits for the broker each time;
+for a burst of thousands of due jobs that was most of a tick. The messages of our one task differ
+only in their id, arguments and time limits, so Celery builds the headers once per process
+(``as_task_v2``) and each message is that template filled in. Every message goes through a kombu
+producer on a connection of Celery's app (its broker URL and transport options), a batch at a time:
+
+- RabbitMQ: the channel is in confirm mode; the batch is published and the broker's confirms are
+  collected once, at its end (``confirm_publish`` would wait for each message in turn). A message
+  the broker refuses fails the batch;
+- Sentinel: kombu's publish batch, one pipeline round trip per batch;
+- plain Redis: the JSON that kombu's Redis transport stores, built here and pushed through one
+  pipeline per batch, since kombu's own publish costs 1.6x as much per message (``bench/publishing.py``:
+  about 70 against 42 µs a message on the 2-core machine).
+
+``tests/test_publishing.py`` checks on each broker, and for both Redis paths, that a batched message
+is the message ``send_task`` sends, field for field, so a Celery or kombu upgrade that changes the
+protocol fails there rather than in production. A batch that fails raises: its runs are queued in the database
+already, and the monitor publishes again what the broker does not hold.
+"""
+
+import base64
+import contextlib
+import json
+import os
+import threading
+import time
+import uuid
+from typing import NamedTuple
+
+from celery import current_app
+from celery.utils.nodenames import anon_nodename
+from django.conf import settings
+from kombu import Producer
+from kombu.exceptions import ChannelError, OperationalError
+
+TASK_NAME = "jobs.execute_run"
+# A job's priority: 0-9, 9 the most urgent (jobs.models.Job.priority).
+MAX_PRIORITY = 9
+DEFAULT_PRIORITY = 5
+CONFIRM_TIMEOUT_SECONDS = 30
+
+_EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
+_local = threading.local()
+
+
+class Message(NamedTuple):
+    """One attempt of one run, as the worker's task receives it."""
+
+    run_id: int
+    attempt: int
+    queue: str
+    time_limit: float
+    soft_time_limit: float | None
+    priority: int = DEFAULT_PRIORITY  # the job's, 0-9, 9 the most urgent
+
+
+def broker_priority(priority, driver_type):
+    """The message priority a broker reads for a job's ``priority`` (9 the most urgent). AMQP puts
+    higher numbers first; kombu's Redis transport pops its lower-numbered lists first, so 9 becomes 0."""
+    priority = max(0, min(MAX_PRIORITY, int(priority)))
+    return priority if driver_type == "amqp" else MAX_PRIORITY - priority
+
+
+class PublishError(Exception):
+    """The broker refused or did not confirm a batch."""
+
+
+def task_id_for(run_id, attempt):
+    return f"run-{run_id}-{attempt}"
+
+
+def ignores_result():
+    # The run and attempt rows are the record of what ran; JOBS_TASK_RESULTS brings the
+    # django-celery-results row back.
+    return not settings.JOBS_TASK_RESULTS
+
+
+def send_one(message):
+    """One message through Celery's own ``send_task``: the reference that ``publish``'s messages
+    are checked against (tests/test_publishing.py)."""
+    app = current_app._get_current_object()
+    with app.connection_for_write() as connection:
+        priority = broker_priority(message.priority, connection.transport.driver_type)
+    app.send_task(
+        TASK_NAME, args=[message.run_id, message.attempt], task_id=task_id_for(message.run_id, message.attempt),
+        queue=message.queue, time_limit=message.time_limit, soft_time_limit=message.soft_time_limit,
+        ignore_result=ignores_result(), priority=priority,
+    )
+
+
+def publish(messages, batch=1000):
+    """Send ``messages``, ``batch`` at a time. A broken connection (the broker restarted or failed
+    over since the last batch) is opened again once; then the error is raised."""
+    for tries_left in (1, 0):
+        try:
+            publisher = _publisher()
+            for start in range(0, len(messages), batch):
+                publisher.send(messages[start:start + batch])
+            return
+        except PublishError:
+            forget()
+            raise
+        except Exception:
+            forget()
+            if not tries_left:
+                raise
+
+
+def forget():
+    """Drop this thread's connection (a forked child must not share its parent's)."""
+    publisher = getattr(_local, "publisher", None)
+    _local.publisher = None
+    if publisher is not None:
+        publisher.close()
+
+
+def _publisher():
+    app = current_app._get_current_object()
+    publisher = getattr(_local, "publisher", None)
+    if publisher is None or publisher.app is not app:
+        forget()
+        publisher = _local.publisher = Publisher(app)
+    return publisher
+
+
+class Publisher:
+    """One thread's connection, channel and producer on the current app's broker."""
+
+    def __init__(self, app, fast_path=None):
+        self.app = app
+        # Confirms are collected per batch here; kombu batches Redis writes only when redis-py
+        # would not replay a pipeline on a timeout.
+        self.connection = app.connection_for_write(
+            transport_options={"confirm_publish": False, "retry_on_timeout": False})
+        self.connection.ensure_connection(max_retries=1)
+        self.channel = self.connection.channel()
+        self.producer = Producer(self.channel)
+        self.driver_type = self.connection.transport.driver_type
+        self.confirms = self.driver_type == "amqp"
+        self.fast_path = self.connection.transport_cls in ("redis", "rediss") if fast_path is None else fast_path
+        self.declared = set()
+        self.headers, self.reply_to = template(app)
+        if self.confirms:
+            self.published, self.unconfirmed, self.refused = 0, set(), []
+            self.channel.events["basic_ack"].add(self._on_ack)
+            self.channel.events["basic_nack"].add(self._on_nack)
+            self.channel.confirm_select()
+
+    def close(self):
+        with contextlib.suppress(Exception):  # closing a connection that may be broken already
+            self.connection.release()
+
+    def send(self, messages):
+        if self.confirms:
+            for message in messages:
+                self._publish(message)
+                self.published += 1
+                self.unconfirmed.add(self.published)
+            self._wait_for_confirms()
+        elif self.fast_path:
+            with self.channel.client.pipeline(transaction=False) as pipe:
+                for message in messages:
+                    # The list of the message's priority, named as kombu's Redis transport names it.
+                    key = self.channel._q_for_pri(message.queue, broker_priority(message.priority, self.driver_type))
+                    pipe.lpush(key, self.redis_json(message))
+                pipe.execute()
+        else:
+            with self.producer.batch(max_size=len(messages)):
+                for message in messages:
+                    self._publish(message)
+
+    def _headers(self, message, task_id):
+        return {**self.headers, "id": task_id, "root_id": task_id,
+                "timelimit": [message.time_limit, message.soft_time_limit],
+                "argsrepr": f"[{message.run_id}, {message.attempt}]"}
+
+    def _publish(self, message):
+        run_id, attempt = message.run_id, message.attempt
+        task_id = task_id_for(run_id, attempt)
+        declare = None
+        if message.queue not in self.declared:
+            # The queue as Celery's worker declares it: a quorum queue on RabbitMQ.
+            declare = [self.app.amqp.queues[message.queue]]
+            self.declared.add(message.queue)
+        self.producer.publish(
+            json.dumps([[run_id, attempt], {}, _EMBED]), exchange="", routing_key=message.queue,
+            content_type="application/json", content_encoding="utf-8", delivery_mode=2, declare=declare,
+            correlation_id=task_id, reply_to=self.reply_to, headers=self._headers(message, task_id),
+            priority=broker_priority(message.priority, self.driver_type),
+        )
+
+    def redis_json(self, message):
+        """The JSON that kombu's Redis transport stores for this message (the fast path)."""
+        task_id = task_id_for(message.run_id, message.attempt)
+        body = json.dumps([[message.run_id, message.attempt], {}, _EMBED]).encode()
+        return json.dumps({
+            "body": base64.b64encode(body).decode(),
+            "content-encoding": "utf-8",
+            "content-type": "application/json",
+            "headers": self._headers(message, task_id),
+            "properties": {
+                "correlation_id": task_id, "reply_to": self.reply_to, "delivery_mode": 2,
+                "delivery_info": {"exchange": "", "routing_key": message.queue},
+                "priority": broker_priority(message.priority, self.driver_type),
+                "body_encoding": "base64", "delivery_tag": str(uuid.uuid4()),
+            },
+        })
+
+    def _on_ack(self, delivery_tag, multiple):
+        if multiple:
+            self.unconfirmed = {tag for tag in self.unconfirmed if tag > delivery_tag}
+        else:
+            self.unconfirmed.discard(delivery_tag)
+
+    def _on_nack(self, delivery_tag, multiple):
+        self.refused.append(delivery_tag)
+        self._on_ack(delivery_tag, multiple)
+
+    def _wait_for_confirms(self):
+        deadline = time.monotonic() + CONFIRM_TIMEOUT_SECONDS
+        while self.unconfirmed:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise PublishError(f"{len(self.unconfirmed)} message(s) not confirmed within "
+                                   f"{CONFIRM_TIMEOUT_SECONDS} s")
+            self.connection.drain_events(timeout=left)
+        if self.refused:
+            refused, self.refused = self.refused, []
+            raise PublishError(f"the broker refused {len(refused)} message(s)")
+
+
+def template(app):
+    """The headers every execute_run message shares, and the reply-to of this process."""
+    message = app.amqp.as_task_v2("template", TASK_NAME, args=[0, 0], kwargs={}, origin=anon_nodename(),
+                                  argsrepr="", kwargsrepr="{}", ignore_result=ignores_result())
+    return dict(message.headers), app.thread_oid
+
+
+def queue_depth(queues):
+    """{queue: messages waiting in the broker (not yet taken by a worker)} through the transport:
+    Redis counts its lists (priority lists included), RabbitMQ answers a passive declare. A queue
+    the broker does not know has 0; every queue has None when the broker does not answer."""
+    app = current_app._get_current_object()
+    depth = {}
+    connection = app.connection_for_read()
+    try:
+        connection.ensure_connection(max_retries=1)
+        channel = connection.channel()
+        for name in queues:
+            try:
+                depth[name] = channel.queue_declare(queue=name, passive=True).message_count
+            except (ChannelError, *connection.channel_errors):
+                depth[name] = 0  # never declared: no worker consumed it, nothing was published to it
+                channel.close()  # RabbitMQ closed it already
+                channel = connection.channel()
+        channel.close()
+    except (OperationalError, *connection.connection_errors, *connection.recoverable_connection_errors, OSError):
+        return dict.fromkeys(queues)
+    finally:
+        connection.release()
+    return depth
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: setattr(_local, "publisher", None))

@@ -1,0 +1,1 @@
+"""Scheduling: the beat scheduler class, the leader, the tick that turns due slots into runs, and the monitor."""

@@ -1,0 +1,105 @@
+"""Repairs what the broker and the workers lose; runs on the scheduler leader.
+
+- a ``running`` attempt whose heartbeat is older than a few intervals is ``lost`` (its worker died,
+  SIGKILL fires no Celery signal) and is retried or failed per the job's policy;
+- a ``running`` attempt past its hard timeout plus grace is ``timed_out`` (Celery's own limit
+  is a backstop that may not have fired);
+- a ``queued`` run that no worker claimed in time is published again when the broker holds fewer
+  messages than the database has queued runs (the broker lost them: a Redis restart without
+  persistence, a FLUSHALL, a Sentinel failover before the replica had them, a purged queue);
+- a run that waited unstarted (``pending`` or ``queued``) longer than ``JOBS_MAX_WAIT_SECONDS`` (no
+  worker consumes its queue) is ``failed``, so no state lasts forever: ``running`` is bounded by
+  heartbeats and the timeout, ``retrying`` by its backoff, waiting states by this.
+"""
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Count
+
+from .. import clock, lifecycle, publishing
+from ..models import JobRun, RunStatus
+
+logger = logging.getLogger(__name__)
+
+
+def check_once(now=None):
+    now = now or clock.now()
+    report = {
+        "timed_out": mark_overdue(now),
+        "republished": republish_unclaimed(now),
+        "never_started": fail_never_started(now),
+    }
+    if any(report.values()):
+        logger.info("monitor: %s", report)
+    return report
+
+
+def mark_lost(now=None, watched_seconds=None):
+    """Runs whose worker stopped heartbeating: their attempt is lost (run again from the lost budget).
+    Heartbeats are written with the database's clock and read against it: a worker whose own clock
+    is off cannot make a healthy run look silent.
+
+    ``watched_seconds``: how long this process has been reaching the database without a break.
+    Silence that overlaps a database outage says nothing of the workers (their heartbeats could not
+    be written either), so after one the monitor first gives them a whole lost window to beat again."""
+    window = settings.JOBS_HEARTBEAT_SECONDS * settings.JOBS_LOST_AFTER_HEARTBEATS
+    if watched_seconds is not None and watched_seconds < window:
+        return 0
+    now = now or clock.now()
+    stale_before = now - timedelta(seconds=window)
+    lost = 0
+    stale = JobRun.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=stale_before)
+    for run in stale.only("pk", "attempt", "worker", "heartbeat_at"):
+        silence = (now - run.heartbeat_at).total_seconds()
+        if lifecycle.record_failure(run.pk, run.attempt, f"Lost: no heartbeat from {run.worker} for {silence:.0f} s",
+                                    lost=True):
+            lost += 1
+    return lost
+
+
+def mark_overdue(now):
+    grace = settings.JOBS_KILL_GRACE_SECONDS * 2 + 10
+    overdue = 0
+    running = JobRun.objects.filter(status=RunStatus.RUNNING).select_related("job").only(
+        "pk", "attempt", "started_at", "job__timeout_seconds")
+    for run in running:
+        past_deadline = run.started_at and now - run.started_at > timedelta(seconds=run.job.timeout_seconds + grace)
+        if past_deadline and lifecycle.record_failure(
+            run.pk, run.attempt, "Timed out: still running past the hard timeout", timed_out=True
+        ):
+            overdue += 1
+    return overdue
+
+
+def fail_never_started(now):
+    limit = settings.JOBS_MAX_WAIT_SECONDS
+    waiting = JobRun.objects.filter(status__in=[RunStatus.PENDING, RunStatus.QUEUED],
+                                    created_at__lt=now - timedelta(seconds=limit)).select_related("job")
+    return sum(lifecycle.give_up_waiting(
+        run, now, f"Never started: waited more than {limit:.0f} s (JOBS_MAX_WAIT_SECONDS); "
+                  f"is a worker consuming queue '{run.job.effective_queue}'?") for run in waiting[:1000])
+
+
+def republish_unclaimed(now):
+    deadline = now - timedelta(seconds=settings.JOBS_REPUBLISH_AFTER_SECONDS)
+    stale = JobRun.objects.filter(status=RunStatus.QUEUED, queued_at__lt=deadline).select_related("job")
+    if not stale.exists():
+        return 0
+    queued_per_queue = {}
+    for queue, count in JobRun.objects.filter(status=RunStatus.QUEUED).values_list("job__queue").annotate(n=Count("pk")):
+        name = queue or settings.JOBS_DEFAULT_QUEUE
+        queued_per_queue[name] = queued_per_queue.get(name, 0) + count
+    candidates = list(stale.order_by("queued_at")[:1000])
+    depth = publishing.queue_depth(sorted({run.job.effective_queue for run in candidates}))
+    again = []
+    for run in candidates:
+        queue = run.job.effective_queue
+        if depth[queue] is None:
+            continue  # the broker does not answer: nothing to publish to
+        if depth[queue] >= queued_per_queue.get(queue, 0):
+            continue  # every queued run still has a message waiting; the workers are just busy
+        again.append(run)
+        depth[queue] += 1
+    return lifecycle.publish_again(again)

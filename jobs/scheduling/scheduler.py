@@ -1,0 +1,100 @@
+"""The beat scheduler class: django-celery-beat's DatabaseScheduler plus our jobs.
+
+``celery -A scheduler_site beat`` runs it (``beat_scheduler`` in the settings). Every node runs
+the same loop; only the one holding the leader lock dispatches jobs, runs the monitor, and sends
+ordinary periodic tasks, so a standby can take over within the lock's TTL.
+
+The loop wakes up when the next job is due (at most every ``MIN_WAKEUP_SECONDS``, so a busy
+minute is dispatched in batches), while the lease, retries, waiting runs and ordinary periodic
+tasks are looked after once per ``JOBS_TICK_SECONDS`` and the monitor once per
+``JOBS_MONITOR_SECONDS``: the cost of a wake-up is one indexed query when nothing is due.
+"""
+
+import logging
+import time
+
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections
+from django_celery_beat.schedulers import DatabaseScheduler
+
+from .. import leases, lifecycle
+from . import dispatch, duties, leader, monitor
+
+logger = logging.getLogger(__name__)
+
+MIN_WAKEUP_SECONDS = 0.1
+
+
+class JobScheduler(DatabaseScheduler):
+    def __init__(self, *args, **kwargs):
+        self.leadership = leader.Leadership()
+        self._next_lease = self._next_housekeeping = self._next_monitor = 0.0
+        self._next_slot_check = time.monotonic() + settings.JOBS_SLOT_CHECK_SECONDS
+        self._periodic_delay = 0.0
+        # Since when (monotonic) this node has led and reached the database without a break. Silence
+        # older than that says nothing of the workers (a database outage kept their heartbeats out
+        # too; a lease lost to an outage is the same outage): mark_lost waits a whole lost window.
+        self._database_since = None
+        super().__init__(*args, **kwargs)
+
+    def tick(self, *args, **kwargs):
+        tick_seconds = settings.JOBS_TICK_SECONDS
+        now = time.monotonic()
+        if now >= self._next_lease or not self.leadership.is_leader:
+            self._next_lease = now + self.leadership.ttl / 3
+            close_old_connections()  # the lease is in the database: a connection a restart broke goes first
+            if not self.leadership.refresh():
+                self._database_since = None
+                return min(tick_seconds, self.leadership.ttl / 3)
+        try:
+            close_old_connections()
+            report = dispatch.dispatch_due(lease=self.leadership.held)
+            if self._database_since is None:
+                self._database_since = now
+            duties.run("wakeup")
+            if report.due_jobs:
+                logger.info("dispatched %s runs (%s skipped) for %s due jobs",
+                            report.runs_created, report.slots_skipped, report.due_jobs)
+            if now >= self._next_housekeeping:
+                self._next_housekeeping = now + tick_seconds
+                lifecycle.queue_due_retries()
+                # Every tick, not every monitor pass: a lost run is run again at once.
+                monitor.mark_lost(watched_seconds=now - self._database_since)
+                lifecycle.release_pending()
+                lifecycle.skip_past_deadline()
+                lifecycle.fold_ends()  # the pages' figures, a tick behind the ends of runs
+                duties.run("tick")
+                self._periodic_delay = super().tick(*args, **kwargs)
+                self.leadership.note_tick()
+            if now >= self._next_monitor:
+                self._next_monitor = now + settings.JOBS_MONITOR_SECONDS
+                monitor.check_once()
+                duties.run("monitor")
+            if settings.JOBS_SLOT_CHECK_SECONDS and now >= self._next_slot_check:
+                # On a worker, not here: it reads every enabled job and must not delay dispatching.
+                self._next_slot_check = now + settings.JOBS_SLOT_CHECK_SECONDS
+                self.app.send_task("jobs.check_slots", queue=settings.JOBS_DEFAULT_QUEUE)
+            if report.due_jobs >= settings.JOBS_DISPATCH_BATCH:
+                return 0  # a burst larger than one batch: go on at once
+            until_next_job = dispatch.seconds_until_next_due()
+        except leases.LeaseLost as exc:
+            logger.warning("scheduler %s lost the leadership; its tick was rolled back: %s", self.leadership.name, exc)
+            self.leadership.held = None
+            return tick_seconds
+        except Exception as exc:
+            # A database or broker outage must not kill beat; the next tick tries again.
+            logger.exception("scheduler tick failed; retrying")
+            if isinstance(exc, DatabaseError):
+                self._database_since = None
+            close_old_connections()
+            return tick_seconds
+        if self._periodic_delay == 0:
+            self._next_housekeeping = 0.0  # stock beat has more periodic tasks due now
+        wake = min(until_next_job, self._next_housekeeping - time.monotonic(), self._periodic_delay or tick_seconds)
+        return max(MIN_WAKEUP_SECONDS, min(wake, tick_seconds))
+
+    def close(self):
+        try:
+            super().close()
+        finally:
+            self.leadership.release()

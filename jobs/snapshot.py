@@ -1,0 +1,82 @@
+"""A job's defining fields as JSON values, and the difference of two such snapshots: what an audit
+entry records of a create, a change or a delete.
+
+Values of the job's environment and HTTP headers are never written to the trail (they hold
+secrets): the diff names the keys, and marks a key whose value changed.
+"""
+
+from datetime import datetime
+
+from .definitions import schedule_of
+from .models import Job
+
+SECRET_FIELDS = ("environment", "http_headers", "secret_environment", "secret_http_headers")
+HIDDEN = "•••"
+TRACKED = [
+    "name", "description", "owner", "group", "tags", "kind", "target", "args", "kwargs", "environment",
+    "secret_environment", "http_method", "http_headers", "secret_http_headers", "http_body", "http_ok_statuses", "schedule", "catchup_policy",
+    "catchup_max", "overlap_policy", "start_deadline_seconds", "jitter_seconds", "memory_limit_mb",
+    "cpu_limit_seconds", "max_open_files", "max_processes", "working_directory", "enabled", "queue",
+    "max_retries", "retry_backoff_seconds", "retry_backoff_max_seconds", "retry_jitter", "timeout_seconds",
+    "sla_seconds",
+]
+
+
+def _plain(value):
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def snapshot(job):
+    """The job's defining fields as JSON values (the schedule as the API's schedule object)."""
+    values = {}
+    for name in TRACKED:
+        if name == "schedule":
+            values[name] = _plain(schedule_of(job))
+        elif name == "owner":
+            values[name] = job.owner.get_username() if job.owner_id else None
+        elif name == "group":
+            values[name] = job.group.name if job.group_id else None
+        else:
+            values[name] = _plain(getattr(job, name))
+    return values
+
+
+# What a create always records, default or not.
+ALWAYS = ("name", "kind", "target", "schedule")
+
+
+def created(job):
+    """What an audit entry records of a new job: the fields it was given other than the model's
+    defaults (a command job's entry does not list the HTTP fields it never had)."""
+    values = snapshot(job)
+    return diff(None, {name: value for name, value in values.items()
+                       if name in ALWAYS or value != _plain(Job._meta.get_field(name).get_default())})
+
+
+def diff(before, after):
+    """{field: [old, new]} of the fields that differ; ``before`` or ``after`` may be None (create,
+    delete). Secret fields show their keys only."""
+    before, after = before or {}, after or {}
+    changes = {}
+    for name in TRACKED:
+        old, new = before.get(name), after.get(name)
+        if old == new:
+            continue
+        if name in SECRET_FIELDS:
+            old, new = _hide(old, new)
+        changes[name] = [old, new]
+    return changes
+
+
+def _hide(old, new):
+    old = old if isinstance(old, dict) else {}
+    new = new if isinstance(new, dict) else {}
+    hidden_old = {key: HIDDEN for key in old}
+    hidden_new = {key: f"{HIDDEN} (changed)" if key in old and old[key] != new[key] else HIDDEN for key in new}
+    return hidden_old or None, hidden_new or None

@@ -1,0 +1,171 @@
+"""One heartbeat thread per worker process, beating for every attempt the process holds.
+
+A thread (and a database connection) per run cost more than a no-op run itself; this thread and
+its connection live as long as the process. Every ``JOBS_HEARTBEAT_SECONDS`` it refreshes the
+heartbeat of each attempt held, so an attempt is beaten at most that long after its claim (which
+writes the first heartbeat). When a beat finds the run no longer this attempt's (cancelled, or
+declared lost by the monitor) it sets the attempt's ``stopped`` event so the executor can stop.
+
+The same beat saves the tail of what the attempt printed since the last one (the run page, the API
+and ``manage.py runs tail`` show it while the run goes on): one write per heartbeat at most, and
+none for an attempt that printed nothing new, so a quiet or short run costs nothing more.
+
+**Self-fencing.** A worker whose host is cut off cannot heartbeat, and the leader declares its
+attempts lost after ``JOBS_LOST_AFTER_HEARTBEATS`` silent intervals and runs them elsewhere. So when
+no beat has gone through for ``JOBS_FENCE_AFTER_SECONDS`` (less than that window) and the broker is
+out of reach as well, the worker stops its attempts itself: their ``stopped`` events are set with
+the reason (a command's process group is killed; a function that does not stop within
+``JOBS_KILL_GRACE_SECONDS`` ends with its pool process). A database restart alone, with the broker
+reachable, fences nothing: the leader cannot declare anything lost while it has no database either.
+A separate watch thread decides, since a beat to an unreachable database may block.
+"""
+
+import contextlib
+import logging
+import os
+import threading
+import time
+
+from celery import current_app
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+from .. import lifecycle
+
+logger = logging.getLogger(__name__)
+
+_lock = threading.Lock()
+_held = {}  # (run_id, attempt) -> _Held
+_thread = None
+_pid = None
+_last_beat = time.monotonic()  # when every attempt held was last beaten (or none was held)
+
+
+class _Held:
+    def __init__(self, output):
+        self.stopped = threading.Event()  # set when the run was taken from the attempt
+        self.output = output  # the attempt's OutputTail, or None
+        self.saved_bytes = 0  # output.total when its tail was last saved
+        self.fenced = ""  # why the worker stopped the attempt itself, when it did
+        self.done = False  # the attempt's task has left its block
+
+
+def hold(run_id, attempt, output=None):
+    """Start beating for this attempt (saving ``output``, an OutputTail, as it grows); returns the
+    attempt's ``stopped`` event."""
+    return _hold(run_id, attempt, output).stopped
+
+
+def _hold(run_id, attempt, output):
+    global _last_beat
+    held = _Held(output)
+    with _lock:
+        if not _held:
+            _last_beat = time.monotonic()  # an idle spell is no silence
+        _held[(run_id, attempt)] = held
+        _ensure_thread()
+    return held
+
+
+def release(run_id, attempt):
+    with _lock:
+        _held.pop((run_id, attempt), None)
+
+
+@contextlib.contextmanager
+def held(run_id, attempt, output=None):
+    """Beat for this attempt inside the block, which gets its entry: ``stopped`` (an event the
+    executor watches) and ``fenced`` (why the worker stopped the attempt itself, if it did)."""
+    entry = _hold(run_id, attempt, output)
+    try:
+        yield entry
+    finally:
+        entry.done = True
+        release(run_id, attempt)
+
+
+def _ensure_thread():
+    global _thread, _pid
+    # A forked pool process inherits the module state but not the thread.
+    if _thread is None or _pid != os.getpid() or not _thread.is_alive():
+        _pid = os.getpid()
+        _thread = threading.Thread(target=_beat_forever, daemon=True, name="heartbeats")
+        _thread.start()
+        threading.Thread(target=_watch_forever, daemon=True, name="heartbeat-fence").start()
+
+
+def _beat_forever():
+    global _last_beat
+    while True:
+        time.sleep(settings.JOBS_HEARTBEAT_SECONDS)
+        with _lock:
+            held = list(_held.items())
+        if not held:
+            _last_beat = time.monotonic()
+            connection.close()  # nothing to beat for: give the connection back until there is
+            continue
+        # Drop a connection the database closed (a restart) or one past CONN_MAX_AGE.
+        close_old_connections()
+        beaten = True
+        for (run_id, attempt), one in held:
+            try:
+                _beat(run_id, attempt, one)
+            except Exception:
+                beaten = False
+                logger.warning("heartbeat of run %s failed; retrying", run_id, exc_info=True)
+                close_old_connections()
+        if beaten:
+            _last_beat = time.monotonic()
+
+
+def _watch_forever():
+    while True:
+        time.sleep(min(1.0, settings.JOBS_HEARTBEAT_SECONDS))
+        silent = time.monotonic() - _last_beat
+        if silent < settings.JOBS_FENCE_AFTER_SECONDS:
+            continue
+        with _lock:
+            held = list(_held.items())
+        if held and not broker_reachable():
+            fence(held, f"this worker could not renew its heartbeat for {silent:.0f} s nor reach the broker "
+                        "(its host cut off?); it stopped the attempt itself")
+
+
+def broker_reachable(timeout=2.0):
+    try:
+        with current_app.connection_for_write() as broker:
+            broker.ensure_connection(max_retries=1, interval_start=0, timeout=timeout)
+        return True
+    except Exception:
+        return False
+
+
+def fence(held, reason):
+    """Stop these attempts ((key, entry) pairs): the executor kills a command's process group; a
+    function still running after the kill grace ends with its process (Celery delivers its
+    message again, and the run is lost and run again, from its lost budget)."""
+    for (run_id, attempt), entry in held:
+        logger.error("run %s attempt %s: %s", run_id, attempt, reason)
+        entry.fenced = reason
+        entry.stopped.set()
+        release(run_id, attempt)
+    deadline = time.monotonic() + settings.JOBS_KILL_GRACE_SECONDS + 1
+    while time.monotonic() < deadline:
+        if all(entry.done for _, entry in held):
+            return
+        time.sleep(0.1)
+    logger.error("an attempt did not stop within the kill grace after fencing; ending this process")
+    os._exit(70)
+
+
+def _beat(run_id, attempt, entry):
+    output = entry.output
+    if output is None or output.total == entry.saved_bytes:
+        alive = lifecycle.heartbeat(run_id, attempt)
+    else:
+        text, written = output.snapshot()
+        alive = lifecycle.heartbeat(run_id, attempt, output=text, output_bytes=written)
+        entry.saved_bytes = written
+    if not alive:
+        entry.stopped.set()
+        release(run_id, attempt)

@@ -1,0 +1,81 @@
+"""The worker's task: run one attempt of one run (``jobs.execute_run``)."""
+
+import logging
+import os
+import time
+import traceback as tb
+
+from celery import shared_task
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, close_old_connections, connection
+
+from .. import lifecycle
+from ..executors import JobFailed, JobTimedOut, RunContext, get_executor
+from ..executors.output import OutputTail
+from ..publishing import TASK_NAME
+from . import heartbeats
+
+logger = logging.getLogger(__name__)
+
+# A run shorter than this records its outcome on the connection it claimed with (checked by the
+# task_prerun handler moments ago); a longer one re-checks the connection first.
+RECHECK_CONNECTION_AFTER_SECONDS = 1.0
+
+
+# ignore_result: the run and attempt rows are the record of what ran (status, result, error,
+# traceback, worker, pid, timings); a django-celery-results row per task repeated them at the cost
+# of two more writes and commits per run (STARTED and the outcome). JOBS_TASK_RESULTS brings it back.
+@shared_task(bind=True, name=TASK_NAME, acks_late=True, reject_on_worker_lost=True,
+             ignore_result=not settings.JOBS_TASK_RESULTS)
+def execute_run(self, run_id, attempt):
+    worker = self.request.hostname or "unknown"
+    run = through_outage(lifecycle.claim, run_id, attempt, worker=worker, pid=os.getpid())
+    if run is None:
+        logger.info("run %s attempt %s is already claimed or finished; dropping this delivery", run_id, attempt)
+        return {"run_id": run_id, "attempt": attempt, "duplicate": True}
+
+    started = time.monotonic()
+    tail = OutputTail(settings.JOBS_OUTPUT_MAX_BYTES)
+    try:
+        with heartbeats.held(run_id, attempt, output=tail) as beat:
+            context = RunContext(run_id=run_id, attempt=attempt, job=run.job,
+                                 timeout_seconds=run.job.timeout_seconds, cancelled=beat.stopped, output=tail)
+            outcome = get_executor(run.job.kind).execute(context)
+    except JobFailed as exc:
+        close_old_connections()
+        if beat.fenced:  # the worker stopped it itself, cut off: the infrastructure's loss, not the job's
+            through_outage(lifecycle.record_failure, run_id, attempt, f"Lost: {beat.fenced}", lost=True,
+                           output=exc.output, output_bytes=exc.output_bytes)
+        else:
+            through_outage(lifecycle.record_failure, run_id, attempt, str(exc), traceback=tb.format_exc(),
+                           output=exc.output, output_bytes=exc.output_bytes, timed_out=isinstance(exc, JobTimedOut))
+        raise
+    except BaseException as exc:
+        close_old_connections()
+        output, written = tail.snapshot()
+        through_outage(lifecycle.record_failure, run_id, attempt, f"{type(exc).__name__}: {exc}",
+                       traceback=tb.format_exc(), output=output, output_bytes=written)
+        raise
+    if time.monotonic() - started > RECHECK_CONNECTION_AFTER_SECONDS:
+        # The job may have run for hours: re-check the connection (health check) before recording,
+        # so a database restart meanwhile does not lose the outcome.
+        close_old_connections()
+    through_outage(lifecycle.record_success, run_id, attempt, outcome.output, outcome.output_bytes, outcome.result)
+    return {"run_id": run_id, "attempt": attempt, "result": outcome.result}
+
+
+def through_outage(record, *args, **kwargs):
+    """``record`` (the claim or an outcome), tried again each second while the database is away,
+    for up to JOBS_DATABASE_OUTAGE_SECONDS: a database restart then costs the attempt neither its
+    start nor its outcome (a lost outcome would run the job again once its heartbeat went stale).
+    Safe to repeat: every step of the lifecycle is a conditional update."""
+    deadline = time.monotonic() + settings.JOBS_DATABASE_OUTAGE_SECONDS
+    while True:
+        try:
+            return record(*args, **kwargs)
+        except (OperationalError, InterfaceError) as exc:
+            if time.monotonic() > deadline:
+                raise
+            logger.warning("database unavailable for %s (%s); trying again in 1 s", record.__name__, exc)
+            connection.close()
+            time.sleep(1)

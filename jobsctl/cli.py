@@ -1,0 +1,397 @@
+"""jobsctl's commands. Every command takes --json (the API's answer as JSON on stdout); errors are
+one line on stderr, and the exit code says which (``errors``)."""
+
+import functools
+import re
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import click
+
+from . import __version__, config, output
+from .client import Api
+from .errors import INTERRUPTED, NOT_FOUND, OK, REJECTED, RUN_FAILED, USAGE, WAIT_TIMED_OUT, CliError
+from .tailing import TERMINAL, Follower
+
+RELATIVE = re.compile(r"^(\d+)([smhd])$")
+UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+EXIT_CODES = """\b
+Exit codes: 0 ok; 1 the run failed (run --wait, tail) or a slot is missing (slots); 2 usage or
+configuration; 3 not found; 4 no token, a refused token or not allowed; 5 server unreachable;
+6 input refused (a bad value, a file with errors); 7 still running after --timeout; 8 server error;
+130 interrupted (Ctrl-C)."""
+
+
+class Context:
+    def __init__(self, url, config_path, http_timeout, as_json):
+        self.url, self.config_path, self.http_timeout, self.json = url, config_path, http_timeout, as_json
+        self._api = None
+
+    @property
+    def settings(self):
+        return config.resolve(self.url, self.config_path)
+
+    @property
+    def api(self):
+        if self._api is None:
+            self._api = Api(self.settings, timeout=self.http_timeout)
+        return self._api
+
+
+def command(name=None, **attrs):
+    """A subcommand with --json, receiving the Context and whether to answer in JSON."""
+    def wrap(function):
+        @cli.command(name, **attrs)
+        @click.option("--json", "as_json", is_flag=True, help="Print the API's answer as JSON.")
+        @click.pass_obj
+        @functools.wraps(function)
+        def run(ctx, as_json, **kwargs):
+            return function(ctx, as_json or ctx.json, **kwargs)
+        return run
+    return wrap
+
+
+@click.group(epilog=EXIT_CODES, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--url", metavar="URL", help="The service, e.g. https://scheduler.example.com "
+                                           "(default: JOBSCTL_URL, the config file, http://127.0.0.1:8000).")
+@click.option("--config", "config_path", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Config file (default: JOBSCTL_CONFIG, ~/.config/jobsctl/config.toml).")
+@click.option("--http-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds to wait for each answer.")
+@click.option("--json", "as_json", is_flag=True, help="Print the API's answers as JSON (every command).")
+@click.version_option(__version__, prog_name="jobsctl")
+@click.pass_context
+def cli(click_ctx, url, config_path, http_timeout, as_json):
+    """Run and watch the job scheduler's jobs from anywhere, through its REST API.
+
+    The token comes from JOBSCTL_TOKEN or the config file; jobs are named by name or id."""
+    click_ctx.obj = Context(url, config_path, http_timeout, as_json)
+
+
+def main():
+    try:
+        code = cli.main(prog_name="jobsctl", standalone_mode=False)
+    except click.Abort:  # Ctrl-C: click's own answer would be exit 1, which here means "the run failed"
+        click.echo("jobsctl: interrupted.", err=True)
+        sys.exit(INTERRUPTED)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else OK)
+
+
+# --- finding things
+
+def find_job(api, ref):
+    """A job by name, or by id when no job has that name."""
+    found = api.get("/api/jobs/", {"name": ref})["results"]
+    if found:
+        return found[0]
+    missing = f"no job named {ref!r}" + (f" and no job {ref}" if ref.isdigit() else "") + \
+        " (or it is not yours to see); jobsctl list shows the jobs."
+    if not ref.isdigit():
+        raise CliError(NOT_FOUND, missing)
+    return api.get(f"/api/jobs/{ref}/", not_found=missing)
+
+
+def get_run(api, run_id):
+    return api.get(f"/api/runs/{run_id}/", not_found=f"no run {run_id} (or it is not yours to see).")
+
+
+def since_param(text):
+    """``1h``, ``30m``, ``2d`` (before now) or an ISO 8601 time, as the API's ``since``."""
+    match = RELATIVE.match(text.strip())
+    if match:
+        moment = datetime.now(UTC) - timedelta(**{UNITS[match[2]]: int(match[1])})
+        return moment.isoformat()
+    return text
+
+
+# --- jobs
+
+@command("list")
+@click.option("--tag", help="Only jobs with this tag.")
+@click.option("--kind", type=click.Choice(["callable", "command", "http"]))
+@click.option("--enabled/--paused", default=None, help="Only enabled, or only paused, jobs.")
+def list_jobs(ctx, as_json, tag, kind, enabled):
+    """List the jobs you can see."""
+    params = {"tag": tag, "kind": kind, "enabled": None if enabled is None else str(enabled).lower()}
+    jobs = ctx.api.get_all("/api/jobs/", {key: value for key, value in params.items() if value is not None})
+    if as_json:
+        output.emit_json(jobs)
+    else:
+        click.echo(output.jobs_table(jobs) if jobs else "No jobs.")
+
+
+@command()
+@click.argument("job")
+def show(ctx, as_json, job):
+    """One job: its fields, schedule, next run and its last 5 runs."""
+    found = find_job(ctx.api, job)
+    runs = ctx.api.get_all("/api/runs/", {"job": found["id"]}, limit=5)
+    if as_json:
+        output.emit_json({"job": found, "recent_runs": runs})
+        return
+    click.echo("\n".join(output.job_lines(found)))
+    click.echo("\nLast runs:\n" + (output.runs_table(runs) if runs else "none"))
+
+
+@command()
+@click.argument("job")
+@click.option("--wait", is_flag=True, help="Wait for the run to end; exit 0 if it succeeded, 1 if not.")
+@click.option("--timeout", default=600.0, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds to wait with --wait (then exit 7).")
+@click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds between looks with --wait.")
+def run(ctx, as_json, job, wait, timeout, interval):
+    """Run a job now."""
+    found = find_job(ctx.api, job)
+    queued = ctx.api.post(f"/api/jobs/{found['id']}/run/")
+    if not wait:
+        if as_json:
+            output.emit_json(queued)
+        else:
+            click.echo(f"Run {queued['id']} of {found['name']} queued.")
+        return
+    if not as_json:
+        click.echo(f"Run {queued['id']} of {found['name']} queued; waiting for it to end.", err=True)
+    finished = wait_for_end(ctx.api, queued["id"], timeout, interval)
+    if as_json:
+        output.emit_json(finished)
+    else:
+        click.echo(run_summary(finished))
+    exit_for(finished)
+
+
+def wait_for_end(api, run_id, timeout, interval, on_look=None):
+    deadline = time.monotonic() + timeout
+    while True:
+        current = get_run(api, run_id)
+        if on_look is not None:
+            on_look(current)
+        if current["status"] in TERMINAL:
+            return current
+        if time.monotonic() >= deadline:
+            raise CliError(WAIT_TIMED_OUT, f"run {run_id} is still {current['status']} after {timeout:g} s.")
+        time.sleep(interval)
+
+
+def run_summary(run):
+    lines = [f"run {run['id']} of {run['job_name']}: {run['status']}",
+             f"attempts: {run['attempt']}/{run['max_attempts']}",
+             f"worker: {run['worker'] or '-'}",
+             f"duration: {output.seconds(run['duration_seconds'])}"]
+    if run.get("reason"):
+        lines.append(f"reason: {run['reason']}")
+    if run.get("error"):
+        lines.append(f"error: {run['error']}")
+    lines.append("output:" + (f"\n{run['output']}" if run.get("output") else " (none)"))
+    return "\n".join(lines)
+
+
+def exit_for(run):
+    if run["status"] != "succeeded":
+        sys.exit(RUN_FAILED)
+
+
+@command()
+@click.argument("job")
+def pause(ctx, as_json, job):
+    """Pause a job's schedule (run now still works)."""
+    done = ctx.api.post(f"/api/jobs/{find_job(ctx.api, job)['id']}/pause/")
+    if as_json:
+        output.emit_json(done)
+    else:
+        click.echo(f"Paused {done['name']}.")
+
+
+@command()
+@click.argument("job")
+def resume(ctx, as_json, job):
+    """Resume a job's schedule from now on."""
+    done = ctx.api.post(f"/api/jobs/{find_job(ctx.api, job)['id']}/resume/")
+    if as_json:
+        output.emit_json(done)
+    else:
+        click.echo(f"Resumed {done['name']}; next run {output.when(done['next_run_at'])}.")
+
+
+# --- runs
+
+@command()
+@click.argument("job", required=False)
+@click.option("--status", help="Only runs in this status (failed, running, ...).")
+@click.option("--since", help="Created since: 30m, 1h, 2d, or an ISO 8601 time.")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="How many, newest first.")
+def runs(ctx, as_json, job, status, since, limit):
+    """Run history, newest first (of one job, or of every job you can see)."""
+    params = {"status": status, "since": since and since_param(since)}
+    if job:
+        params["job"] = find_job(ctx.api, job)["id"]
+    found = ctx.api.get_all("/api/runs/", {k: v for k, v in params.items() if v is not None}, limit=limit)
+    if as_json:
+        output.emit_json(found)
+    else:
+        click.echo(output.runs_table(found) if found else "No runs.")
+
+
+@command()
+@click.argument("run_id", required=False, type=int)
+@click.option("--job", help="Follow this job's newest run instead.")
+@click.option("--timeout", default=3600.0, show_default=True, type=click.FloatRange(min=0),
+              help="Seconds to follow before giving up (then exit 7).")
+@click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds between looks.")
+def tail(ctx, as_json, run_id, job, timeout, interval):
+    """Print a run's output as it is written, until the run ends.
+
+    Exits 0 if the run succeeded, 1 if not. With --json, one JSON object a line: {"output": ...}
+    for each new part, then the run as it ended."""
+    if (run_id is None) == (job is None):
+        raise CliError(USAGE, "tail: give a run id, or --job JOB for the job's newest run.")
+    if job is not None:
+        newest = ctx.api.get_all("/api/runs/", {"job": find_job(ctx.api, job)["id"]}, limit=1)
+        if not newest:
+            raise CliError(NOT_FOUND, f"the job {job!r} has no runs yet.")
+        run_id = newest[0]["id"]
+    follower = Follower()
+
+    def show_new(current):
+        text = follower.new_output(current)
+        if not text:
+            return
+        if as_json:
+            output.emit_line({"run": current["id"], "output": text})
+        else:
+            click.echo(text, nl=False)
+
+    finished = wait_for_end(ctx.api, run_id, timeout, interval, on_look=show_new)
+    if as_json:
+        output.emit_line(finished)
+    else:
+        if finished.get("output") and not finished["output"].endswith("\n"):
+            click.echo()
+        click.echo(f"run {finished['id']} {finished['status']}" +
+                   (f": {finished['error']}" if finished.get("error") else ""), err=True)
+    exit_for(finished)
+
+
+# --- jobs as code
+
+@command()
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--dry-run", is_flag=True, help="Print the plan and check it; change nothing.")
+@click.option("--prune", is_flag=True, help="Delete the jobs (yours, unless you are staff) not in the file.")
+@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]),
+              help="The file's format (default: from its name; - reads YAML from stdin).")
+def apply(ctx, as_json, file, dry_run, prune, fmt):
+    """Make the jobs match a YAML or JSON file, all or nothing."""
+    fmt = fmt or file_format(file)
+    try:
+        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(USAGE, f"cannot read {file}: {getattr(exc, 'strerror', None) or exc}.") from None
+
+    def show_errors(answer):
+        if as_json:
+            output.emit_json(answer)
+        for error in answer.get("errors", []):
+            click.echo(f"jobsctl: {file}: {error['text']}", err=True)
+        if "errors" in answer:
+            raise CliError(REJECTED, f"{file}: nothing was applied ({len(answer['errors'])} error(s)).")
+
+    answer = ctx.api.post("/api/jobs-as-code/", {"text": text, "format": fmt, "dry_run": dry_run, "prune": prune},
+                          rejected=show_errors)
+    if as_json:
+        output.emit_json(answer)
+        return
+    for line in answer["plan"]:
+        click.echo(line)
+    if not answer["changes"]:
+        click.echo("no changes")
+    elif dry_run:
+        click.echo("dry run: the plan is valid; nothing was saved.")
+    else:
+        counts = {action: sum(c["action"] == action for c in answer["changes"]) for action in
+                  ("create", "update", "delete")}
+        click.echo(f"applied: {counts['create']} created, {counts['update']} updated, {counts['delete']} deleted.")
+
+
+def file_format(path):
+    if path == "-" or path.endswith((".yaml", ".yml")):
+        return "yaml"
+    if path.endswith(".json"):
+        return "json"
+    raise CliError(USAGE, f"{path}: name a .yaml, .yml or .json file (or - for YAML on stdin), or give --format.")
+
+
+@command()
+@click.argument("file", required=False, type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--format", "fmt", type=click.Choice(["yaml", "json"]),
+              help="Default: from the file's name, else yaml.")
+def export(ctx, as_json, file, fmt):
+    """Write the jobs you may apply to as a file (stdout without FILE)."""
+    fmt = fmt or (file_format(file) if file and file != "-" else "yaml")
+    answer = ctx.api.get("/api/jobs-as-code/", {"file_format": fmt})
+    if file and file != "-":
+        try:
+            Path(file).write_text(answer["text"], encoding="utf-8")
+        except OSError as exc:
+            raise CliError(USAGE, f"cannot write {file}: {exc.strerror}.") from None
+    if as_json:
+        output.emit_json(answer)
+    elif file and file != "-":
+        click.echo(f"Exported {answer['jobs']} jobs to {file}.")
+    else:
+        click.echo(answer["text"], nl=False)
+
+
+# --- slots
+
+@command()
+@click.argument("job")
+@click.option("--from", "start", metavar="TIME", help="ISO 8601; default 24 hours ago.")
+@click.option("--to", "end", metavar="TIME", help="ISO 8601, excluded; default now.")
+def slots(ctx, as_json, job, start, end):
+    """Every slot of a range and what became of it; exits 1 if one is missing."""
+    found = find_job(ctx.api, job)
+    params = {key: value for key, value in (("start", start), ("end", end)) if value}
+    report = ctx.api.get(f"/api/jobs/{found['id']}/slots/", params)
+    if as_json:
+        output.emit_json(report)
+    else:
+        rows = [(output.when(slot["scheduled_for"]), slot["outcome"],
+                 f"{slot['run']['id']} ({slot['run']['status']})" if slot["run"] else "-", slot["reason"] or "-")
+                for slot in report["slots"]]
+        click.echo(output.table(["SLOT", "OUTCOME", "RUN", "REASON"], rows) if rows else "No slots in the range.")
+        click.echo(", ".join(f"{count} {outcome}" for outcome, count in report["counts"].items()))
+    if report["counts"].get("missing"):
+        click.echo(f"jobsctl: {report['counts']['missing']} slot(s) missing: a 'missed' alert was raised.",
+                   err=True)
+        sys.exit(RUN_FAILED)
+
+
+@command()
+@click.argument("job")
+@click.argument("at", metavar="TIME")
+def why(ctx, as_json, job, at):
+    """Why did (or didn't) the job run at TIME (ISO 8601, UTC unless it has an offset)?"""
+    answer = ctx.api.get(f"/api/jobs/{find_job(ctx.api, job)['id']}/why/", {"at": at})
+    if as_json:
+        output.emit_json(answer)
+    else:
+        click.echo(answer["explanation"])
+
+
+@command("config")
+def show_config(ctx, as_json):
+    """Where the URL and the token come from (the token itself is not shown)."""
+    settings = ctx.settings
+    values = {"url": settings.url, "url_from": settings.url_from, "token_from": settings.token_from,
+              "config_file": str(settings.config_path)}
+    if as_json:
+        output.emit_json(values)
+    else:
+        click.echo("\n".join(f"{key}: {value or '-'}" for key, value in values.items()))

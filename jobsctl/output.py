@@ -1,0 +1,95 @@
+"""How things look on a terminal: tables, times in UTC, schedules and durations in words."""
+
+import json
+from datetime import UTC, datetime
+
+import click
+
+
+def emit_json(value):
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def table(headers, rows):
+    rows = [[str(cell) for cell in row] for row in rows]
+    widths = [max([len(header)] + [len(row[i]) for row in rows]) for i, header in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    return "\n".join(lines)
+
+
+def when(text):
+    """An ISO 8601 time from the API as ``2026-11-20 03:00:00 UTC``; ``-`` for none."""
+    if not text:
+        return "-"
+    moment = datetime.fromisoformat(text)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def seconds(value):
+    if value is None:
+        return "-"
+    value = float(value)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if value >= size and value % size == 0:
+            return f"{value / size:g}{unit}"
+    return f"{value:.1f}s" if value % 1 else f"{value:g}s"
+
+
+def schedule(spec):
+    kind = (spec or {}).get("type")
+    if kind == "cron":
+        return f"cron {spec['cron']} ({spec['timezone']})"
+    if kind == "interval":
+        return f"every {seconds(spec['every_seconds'])}"
+    if kind == "once":
+        return f"once at {when(spec['run_at'])}"
+    return "manual"
+
+
+def last_run(job):
+    run = job.get("last_run")
+    return f"{run['status']} (#{run['id']})" if run else "-"
+
+
+def jobs_table(jobs):
+    return table(["ID", "NAME", "KIND", "SCHEDULE", "ENABLED", "NEXT RUN", "LAST RUN"], [
+        (job["id"], job["name"], job["kind"], schedule(job["schedule"]), "yes" if job["enabled"] else "no",
+         when(job["next_run_at"]) if job["enabled"] else "- (paused)", last_run(job)) for job in jobs])
+
+
+def runs_table(runs):
+    return table(["ID", "JOB", "STATUS", "TRIGGER", "ATTEMPT", "SCHEDULED FOR", "DURATION", "WORKER"], [
+        (run["id"], run["job_name"], run["status"], run["trigger"], f"{run['attempt']}/{run['max_attempts']}",
+         when(run["scheduled_for"]), seconds(run["duration_seconds"]), run["worker"] or "-") for run in runs])
+
+
+JOB_FIELDS = ["id", "name", "description", "owner", "group", "tags", "kind", "target", "args", "kwargs",
+              "http_method", "http_ok_statuses", "enabled", "queue", "max_retries", "timeout_seconds",
+              "sla_seconds", "overlap_policy", "catchup_policy"]
+
+
+def job_lines(job):
+    fields = [(name, job.get(name)) for name in JOB_FIELDS if name in job]
+    if job["kind"] != "http":
+        fields = [(name, value) for name, value in fields if not name.startswith("http_")]
+    fields.insert(fields.index(("kind", job["kind"])), ("schedule", schedule(job["schedule"])))
+    fields.append(("next_run_at", when(job["next_run_at"]) if job["enabled"] else "- (paused)"))
+    fields.append(("last_run", last_run(job)))
+    width = max(len(name) for name, _ in fields)
+    return [f"{name.ljust(width)}  {shown(value)}" for name, value in fields]
+
+
+def shown(value):
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def emit_line(value):
+    """One JSON object on one line (JSON Lines), for streams."""
+    click.echo(json.dumps(value, ensure_ascii=False))

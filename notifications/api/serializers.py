@@ -1,0 +1,135 @@
+"""JSON shapes of channels and rules. A channel's secret parts are write-only: masked when read,
+and an update that sends the mask back keeps the stored value (``channel_secrets``)."""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from jobs.definitions import contains_nul
+from jobs.models import Job
+from jobs.permissions import sees_everything, visible_jobs
+
+from .. import channel_secrets
+from ..models import RULE_EVENTS, Channel, Rule, RuleScope
+
+CONFIG_SCHEMA = {
+    "type": "object",
+    "description": (
+        'email: {"recipients": ["ops@example.com"]}; slack: {"url": "https://hooks.slack.com/..."}; '
+        'webhook: {"url": "https://...", "secret": "optional, signs the body"}. Secret values (a Slack URL, '
+        f'a webhook secret) are answered as "{channel_secrets.MASK}"; send "{channel_secrets.MASK}" back '
+        "to keep the stored value."
+    ),
+    "additionalProperties": True,
+}
+
+
+def model_errors(exc):
+    if hasattr(exc, "error_dict"):
+        return exc.message_dict
+    return {"non_field_errors": exc.messages}
+
+
+@extend_schema_field(CONFIG_SCHEMA)
+class ConfigField(serializers.JSONField):
+    pass
+
+
+class ChannelSerializer(serializers.ModelSerializer):
+    config = ConfigField(required=False)
+
+    class Meta:
+        model = Channel
+        fields = ["id", "name", "kind", "config", "enabled", "last_error", "disabled_reason", "created_at"]
+        read_only_fields = ["last_error", "disabled_reason", "created_at"]
+
+    def to_representation(self, channel):
+        data = super().to_representation(channel)
+        data["config"] = channel_secrets.masked(channel.kind, channel.config)
+        for name in ("last_error", "disabled_reason"):
+            data[name] = channel_secrets.redacted(channel.kind, channel.config, data[name])
+        return data
+
+    def validate_config(self, config):
+        if not isinstance(config, dict):
+            raise serializers.ValidationError("Must be a JSON object.")
+        if contains_nul(config):
+            raise serializers.ValidationError("Must not contain NUL (\\u0000) characters.")
+        return config
+
+    def validate(self, attrs):
+        channel = self.instance or Channel()
+        kind = attrs.get("kind", channel.kind)
+        if "config" in attrs:
+            attrs["config"], unknown = channel_secrets.kept(kind, attrs["config"], channel.config)
+            if unknown:
+                raise serializers.ValidationError({"config": [
+                    f"{key}: there is no stored value to keep; send the value itself." for key in unknown]})
+        candidate = Channel(**{**{name: getattr(channel, name) for name in ("name", "kind", "config", "enabled")},
+                               **attrs})
+        try:
+            candidate.clean()
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(model_errors(exc)) from None
+        if attrs.get("enabled") and not channel.enabled:
+            attrs["disabled_reason"] = ""  # enabled again by a person: the reason no longer holds
+        return attrs
+
+
+class ChannelDirectorySerializer(serializers.ModelSerializer):
+    """What a user who is not staff sees of a channel: enough to point a rule at it."""
+
+    class Meta:
+        model = Channel
+        fields = ["id", "name", "kind", "enabled"]
+        read_only_fields = fields
+
+
+class ChannelTestSerializer(serializers.Serializer):
+    sent = serializers.BooleanField()
+    detail = serializers.CharField()
+
+
+class RuleSerializer(serializers.ModelSerializer):
+    events = serializers.ListField(child=serializers.ChoiceField(choices=RULE_EVENTS), allow_empty=False)
+    channel_name = serializers.CharField(source="channel.name", read_only=True)
+    job_name = serializers.CharField(source="job.name", read_only=True, allow_null=True)
+
+    class Meta:
+        model = Rule
+        fields = ["id", "channel", "channel_name", "events", "scope", "tag", "job", "job_name", "enabled"]
+        extra_kwargs = {
+            "job": {"help_text": "The job's id, with scope job (a job you can see)."},
+            "tag": {"help_text": "The tag, with scope tag."},
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        if "job" in self.fields:  # the schema is also built without a user
+            self.fields["job"].queryset = visible_jobs(user) if user and user.is_authenticated else Job.objects.none()
+
+    def validate_events(self, events):
+        return list(dict.fromkeys(events))
+
+    def validate(self, attrs):
+        rule = self.instance or Rule()
+        values = {name: getattr(rule, name) for name in ("events", "scope", "tag", "job", "enabled")}
+        if rule.channel_id:
+            values["channel"] = rule.channel
+        values.update(attrs)
+        user = self.context["request"].user
+        if not sees_everything(user) and values["scope"] != RuleScope.JOB:
+            raise serializers.ValidationError({"scope": [
+                "Only staff may add rules for all jobs or a tag; yours name one of your jobs (scope job)."]})
+        if values["scope"] != RuleScope.JOB:
+            attrs["job"] = None
+        if values["scope"] != RuleScope.TAG:
+            attrs["tag"] = ""
+        candidate = Rule(**{**values, **attrs})
+        try:
+            candidate.clean()
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(model_errors(exc)) from None
+        return attrs

@@ -1,0 +1,1 @@
+"""The notification channels page (staff: channels are shared by everyone's jobs)."""

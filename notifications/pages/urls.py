@@ -1,0 +1,10 @@
+from django.urls import path
+
+from . import views
+
+app_name = "notification-pages"
+
+urlpatterns = [
+    path("channels/", views.channel_list, name="channels"),
+    path("channels/<int:pk>/test/", views.channel_test, name="channel-test"),
+]

@@ -1,0 +1,109 @@
+"""Self-fencing: a worker cut off from the database and the broker stops its attempt itself, before
+the leader could declare it lost and run it elsewhere; a database that is only away (the broker
+still answers) fences nothing.
+
+A frozen PostgreSQL (SIGSTOP) behaves as one across a cut link: connections stay open and every
+statement hangs. The worker's timings are the tests' (heartbeat 1 s, lost after 4 silent beats,
+so it fences after 3 s). The times compared are the test's own clock against the job's own stamps.
+"""
+
+import shutil
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from jobs.models import AttemptOutcome, RunStatus
+
+from ..conftest import wait_for
+from .conftest import make_job
+
+FENCE_SECONDS = 3  # PROCESS_ENV: JOBS_HEARTBEAT_SECONDS 1 x (JOBS_LOST_AFTER_HEARTBEATS 4 - 1)
+
+
+def ticking_job(name, path, ticks):
+    """A one-time command job, due in a second, writing "<attempt> <epoch>" every 0.25 s, ``ticks`` times."""
+    target = f'for i in $(seq 1 {ticks}); do echo "$JOB_ATTEMPT $(date +%s.%N)" >> {path}; sleep 0.25; done'
+    return make_job(name, kind="command", target=target, timeout_seconds=120,
+                    schedule={"type": "once", "run_at": (timezone.now() + timedelta(seconds=1)).isoformat()})
+
+
+@pytest.fixture
+def ticks_file():
+    """A file the job's command may write: commands run as an unprivileged user (JOBS_COMMAND_USER)."""
+    folder = Path(tempfile.mkdtemp(prefix="fence-"))
+    folder.chmod(0o777)
+    path = folder / "ticks.txt"
+    path.touch(mode=0o666)
+    path.chmod(0o666)
+    yield path
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def ticks(path, attempt=None):
+    lines = [line.split() for line in Path(path).read_text().splitlines() if line.strip()]
+    return [float(stamp) for number, stamp in lines if attempt is None or int(number) == attempt]
+
+
+def fenced_after_ticks_stop(path, cut_at):
+    """Wait until the ticks have stopped for 2 s; the seconds from the cut to the last one."""
+    wait_for(lambda: time.time() - max(ticks(path)) > 2, timeout=30, message="the attempt to stop ticking")
+    return max(ticks(path)) - cut_at
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.brokers("redis")  # a private Redis the test kills
+def test_a_worker_cut_off_from_database_and_broker_stops_its_attempt_itself(private_postgres, processes,
+                                                                               broker, ticks_file):
+    path = ticks_file
+    # 18 s of work: long enough that the attempt could not finish by itself on a loaded machine
+    # before the fence (3 s after the cut, plus the broker's probe and the kill) stops it.
+    job = ticking_job("fenced", path, ticks=72)
+    processes.worker(concurrency=1)
+    processes.beat()
+    wait_for(lambda: len(ticks(path, 1)) >= 4, timeout=60, message="the first attempt to tick")
+
+    private_postgres.freeze()  # the worker's host cut off: neither the database...
+    broker.kill()  # ...nor the broker can be reached
+    cut_at = time.time()
+    stopped_after = fenced_after_ticks_stop(path, cut_at)
+    broker.start()
+    private_postgres.thaw()
+    healed_at = time.time()
+
+    run = wait_for(lambda: job.runs.filter(status=RunStatus.SUCCEEDED).first(), timeout=90,
+                   message="the run to succeed once the host is back")
+    attempts = list(run.attempts.order_by("number"))
+    assert [a.outcome for a in attempts] == [AttemptOutcome.LOST, AttemptOutcome.SUCCEEDED]
+    assert "stopped the attempt itself" in attempts[0].error
+    assert stopped_after < FENCE_SECONDS + 4  # the fence, the broker's probe (up to 2 s) and the kill
+    first, second = ticks(path, 1), ticks(path, 2)
+    assert max(first) < cut_at + stopped_after + 0.5 and len(first) < 72 and len(second) == 72
+    assert min(second) > max(first) and min(second) > healed_at - 1  # never both at once
+    print(f"\nFENCE cut off: the attempt stopped {stopped_after:.1f} s after the cut; the rerun started "
+          f"{min(second) - healed_at:.1f} s after the host was back")
+
+
+@pytest.mark.timeout(180)
+def test_a_database_away_with_the_broker_reachable_fences_nothing(private_postgres, processes, broker,
+                                                                     ticks_file):
+    path = ticks_file
+    job = ticking_job("kept", path, ticks=60)  # 15 s of work
+    processes.worker(concurrency=1)
+    processes.beat()
+    wait_for(lambda: len(ticks(path, 1)) >= 4, timeout=60, message="the attempt to tick")
+
+    private_postgres.freeze()
+    frozen_at = time.time()
+    time.sleep(FENCE_SECONDS + 4)
+    during = [stamp for stamp in ticks(path, 1) if stamp > frozen_at]
+    private_postgres.thaw()
+
+    run = wait_for(lambda: job.runs.filter(status=RunStatus.SUCCEEDED).first(), timeout=90,
+                   message="the run to succeed")
+    assert len(during) >= 4 * FENCE_SECONDS  # it kept ticking all through the database's absence
+    assert [a.outcome for a in run.attempts.order_by("number")] == [AttemptOutcome.SUCCEEDED]
+    assert len(ticks(path)) == 60

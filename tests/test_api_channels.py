@@ -1,0 +1,168 @@
+"""Notification channels in the API: staff only for changes, secrets write-only (masked when read,
+kept when the mask is sent back), a test call against a real local HTTP server."""
+
+import hashlib
+import hmac
+
+import pytest
+from rest_framework.test import APIClient
+
+from notifications import channel_secrets
+from notifications.models import Channel, Rule
+
+from .api_personas import make_personas
+from .test_notifications_support import RecordingHTTPServer
+
+pytestmark = pytest.mark.django_db
+
+MASK = channel_secrets.MASK
+SLACK_URL = "https://hooks.slack.com/services/T000/B000/very-secret-token"
+
+
+@pytest.fixture
+def people():
+    return make_personas()
+
+
+@pytest.fixture
+def http_server():
+    with RecordingHTTPServer() as server:
+        yield server
+
+
+def test_it_creates_a_webhook_channel_and_never_answers_its_secret(people):
+    staff = people.client(people.staff)
+    response = staff.post("/api/channels/", {"name": "ops hook", "kind": "webhook",
+                                             "config": {"url": "https://example.org/hook", "secret": "s3cret!"}},
+                          format="json")
+    assert response.status_code == 201, response.json()
+    assert response.json()["config"] == {"url": "https://example.org/hook", "secret": MASK}
+    channel = Channel.objects.get(pk=response.json()["id"])
+    assert channel.config["secret"] == "s3cret!"
+    for path in ("/api/channels/", f"/api/channels/{channel.pk}/"):
+        assert "s3cret!" not in staff.get(path).content.decode()
+
+
+def test_a_slack_channels_url_is_masked_and_kept_when_the_mask_is_sent_back(people):
+    staff = people.client(people.staff)
+    created = staff.post("/api/channels/", {"name": "alerts", "kind": "slack", "config": {"url": SLACK_URL}},
+                         format="json").json()
+    assert created["config"] == {"url": MASK}
+    renamed = staff.put(f"/api/channels/{created['id']}/", {"name": "alerts-2", "kind": "slack",
+                                                            "config": {"url": MASK}}, format="json")
+    assert renamed.status_code == 200, renamed.json()
+    assert Channel.objects.get(pk=created["id"]).config == {"url": SLACK_URL}
+    assert Channel.objects.get(pk=created["id"]).name == "alerts-2"
+    patched = staff.patch(f"/api/channels/{created['id']}/", {"enabled": False}, format="json")
+    assert patched.status_code == 200 and Channel.objects.get(pk=created["id"]).config == {"url": SLACK_URL}
+    new_url = "https://hooks.slack.com/services/T000/B000/another"
+    staff.patch(f"/api/channels/{created['id']}/", {"config": {"url": new_url}}, format="json")
+    assert Channel.objects.get(pk=created["id"]).config == {"url": new_url}
+
+
+def test_a_webhook_secret_can_be_kept_replaced_or_removed(people):
+    staff = people.client(people.staff)
+    channel = Channel.objects.create(name="hook", kind="webhook", config={"url": "https://a.example/h", "secret": "one"})
+    path = f"/api/channels/{channel.pk}/"
+    staff.patch(path, {"config": {"url": "https://b.example/h", "secret": MASK}}, format="json")
+    channel.refresh_from_db()
+    assert channel.config == {"url": "https://b.example/h", "secret": "one"}
+    staff.patch(path, {"config": {"url": "https://b.example/h", "secret": "two"}}, format="json")
+    channel.refresh_from_db()
+    assert channel.config["secret"] == "two"
+    staff.patch(path, {"config": {"url": "https://b.example/h"}}, format="json")
+    channel.refresh_from_db()
+    assert channel.config == {"url": "https://b.example/h"}
+
+
+def test_the_mask_without_a_stored_value_is_refused(people):
+    staff = people.client(people.staff)
+    response = staff.post("/api/channels/", {"name": "hook", "kind": "webhook",
+                                             "config": {"url": "https://a.example/h", "secret": MASK}}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"config": ["secret: there is no stored value to keep; send the value itself."]}
+    assert not Channel.objects.exists()
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"name": "x", "kind": "email", "config": {"recipients": ["not-an-address"]}}, "config"),
+    ({"name": "x", "kind": "slack", "config": {"url": "ftp://nope"}}, "config"),
+    ({"name": "x", "kind": "pager", "config": {}}, "kind"),
+    ({"name": "x", "kind": "slack", "config": ["https://a.example"]}, "config"),
+    ({"name": "x", "kind": "slack", "config": {"url": "https://a.example/\u0000"}}, "config"),
+    ({"kind": "slack", "config": {"url": "https://a.example/"}}, "name"),
+])
+def test_bad_channels_get_a_message_per_field(people, body, field):
+    response = people.client(people.staff).post("/api/channels/", body, format="json")
+    assert response.status_code == 400
+    assert field in response.json()
+    assert not Channel.objects.exists()
+
+
+def test_users_who_are_not_staff_see_a_directory_and_change_nothing(people):
+    channel = Channel.objects.create(name="ops", kind="slack", config={"url": SLACK_URL})
+    owner = people.client(people.owner)
+    listed = owner.get("/api/channels/").json()["results"]
+    assert listed == [{"id": channel.pk, "name": "ops", "kind": "slack", "enabled": True}]
+    assert owner.get(f"/api/channels/{channel.pk}/").json() == listed[0]
+    denied = [
+        owner.post("/api/channels/", {"name": "mine", "kind": "slack", "config": {"url": SLACK_URL}}, format="json"),
+        owner.patch(f"/api/channels/{channel.pk}/", {"name": "taken"}, format="json"),
+        owner.delete(f"/api/channels/{channel.pk}/"),
+        owner.post(f"/api/channels/{channel.pk}/test/"),
+    ]
+    assert [r.status_code for r in denied] == [403, 403, 403, 403]
+    assert "Only staff" in denied[0].json()["detail"]
+    assert list(Channel.objects.values_list("name", flat=True)) == ["ops"]
+    assert APIClient().get("/api/channels/").status_code == 401
+
+
+def test_staff_delete_a_channel_with_its_rules(people):
+    channel = Channel.objects.create(name="ops", kind="email", config={"recipients": ["ops@example.com"]})
+    Rule.objects.create(channel=channel, events=["failed"])
+    assert people.client(people.staff).delete(f"/api/channels/{channel.pk}/").status_code == 204
+    assert not Channel.objects.exists() and not Rule.objects.exists()
+
+
+def test_the_test_call_sends_a_signed_message_to_the_webhook(people, http_server, local_http_allowed):
+    channel = Channel.objects.create(name="hook", kind="webhook", config={"url": f"{http_server.url}/in",
+                                                                          "secret": "k3y"})
+    response = people.client(people.staff).post(f"/api/channels/{channel.pk}/test/")
+    assert response.status_code == 200
+    assert response.json() == {"sent": True, "detail": "Sent a test notification to hook."}
+    [request] = http_server.requests
+    assert http_server.json_bodies()[0]["event"] == "test"
+    expected = hmac.new(b"k3y", request["body"], hashlib.sha256).hexdigest()
+    assert request["headers"]["X-Signature"] == f"sha256={expected}"
+
+
+def test_a_failed_test_call_says_why_without_the_secret_url(people, http_server, local_http_allowed):
+    http_server.script = [404]
+    url = f"{http_server.url}/services/T/B/secret-token"
+    channel = Channel.objects.create(name="alerts", kind="slack", config={"url": url})
+    body = people.client(people.staff).post(f"/api/channels/{channel.pk}/test/").json()
+    assert body["sent"] is False
+    assert body["detail"] == f"Could not send a test notification to alerts: {MASK} answered HTTP 404: no_service"
+    listed = people.client(people.staff).get(f"/api/channels/{channel.pk}/").json()
+    assert listed["last_error"] == f"{MASK} answered HTTP 404: no_service"
+    assert "secret-token" not in str(listed)
+
+
+def test_enabling_a_channel_again_clears_the_reason_it_was_disabled(people):
+    channel = Channel.objects.create(name="ops", kind="email", config={"recipients": ["ops@example.com"]},
+                                     enabled=False, disabled_reason="SMTP 550: no such user")
+    response = people.client(people.staff).patch(f"/api/channels/{channel.pk}/", {"enabled": True}, format="json")
+    assert response.json()["enabled"] is True and response.json()["disabled_reason"] == ""
+    channel.refresh_from_db()
+    assert channel.enabled and channel.disabled_reason == ""
+
+
+def test_the_api_root_and_the_schema_list_channels_rules_and_jobs_as_code(people):
+    client = people.client(people.owner)
+    root = client.get("/api/").json()
+    for name in ("jobs", "runs", "jobs-as-code", "workflows", "workflow-runs", "channels", "rules"):
+        assert root[name].startswith("http://testserver/api/"), name
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    for path in ("/api/channels/", "/api/channels/{id}/", "/api/channels/{id}/test/", "/api/rules/",
+                 "/api/rules/{id}/", "/api/jobs-as-code/", "/api/jobs/{id}/why/"):
+        assert path in schema["paths"], path

@@ -1,0 +1,29 @@
+"""GET /api/jobs/<id>/why/?at=: what became of a job's slot, in one sentence."""
+
+import time_machine
+
+from .test_slot_report import LATER, history, people  # noqa: F401 (fixtures)
+
+
+def test_it_explains_a_slot_skipped_while_the_job_was_paused(people, history):  # noqa: F811
+    client = people.client(people.teammate)
+    with time_machine.travel(LATER, tick=False):
+        skipped = client.get(f"/api/jobs/{history.pk}/why/", {"at": "2026-11-20T03:00:00Z"})
+        ran = client.get(f"/api/jobs/{history.pk}/why/", {"at": "2026-11-20T01:00"})
+    assert skipped.status_code == 200
+    assert skipped.json() == {
+        "job": "hourly", "at": "2026-11-20T03:00:00Z",
+        "explanation": "Skipped: the slot at 2026-11-20 03:00:00 UTC was not run: job paused by owner (API) at "
+                       "2026-11-20 02:30:00 UTC.",
+    }
+    assert ran.json()["explanation"].startswith("It ran: run #")
+
+
+def test_it_needs_a_moment_and_hides_other_peoples_jobs(people, history):  # noqa: F811
+    client = people.client(people.owner)
+    missing = client.get(f"/api/jobs/{history.pk}/why/")
+    assert missing.status_code == 400 and missing.json() == {"at": ["This parameter is required."]}
+    bad = client.get(f"/api/jobs/{history.pk}/why/", {"at": "yesterday"})
+    assert bad.status_code == 400 and "at" in bad.json()
+    hidden = people.client(people.outsider).get(f"/api/jobs/{history.pk}/why/", {"at": "2026-11-20T03:00"})
+    assert hidden.status_code == 404

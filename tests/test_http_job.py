@@ -1,0 +1,63 @@
+"""An HTTP job through a real worker against a local HTTP server: the request carries the job's
+method, body and an Idempotency-Key of "<run id>:<attempt>", new for each attempt."""
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from jobs import lifecycle
+from jobs.definitions import save_job
+from jobs.models import Job, RunStatus
+
+from .conftest import wait_for
+
+
+@pytest.fixture
+def endpoint():
+    """A local server answering 503 to its first request and 200 after; it records each request."""
+    seen = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            seen.append({"path": self.path, "key": self.headers.get("Idempotency-Key"), "body": body})
+            status = 503 if len(seen) == 1 else 200
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            self.wfile.write(f"answer {len(seen)}".encode())
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    server.seen = seen
+    server.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_http_job_sends_its_idempotency_key_and_retries_with_a_new_one(processes, endpoint, local_http_allowed):
+    job = save_job(Job(name="webhook", kind="http", target=endpoint.url, http_method="POST",
+                       http_body='{"report": "nightly"}', max_retries=1, retry_backoff_seconds=0.2,
+                       retry_jitter=False), {"type": "manual"})
+    processes.worker(concurrency=1)
+    processes.beat()
+
+    run = lifecycle.create_run(job)
+    wait_for(lambda: run.__class__.objects.get(pk=run.pk).status == RunStatus.SUCCEEDED, timeout=40,
+             message="the run to succeed")
+
+    run.refresh_from_db()
+    assert [(r["path"], r["key"], r["body"]) for r in endpoint.seen] == [
+        ("/hook", f"{run.pk}:1", b'{"report": "nightly"}'),
+        ("/hook", f"{run.pk}:2", b'{"report": "nightly"}'),
+    ]
+    assert run.attempt == 2
+    assert run.output == "HTTP 200\nanswer 2"
+    assert run.result["status"] == 200
+    assert run.attempts.get(number=1).error == "Unexpected status 503"

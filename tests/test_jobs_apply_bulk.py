@@ -1,0 +1,151 @@
+"""manage.py jobs apply of many jobs at once (the bulk path): the same jobs, schedule rows and
+audit entries as job-by-job saving, idempotent, progress on stderr, and errors naming the entry."""
+
+from io import StringIO
+from pathlib import Path
+
+import pytest
+import yaml
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+from django.db import DatabaseError
+from django_celery_beat.models import CrontabSchedule
+
+from audit.models import Action, AuditEntry
+from jobs import as_code, definitions
+from jobs.definitions import save_job
+from jobs.models import Job
+
+pytestmark = pytest.mark.django_db
+
+COUNT = 30
+
+
+def entry(i, **changes):
+    job = {"name": f"job-{i:02d}", "kind": "callable", "target": "builtin.noop"}
+    if i % 3 == 0:
+        job["schedule"] = {"type": "cron", "cron": f"{i % 2} 3 * * *", "timezone": "Europe/Berlin"}
+    elif i % 3 == 1:
+        job["schedule"] = {"type": "interval", "every_seconds": 60}
+    if i % 4 == 0:
+        job["tags"] = ["nightly"]
+    return {**job, **changes}
+
+
+def write(tmp_path, jobs, name="jobs.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump({"jobs": jobs}, sort_keys=False))
+    return str(path)
+
+
+def apply(path, *options, user=None):
+    out, err = StringIO(), StringIO()
+    call_command("jobs", *(["--as", user] if user else []), "apply", path, *options, stdout=out, stderr=err)
+    return out.getvalue().splitlines(), err.getvalue().splitlines()
+
+
+def state():
+    return {job.name: (job.updated_at, job.next_run_at, job.max_retries) for job in Job.objects.all()}
+
+
+def test_it_creates_every_job_with_its_schedule_rows_and_one_audit_entry(tmp_path):
+    out, _ = apply(write(tmp_path, [entry(i) for i in range(COUNT)]))
+
+    assert out[-1] == f"applied: {COUNT} created, 0 updated, 0 deleted."
+    jobs = {job.name: job for job in Job.objects.select_related("crontab", "interval")}
+    assert len(jobs) == COUNT
+    # Schedule rows are shared, as get_or_create shares them: one per distinct schedule.
+    assert CrontabSchedule.objects.filter(hour="3", timezone="Europe/Berlin").count() == 2
+    assert jobs["job-03"].crontab_id == jobs["job-09"].crontab_id != jobs["job-06"].crontab_id
+    assert jobs["job-03"].next_run_at == jobs["job-03"].upcoming_slots(1)[0]
+    assert jobs["job-01"].next_run_at is not None and jobs["job-02"].next_run_at is None
+    assert jobs["job-04"].tags == ["nightly"] and jobs["job-05"].tags == []
+    # One entry for the jobs created, naming them (each job's values are its row).
+    created = AuditEntry.objects.get()
+    assert (created.action, created.detail, created.source) == (Action.CREATE, f"jobs apply: {COUNT} job(s) created",
+                                                                 "cli")
+    assert created.changes == {"created": [f"job-{i:02d}" for i in range(COUNT)]}
+    assert created.job_name.startswith("job-00, job-01, job-02")
+
+
+def test_a_second_apply_changes_nothing_and_an_update_touches_only_the_changed_jobs(tmp_path):
+    apply(write(tmp_path, [entry(i) for i in range(COUNT)]))
+    before, entries = state(), AuditEntry.objects.count()
+
+    assert apply(write(tmp_path, [entry(i) for i in range(COUNT)]))[0] == [f"= unchanged: {COUNT}", "no changes"]
+    assert state() == before and AuditEntry.objects.count() == entries
+
+    changed = [entry(i, max_retries=2) if i % 10 == 0 else entry(i) for i in range(COUNT)]
+    changed[1]["schedule"] = {"type": "interval", "every_seconds": 120}
+    out, _ = apply(write(tmp_path, changed))
+
+    assert "~ update job-00: max_retries: 0 -> 2" in out and out[-1] == "applied: 0 created, 4 updated, 0 deleted."
+    after = state()
+    assert {name for name in after if after[name] != before[name]} == {"job-00", "job-01", "job-10", "job-20"}
+    assert after["job-10"][1] == before["job-10"][1]  # its schedule did not change: nor did its next slot
+    assert Job.objects.get(name="job-01").every_seconds == 120
+    assert AuditEntry.objects.get(action=Action.CHANGE, job__name="job-10").changes == {"max_retries": [0, 2]}
+
+
+def test_prune_deletes_the_missing_jobs_with_an_audit_entry_each(tmp_path):
+    apply(write(tmp_path, [entry(i) for i in range(COUNT)]))
+
+    out, _ = apply(write(tmp_path, [entry(i) for i in range(COUNT - 5)]), "--prune")
+
+    assert out[-1] == "applied: 0 created, 0 updated, 5 deleted."
+    assert Job.objects.count() == COUNT - 5
+    assert sorted(AuditEntry.objects.filter(action=Action.DELETE).values_list("job_name", flat=True)) == [
+        f"job-{i}" for i in range(COUNT - 5, COUNT)]
+
+
+def test_a_long_apply_says_how_far_it_got_on_stderr(tmp_path, monkeypatch):
+    monkeypatch.setattr(as_code, "PROGRESS_EVERY", 10)
+    monkeypatch.setattr(as_code, "SAVE_CHUNK", 10)
+
+    out, err = apply(write(tmp_path, [entry(i) for i in range(25)]))
+
+    assert err == ["jobs checked: 10 of 25", "jobs checked: 20 of 25", "jobs checked: 25 of 25",
+                   "jobs saved: 10 of 25", "jobs saved: 20 of 25", "jobs saved: 25 of 25"]
+    assert out[-1] == "applied: 25 created, 0 updated, 0 deleted." and Job.objects.count() == 25
+
+
+def test_an_error_on_save_names_the_entry_and_nothing_is_saved(tmp_path, monkeypatch):
+    monkeypatch.setattr(as_code, "SAVE_CHUNK", 10)  # the bad job is in the second batch
+    jobs = [entry(i) for i in range(COUNT)]
+    jobs[14]["target"] = "no.such.function"
+
+    path = write(tmp_path, jobs)
+
+    with pytest.raises(CommandError) as error:
+        apply(path)
+
+    line = Path(path).read_text().splitlines().index("- name: job-14") + 1
+    assert f"line {line}: jobs[14] (name: job-14): target: No registered function named 'no.such.function'" in str(
+        error.value)
+    assert not Job.objects.exists() and not AuditEntry.objects.exists()
+
+
+def test_a_users_file_cannot_take_the_name_of_a_job_they_do_not_see(tmp_path):
+    get_user_model().objects.create_user("ann")
+    save_job(Job(name="job-02", kind="callable", target="builtin.noop"))
+
+    with pytest.raises(CommandError) as error:
+        apply(write(tmp_path, [entry(i) for i in range(4)]), user="ann")
+
+    assert "jobs[2] (name: job-02): name: job with this name already exists." in str(error.value)
+    assert Job.objects.count() == 1
+
+
+def test_when_the_database_refuses_the_bulk_save_the_one_by_one_path_applies_the_file(tmp_path, monkeypatch):
+    def refused(items, *args, **kwargs):
+        for job, _ in items:  # what a bulk insert leaves on the jobs before the database refuses
+            job.pk = 10**6 + len(job.name)
+        raise DatabaseError("value refused")
+
+    monkeypatch.setattr(definitions, "save_jobs", refused)
+
+    out, _ = apply(write(tmp_path, [entry(i) for i in range(3)]))
+
+    assert out[-1] == "applied: 3 created, 0 updated, 0 deleted."
+    assert sorted(Job.objects.values_list("name", flat=True)) == ["job-00", "job-01", "job-02"]
+    assert AuditEntry.objects.filter(action=Action.CREATE).count() == 3  # one each, by actions.create

@@ -1,0 +1,106 @@
+"""The README's first steps, as a newcomer takes them: the quick start's setup in a copy of the
+checkout (`scripts/quickstart.sh --no-start`: everything but starting the four processes), then every
+`manage.py` line of the README's shell blocks, each in a new shell: an environment with none of the
+service's variables, only what a login shell has."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+
+# What the README's placeholders stand for here: a job and its finished run, made after the setup.
+PLACEHOLDERS = {"NAME": "hello", "RUN": "1", "USER": "admin"}
+# Lines that need a long-running process the setup does not start (a worker runs the job).
+NEEDS_A_WORKER = ("--wait",)
+
+
+def readme_manage_blocks():
+    """The README's ``manage.py`` lines, block by block (a block's lines may depend on each other:
+    export, then apply), its placeholders filled in."""
+    blocks = []
+    for block in re.findall(r"```sh\n(.*?)```", (REPO / "README.md").read_text(), re.S):
+        lines = [re.sub(r"\b(NAME|RUN|USER)\b", lambda m: PLACEHOLDERS[m.group(1)], line.split("  #")[0].strip())
+                 for line in block.splitlines() if line.startswith(".venv/bin/python manage.py ")]
+        if lines:
+            blocks.append(lines)
+    return blocks
+
+
+def checkout_copy(target):
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, check=True,
+                           capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        source = REPO / name
+        if source.is_file() and not source.is_symlink():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+    # The same interpreter and packages as the tests: the quick start keeps an existing .venv, and
+    # its pip install finds everything there already.
+    (target / ".venv").symlink_to(Path(sys.prefix))
+
+
+def new_shell():
+    return {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8"}
+
+
+def run(args, cwd, **extra):
+    return subprocess.run(args, cwd=cwd, env={**new_shell(), **extra}, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.postgres("runs the quick start's own SQLite database, not the test database: once is enough")
+def test_the_readmes_manage_py_commands_work_in_a_new_shell_after_the_quick_start(tmp_path):
+    clone = tmp_path / "clone"
+    checkout_copy(clone)
+
+    setup = run(["bash", "scripts/quickstart.sh", "--no-start"], clone)
+    assert setup.returncode == 0, setup.stdout + setup.stderr
+    assert (clone / "var" / "secret_key").stat().st_mode & 0o777 == 0o600
+    made = run([".venv/bin/python", "manage.py", "shell", "-c",
+                "from jobs.definitions import save_job; from jobs.models import Job; from jobs import lifecycle;"
+                "run = lifecycle.create_run(save_job(Job(name='hello', kind='callable', target='builtin.noop'),"
+                " {'type': 'manual'})); lifecycle.claim(run.pk, 1, 'worker', 1);"
+                " lifecycle.record_success(run.pk, 1, output='hello')"], clone)
+    assert made.returncode == 0, made.stderr
+
+    blocks = readme_manage_blocks()
+    commands = [command for block in blocks for command in block]
+    assert ".venv/bin/python manage.py drf_create_token admin" in commands
+    assert ".venv/bin/python manage.py jobs list" in commands
+
+    def run_block(block):
+        failed = []
+        for command in block:
+            if any(flag in command for flag in NEEDS_A_WORKER):
+                continue
+            result = run(["bash", "-c", command], clone)
+            if result.returncode != 0:
+                failed.append(f"{command}: exit {result.returncode}\n{result.stderr[-2000:]}")
+        return failed
+
+    # The blocks side by side (SQLite in WAL mode with a busy timeout, as the service runs it).
+    with ThreadPoolExecutor(len(blocks)) as pool:
+        failures = [failure for failed in pool.map(run_block, blocks) for failure in failed]
+    assert not failures, "\n\n".join(failures)
+
+
+def test_without_a_key_and_without_the_quick_starts_file_the_service_refuses_to_start(tmp_path):
+    result = run([sys.executable, "-c", "import django; django.setup()"], REPO, VAR_DIR=str(tmp_path),
+                 DJANGO_SETTINGS_MODULE="scheduler_site.settings", PYTHONPATH=str(REPO))
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_it_refuses_a_key_file_other_users_may_read(tmp_path):
+    (tmp_path / "secret_key").write_text("a-key-from-the-quick-start")
+    (tmp_path / "secret_key").chmod(0o644)
+    result = run([sys.executable, "-c", "import django; django.setup()"], REPO, VAR_DIR=str(tmp_path),
+                 DJANGO_SETTINGS_MODULE="scheduler_site.settings", PYTHONPATH=str(REPO))
+    assert result.returncode != 0
+    assert "secret_key may be read by other users: chmod 600 it" in result.stderr
