@@ -2,6 +2,7 @@
 and commands never running as root unless allowed."""
 
 import os
+import pwd
 import subprocess
 
 import pytest
@@ -99,9 +100,28 @@ def test_the_api_checks_the_limits_field_by_field():
     assert response.json() == {"working_directory": ["Must be an absolute path, such as /srv/reports."]}
 
 
-def nobody_processes():
-    found = subprocess.run(["pgrep", "-u", "nobody"], capture_output=True, text=True).stdout.split()
-    return found
+def processes_of(user):
+    return subprocess.run(["pgrep", "-u", user], capture_output=True, text=True).stdout.split()
+
+
+BOMB_USER = "scheduler-bomb-test"
+
+
+@pytest.fixture
+def bomb_user():
+    """A user of the fork bomb's own: the process limit counts every process of a user, and the other
+    test passes run commands as nobody at the same time."""
+    try:
+        pwd.getpwnam(BOMB_USER)
+        created = False
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", BOMB_USER],
+                       check=True)
+        created = True
+    yield BOMB_USER
+    subprocess.run(["pkill", "-KILL", "-u", BOMB_USER])
+    if created:
+        subprocess.run(["userdel", BOMB_USER], check=True)
 
 
 def command_job(name, target, **fields):
@@ -132,12 +152,12 @@ def test_a_worker_survives_a_command_past_its_memory_limit_and_runs_the_next(pro
 
 
 @as_root_only
-def test_a_fork_bomb_is_contained_by_the_process_limit(processes):
-    assert nobody_processes() == [], "processes of nobody left over from elsewhere"
+def test_a_fork_bomb_is_contained_by_the_process_limit(processes, bomb_user):
+    assert processes_of(bomb_user) == [], f"processes of {bomb_user} left over from elsewhere"
     bomb = command_job("fork-bomb", "bomb() { bomb | bomb & }; bomb; sleep 2; echo still here", max_processes=20,
                        timeout_seconds=20)
     after = command_job("after-the-bomb", "echo fine")
-    processes.worker(concurrency=1)
+    processes.worker(concurrency=1, JOBS_COMMAND_USER=bomb_user)
 
     run = lifecycle.create_run(bomb)
     wait_for(lambda: finished(run), timeout=60, message="the fork bomb's run to end")
@@ -147,5 +167,5 @@ def test_a_fork_bomb_is_contained_by_the_process_limit(processes):
     assert "Cannot fork" in run.output  # forks past the limit were refused
     assert run.status == RunStatus.SUCCEEDED  # the shell itself carried on and exited 0
     assert "still here" in run.output
-    assert nobody_processes() == []  # the process group was killed when the run ended
+    assert processes_of(bomb_user) == []  # the process group was killed when the run ended
     assert next_run.status == RunStatus.SUCCEEDED and next_run.output.strip() == "fine"
