@@ -126,9 +126,14 @@ def _watch_forever():
             continue
         with _lock:
             held = list(_held.items())
-        if held and not broker_reachable():
-            fence(held, f"this worker could not renew its heartbeat for {silent:.0f} s nor reach the broker "
-                        "(its host cut off?); it stopped the attempt itself")
+        if not held:
+            continue
+        if broker_reachable():
+            logger.warning("no heartbeat has gone through for %.0f s, but the broker answers: the database is "
+                           "away, not this host; the attempts go on", silent)
+            continue
+        fence(held, f"this worker could not renew its heartbeat for {silent:.0f} s nor reach the broker "
+                    "(its host cut off?); it stopped the attempt itself")
 
 
 def broker_reachable(timeout=2.0):

@@ -99,9 +99,13 @@ class PrivatePostgres:
     def freeze(self):
         """SIGSTOP every process of the server: connections stay open and statements hang, as
         across a link that drops every packet (a restart would refuse them)."""
-        for pid in self.processes():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGSTOP)
+        stopped = set()
+        while running := [pid for pid in self.processes() if pid not in stopped]:
+            # Again until none is left running: a backend forked while the first list was read.
+            for pid in running:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGSTOP)
+                stopped.add(pid)
 
     def thaw(self):
         for pid in self.processes():
