@@ -249,8 +249,10 @@ def main():
     parser.add_argument("--plans", action="store_true", help="print the whole plan of each slowest query")
     parser.add_argument("--seed-only", action="store_true", help="seed the database, measure nothing")
     parser.add_argument("--save", metavar="PATH", help="write the figures as JSON, for --against")
-    parser.add_argument("--no-gc", action="store_true",
-                        help="measure with Python's garbage collector off, to tell its pauses from the page's work")
+    parser.add_argument("--gc", choices=("frozen", "on", "off"), default="frozen",
+                        help="Python's garbage collector: 'frozen' as in the web server (scheduler_site/wsgi.py "
+                             "freezes what is loaded at start), 'on' without the freeze, 'off' to tell its pauses "
+                             "from the page's work (default: frozen)")
     parser.add_argument("--against", metavar="PATH", help="print each page's p95 as a ratio to a saved invocation's")
     args = parser.parse_args()
 
@@ -272,7 +274,9 @@ def main():
         clients[name] = Client(SERVER_NAME="localhost")
         clients[name].force_login(user)
 
-    if args.no_gc:
+    if args.gc == "frozen":
+        import scheduler_site.wsgi  # noqa: F401 -- as a web worker starts: gc.freeze() once loaded
+    elif args.gc == "off":
         gc.disable()
     rows, slow = [], []
     for name, who, url in pages(heavy_job, run_id, deep):
@@ -297,7 +301,7 @@ def main():
     runs, jobs = JobRun.objects.count(), Job.objects.count()
     say("")
     say(f"{runs:,} runs, {jobs:,} jobs; {WARMUP} warm-up + {TIMED} timed requests per page ({ADMIN_WARMUP} + "
-        f"{ADMIN_TIMED} for the admin's), in-process test Client")
+        f"{ADMIN_TIMED} for the admin's), in-process test Client, garbage collector {args.gc}")
     say("")
     against = f" | p95 ÷ {args.against}'s | ≤ 1.5×" if earlier else ""
     say(f"| page | user | p50 ms | p95 ms | max ms | SQL queries | × faster than the admin | p95 ≤ {TARGET_MS} ms "
