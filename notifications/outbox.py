@@ -20,8 +20,8 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
+from jobs import clock
 from jobs.models import JobRun, RunStatus
 
 from .models import Channel, Delivery, DeliveryStatus, Rule
@@ -52,7 +52,7 @@ def record_event(run, event, **details):
     try:
         # A savepoint: an error in here must not break the caller's transaction.
         with transaction.atomic():
-            return _record(run, event, details, timezone.now())
+            return _record(run, event, details, clock.now())
     except Exception:
         logger.exception("could not record the %s event of run %s", event, getattr(run, "pk", None))
         return 0
@@ -96,7 +96,7 @@ def record_slot_missed(job, slot, reason):
 
     try:
         with transaction.atomic():
-            now = timezone.now()
+            now = clock.now()
             unsaved = JobRun(job=job, status=RunStatus.SKIPPED, scheduled_for=slot, reason=f"missing: {reason}")
             rows = []
             for channel in _channels_for(unsaved, "missed"):
@@ -126,7 +126,7 @@ def on_scheduler_event(event, outage=None, **details):
     channels that were told of that outage. One delivery per outage, event and channel."""
     try:
         with transaction.atomic():
-            now = timezone.now()
+            now = clock.now()
             if event == "scheduler_down":
                 rules = Rule.objects.filter(enabled=True, channel__enabled=True).select_related("channel")
                 channels = {r.channel_id: r.channel for r in rules if "scheduler_down" in (r.events or [])}

@@ -8,6 +8,8 @@ from datetime import timedelta
 from django.db.models import F, Q
 from django.utils import timezone
 
+from jobs import clock
+
 from .models import Channel, Delivery, DeliveryStatus
 from .queueing import enqueue
 from .transports import TransportError, get_transport
@@ -29,7 +31,7 @@ def backoff(attempts):
 
 def send_delivery(delivery_id, now=None):
     """Send one due delivery; returns its new status, or None when it was not ours to send."""
-    now = now or timezone.now()
+    now = now or clock.now()
     claimed = Delivery.objects.filter(pk=delivery_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now).update(
         status=DeliveryStatus.SENDING, attempts=F("attempts") + 1, next_attempt_at=now + SENDING_LEASE)
     if not claimed:
@@ -41,11 +43,11 @@ def send_delivery(delivery_id, now=None):
             raise TransportError(f"channel disabled: {channel.disabled_reason or 'by a person'}", permanent=True)
         get_transport(channel.kind).send(channel, delivery)
     except TransportError as exc:
-        return _record_error(delivery, exc.message, exc.permanent, timezone.now())
+        return _record_error(delivery, exc.message, exc.permanent, clock.now())
     except Exception as exc:
         logger.exception("delivery %s: unexpected error in the %s transport", delivery_id, channel.kind)
-        return _record_error(delivery, f"{type(exc).__name__}: {exc}", False, timezone.now())
-    _finish(delivery, DeliveryStatus.SENT, sent_at=timezone.now(), last_error="", next_attempt_at=None)
+        return _record_error(delivery, f"{type(exc).__name__}: {exc}", False, clock.now())
+    _finish(delivery, DeliveryStatus.SENT, sent_at=clock.now(), last_error="", next_attempt_at=None)
     if channel.last_error:
         type(channel).objects.filter(pk=channel.pk).update(last_error="")
     return DeliveryStatus.SENT
@@ -79,7 +81,7 @@ def send_due(now=None, limit=500):
     """Publish a send task for each delivery whose time has come (a retry after backoff, a digest at
     the end of its minute, a task the broker lost, a sender that died). Never sends inline, so a
     slow endpoint cannot hold up the caller (the scheduler tick). Returns how many were published."""
-    now = now or timezone.now()
+    now = now or clock.now()
     Delivery.objects.filter(status=DeliveryStatus.SENDING, next_attempt_at__lte=now).update(
         status=DeliveryStatus.PENDING, queued_at=None, last_error="the sender stopped answering; sending again")
     due = (

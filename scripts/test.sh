@@ -19,6 +19,11 @@ if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ] && [ "$(id -u)" = 0 ] && comma
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server >/dev/null) \
     || echo "could not install rabbitmq-server: the RabbitMQ tests will fail"
 fi
+# The clock-skew scenario (tests/chaos/test_hosts.py) shifts workers' clocks with libfaketime.
+if ! command -v faketime >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime >/dev/null) \
+    || echo "could not install faketime: the clock-skew test will fail"
+fi
 export SECRET_KEY="${SECRET_KEY:-test-only-secret-key}"
 # The test client speaks plain http (production defaults to HTTPS-only cookies and redirects).
 export HTTPS="${HTTPS:-false}"

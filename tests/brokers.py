@@ -99,15 +99,17 @@ class PrivateRedis(Broker):
 
     kind = "redis"
 
-    def __init__(self, log_dir, port=None):
+    def __init__(self, log_dir, port=None, bind=()):
+        """``bind``: more addresses to listen on (the core's, to the hosts of tests/chaos/hosts.py)."""
         self.port = port or free_port(PORT_BASE)
+        self.bind = ["127.0.0.1", *bind]
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.log_dir = Path(log_dir)
         self.proc = None
 
     def start(self, *extra):
         self.kill()  # never two at once
-        argv = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+        argv = ["redis-server", "--port", str(self.port), "--bind", *self.bind, "--protected-mode", "no" if len(self.bind) > 1 else "yes", "--save", "", "--appendonly", "no",
                 "--daemonize", "no", "--dir", str(self.log_dir), "--logfile", str(self.log_dir / f"redis-{self.port}.log"),
                 *extra]
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

@@ -82,8 +82,12 @@ class Processes:
             env.pop(name, None)
         return env
 
-    def start(self, name, argv, popen=None, **env):
-        """``popen``: more Popen arguments (user, group...)."""
+    def start(self, name, argv, popen=None, host=None, **env):
+        """``popen``: more Popen arguments (user, group...). ``host``: a host of tests/chaos/hosts.py
+        to run on (in its namespace, reaching the database and the broker at the core's address)."""
+        if host is not None:
+            argv = host.argv(argv)
+            env = {**host.env(database_url(), self.broker_env["CELERY_BROKER_URL"]), **env}
         log_path = self.log_dir / f"{name}-{len(self.started)}.log"
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(argv, cwd=REPO, env=self.env(**env), stdout=log, stderr=subprocess.STDOUT,
@@ -93,18 +97,18 @@ class Processes:
         return proc
 
     def worker(self, concurrency=2, queues=None, name=None, pool="prefork", python=sys.executable, popen=None,
-               **env):
+               host=None, **env):
         name = name or f"w{len(self.started)}"
         argv = [python, "-m", "celery", "-A", "scheduler_site", "worker", "-l", "INFO",
-                "-c", str(concurrency), "-P", pool, "-n", f"{name}@%h",
+                "-c", str(concurrency), "-P", pool, "-n", f"{name}@{host.hostname if host else '%h'}",
                 "-Q", queues or settings.JOBS_DEFAULT_QUEUE, "--without-gossip", "--without-mingle"]
-        return self.start(f"worker-{name}", argv, popen=popen, **env)
+        return self.start(f"worker-{name}", argv, popen=popen, host=host, **env)
 
-    def beat(self, name=None, **env):
+    def beat(self, name=None, host=None, **env):
         name = name or f"beat{len(self.started)}"
         argv = [sys.executable, "-m", "celery", "-A", "scheduler_site", "beat", "-l", "INFO",
                 "--pidfile=", "-s", str(self.log_dir / f"{name}-schedule")]
-        return self.start(f"beat-{name}", argv, JOBS_NODE_NAME=name, **env)
+        return self.start(f"beat-{name}", argv, host=host, JOBS_NODE_NAME=name, **env)
 
     def kill(self, proc, sig=signal.SIGKILL, group=True):
         try:

@@ -4,12 +4,14 @@ errors, signatures and digests."""
 import hashlib
 import hmac
 from datetime import UTC, datetime, timedelta
+from unittest import mock
 
 import pytest
 import time_machine
 from django.test import override_settings
+from django.utils import timezone
 
-from jobs import lifecycle
+from jobs import clock, lifecycle
 from jobs.models import Job, JobRun, RunStatus
 from notifications.models import Channel, Delivery, DeliveryStatus
 from notifications.outbox import record_event
@@ -160,7 +162,9 @@ def test_it_folds_a_flood_of_failures_into_one_digest(http_server, settings):
     channel_with_rule("slack", {"url": f"{http_server.url}/hook"}, ["failed"])
     jobs = Job.objects.bulk_create([Job(name=f"job-{i:03}", kind="callable", target="builtin.noop")
                                     for i in range(200)])
-    with time_machine.travel(datetime(2026, 3, 1, 12, 0, 1, tzinfo=UTC)):
+    # Deliveries are timed by the database's clock: here it follows the travelling one.
+    with time_machine.travel(datetime(2026, 3, 1, 12, 0, 1, tzinfo=UTC)), \
+            mock.patch("notifications.outbox.clock.now", timezone.now):
         for job in jobs:
             record_event(make_run(job, status=RunStatus.FAILED, error="boom"), "failed")
         counts = {s: Delivery.objects.filter(status=s).count() for s in ("pending", "folded")}
@@ -232,3 +236,16 @@ def test_it_republishes_due_deliveries_and_takes_back_stale_claims(redis_client,
     assert send_due(now + REQUEUE_AFTER) == 1  # the sender died: send it again
     assert send_delivery(delivery.pk, now=now + REQUEUE_AFTER) == DeliveryStatus.SENT
     assert len(http_server.requests) == 1
+
+
+@pytest.mark.postgres("the database's clock: SQLite has none, the host's is the only one")
+def test_it_times_deliveries_by_the_databases_clock_not_the_hosts(http_server):
+    # A worker two minutes ahead records the failure; one two minutes behind sends it.
+    with time_machine.travel(timezone.now() + timedelta(minutes=2)):
+        delivery = slack_delivery(http_server)
+    assert abs(delivery.next_attempt_at - clock.now()) < timedelta(seconds=5)  # due now, not in 2 minutes
+    http_server.script = [503]
+    with time_machine.travel(timezone.now() - timedelta(minutes=2)):
+        assert send_delivery(delivery.pk) == DeliveryStatus.PENDING  # sent at once, retried after a backoff
+    delivery.refresh_from_db()
+    assert clock.now() < delivery.next_attempt_at < clock.now() + timedelta(minutes=1)

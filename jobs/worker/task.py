@@ -44,24 +44,35 @@ def execute_run(self, run_id, attempt):
     except JobFailed as exc:
         close_old_connections()
         if beat.fenced:  # the worker stopped it itself, cut off: the infrastructure's loss, not the job's
-            through_outage(lifecycle.record_failure, run_id, attempt, f"Lost: {beat.fenced}", lost=True,
+            record_outcome(lifecycle.record_failure, run_id, attempt, f"Lost: {beat.fenced}", lost=True,
                            output=exc.output, output_bytes=exc.output_bytes)
         else:
-            through_outage(lifecycle.record_failure, run_id, attempt, str(exc), traceback=tb.format_exc(),
+            record_outcome(lifecycle.record_failure, run_id, attempt, str(exc), traceback=tb.format_exc(),
                            output=exc.output, output_bytes=exc.output_bytes, timed_out=isinstance(exc, JobTimedOut))
         raise
     except BaseException as exc:
         close_old_connections()
         output, written = tail.snapshot()
-        through_outage(lifecycle.record_failure, run_id, attempt, f"{type(exc).__name__}: {exc}",
+        record_outcome(lifecycle.record_failure, run_id, attempt, f"{type(exc).__name__}: {exc}",
                        traceback=tb.format_exc(), output=output, output_bytes=written)
         raise
     if time.monotonic() - started > RECHECK_CONNECTION_AFTER_SECONDS:
         # The job may have run for hours: re-check the connection (health check) before recording,
         # so a database restart meanwhile does not lose the outcome.
         close_old_connections()
-    through_outage(lifecycle.record_success, run_id, attempt, outcome.output, outcome.output_bytes, outcome.result)
+    record_outcome(lifecycle.record_success, run_id, attempt, outcome.output, outcome.output_bytes, outcome.result)
     return {"run_id": run_id, "attempt": attempt, "result": outcome.result}
+
+
+def record_outcome(record, run_id, attempt, *args, **kwargs):
+    """Record how the attempt ended, through a database outage; say so when it was refused because
+    the run is no longer this attempt's (its host was cut off, and it was declared lost and run
+    again elsewhere, or it was cancelled): what was decided stands."""
+    recorded = through_outage(record, run_id, attempt, *args, **kwargs)
+    if recorded is None or recorded is False:
+        logger.warning("run %s attempt %s: outcome refused, the run is no longer this attempt's "
+                       "(declared lost and run again, or cancelled)", run_id, attempt)
+    return recorded
 
 
 def through_outage(record, *args, **kwargs):

@@ -3,7 +3,11 @@
 brokers a scenario names with ``pytest.mark.brokers``, from tests/brokers.py), private servers a
 test may break (tests/chaos/servers.py), and helpers to find the processes a fault is aimed at."""
 
+import contextlib
+import shutil
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -77,9 +81,20 @@ def private_postgres(transactional_db):
     """A PostgreSQL cluster of the test's own holding a copy of the test database; while the test
     runs, the ORM (and so every process the test starts) uses it. Ask for it before ``processes``,
     so that the processes stop before it goes."""
+    with serving_the_test_database(PrivatePostgres(private_postgres_bindir())) as server:
+        yield server
+
+
+def private_postgres_bindir():
     bindir = postgres_bindir()
     require(bindir is not None, "no PostgreSQL server binaries (initdb, pg_ctl from pg_config --bindir)")
-    server = PrivatePostgres(bindir)
+    return bindir
+
+
+@contextlib.contextmanager
+def serving_the_test_database(server):
+    """Create ``server`` (a PrivatePostgres) with a copy of the test database, and point the ORM
+    at it inside the block; destroy it after."""
     saved = dict(connection.settings_dict)
     try:
         server.create(copy_of=connection)
@@ -131,3 +146,20 @@ def started_attempt(run, number=1, timeout=20):
 
 def ledger_has(ledger, kind, key):
     return any(row[0] == kind and row[1] == key for row in ledger.lines())
+
+
+@pytest.fixture
+def ticks_file():
+    """A file the job's command may write: commands run as an unprivileged user (JOBS_COMMAND_USER)."""
+    folder = Path(tempfile.mkdtemp(prefix="fence-"))
+    folder.chmod(0o777)
+    path = folder / "ticks.txt"
+    path.touch(mode=0o666)
+    path.chmod(0o666)
+    yield path
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def ticks(path, attempt=None):
+    lines = [line.split() for line in Path(path).read_text().splitlines() if line.strip()]
+    return [float(stamp) for number, stamp in lines if attempt is None or int(number) == attempt]

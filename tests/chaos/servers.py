@@ -34,12 +34,15 @@ def postgres_bindir():
 class PrivatePostgres:
     """A PostgreSQL cluster of the test's own: ``initdb`` in a temporary folder, a spare port, trust
     authentication on 127.0.0.1, no fsync (it lives for one test). As root, the server runs
-    as the ``postgres`` user, as PostgreSQL insists."""
+    as the ``postgres`` user, as PostgreSQL insists. ``listen``: more addresses to listen on, and
+    ``trusted``: networks (CIDR) whose clients it lets in (the hosts of tests/chaos/hosts.py)."""
 
     DATABASE = "scheduler"
 
-    def __init__(self, bindir):
+    def __init__(self, bindir, listen=(), trusted=()):
         self.bindir = bindir
+        self.listen = ",".join(["127.0.0.1", *listen])
+        self.trusted = trusted
         self.port = free_port(PORT_BASE + 100)
         self.folder = Path(tempfile.mkdtemp(prefix="chaos-pg-"))
         self.data = self.folder / "data"
@@ -61,6 +64,8 @@ class PrivatePostgres:
     def create(self, copy_of):
         """initdb, start, and a database holding the schema (and rows) of the database ``copy_of``."""
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
+        with open(self.data / "pg_hba.conf", "a") as hba:
+            hba.writelines(f"host all all {network} trust\n" for network in self.trusted)
         self.start()
         self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", self.DATABASE)
         source = copy_of.settings_dict
@@ -75,7 +80,7 @@ class PrivatePostgres:
     def start(self):
         # fsync off: the machine does not crash, only the server does, and what a commit wrote is
         # in the kernel's cache. Commits stay synchronous: an asynchronous one is lost in a crash.
-        options = (f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off "
+        options = (f"-p {self.port} -k {self.folder} -c listen_addresses={self.listen} -c fsync=off "
                    "-c full_page_writes=off -c max_connections=100")
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.folder / "server.log"), "-w",
                   "-t", "60", "start")

@@ -7,11 +7,8 @@ statement hangs. The worker's timings are the tests' (heartbeat 1 s, lost after 
 so it fences after 3 s). The times compared are the test's own clock against the job's own stamps.
 """
 
-import shutil
-import tempfile
 import time
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -19,7 +16,7 @@ from django.utils import timezone
 from jobs.models import AttemptOutcome, RunStatus
 
 from ..conftest import wait_for
-from .conftest import make_job
+from .conftest import make_job, ticks
 
 FENCE_SECONDS = 3  # PROCESS_ENV: JOBS_HEARTBEAT_SECONDS 1 x (JOBS_LOST_AFTER_HEARTBEATS 4 - 1)
 
@@ -29,23 +26,6 @@ def ticking_job(name, path, ticks):
     target = f'for i in $(seq 1 {ticks}); do echo "$JOB_ATTEMPT $(date +%s.%N)" >> {path}; sleep 0.25; done'
     return make_job(name, kind="command", target=target, timeout_seconds=120,
                     schedule={"type": "once", "run_at": (timezone.now() + timedelta(seconds=1)).isoformat()})
-
-
-@pytest.fixture
-def ticks_file():
-    """A file the job's command may write: commands run as an unprivileged user (JOBS_COMMAND_USER)."""
-    folder = Path(tempfile.mkdtemp(prefix="fence-"))
-    folder.chmod(0o777)
-    path = folder / "ticks.txt"
-    path.touch(mode=0o666)
-    path.chmod(0o666)
-    yield path
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-def ticks(path, attempt=None):
-    lines = [line.split() for line in Path(path).read_text().splitlines() if line.strip()]
-    return [float(stamp) for number, stamp in lines if attempt is None or int(number) == attempt]
 
 
 def fenced_after_ticks_stop(path, cut_at):
