@@ -119,18 +119,29 @@ def _beat_forever():
 
 
 def _watch_forever():
+    probed_unreachable = False  # whether the broker's last probe, in this silence, failed
+    said = False  # whether this silence was logged as the database's, not the host's
     while True:
         time.sleep(min(1.0, settings.JOBS_HEARTBEAT_SECONDS))
         silent = time.monotonic() - _last_beat
-        if silent < settings.JOBS_FENCE_AFTER_SECONDS:
-            continue
         with _lock:
             held = list(_held.items())
-        if not held:
+        if not held or silent < min(settings.JOBS_HEARTBEAT_SECONDS * 1.5, settings.JOBS_FENCE_AFTER_SECONDS):
+            probed_unreachable = said = False
             continue
-        if broker_reachable():
-            logger.warning("no heartbeat has gone through for %.0f s, but the broker answers: the database is "
-                           "away, not this host; the attempts go on", silent)
+        if silent < settings.JOBS_FENCE_AFTER_SECONDS or not probed_unreachable:
+            # From the first missed beat on, so the broker's answer is in when the fence is due: a
+            # probe across a cut link takes its whole timeout, and the leader declares the attempt
+            # lost one heartbeat after the fence.
+            probed_unreachable = not broker_reachable(timeout=min(2.0, settings.JOBS_HEARTBEAT_SECONDS))
+            silent = time.monotonic() - _last_beat
+        if silent < settings.JOBS_FENCE_AFTER_SECONDS:
+            continue
+        if not probed_unreachable:
+            if not said:
+                said = True
+                logger.warning("no heartbeat has gone through for %.0f s, but the broker answers: the database is "
+                               "away, not this host; the attempts go on", silent)
             continue
         fence(held, f"this worker could not renew its heartbeat for {silent:.0f} s nor reach the broker "
                     "(its host cut off?); it stopped the attempt itself")
@@ -138,7 +149,9 @@ def _watch_forever():
 
 def broker_reachable(timeout=2.0):
     try:
-        with current_app.connection_for_write() as broker:
+        # connect_timeout is AMQP's; Redis (and Sentinel) take theirs from the transport options.
+        quick = {"socket_connect_timeout": timeout, "socket_timeout": timeout}
+        with current_app.connection_for_write(connect_timeout=timeout, transport_options=quick) as broker:
             broker.ensure_connection(max_retries=1, interval_start=0, timeout=timeout)
         return True
     except Exception:

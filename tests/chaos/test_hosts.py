@@ -105,9 +105,11 @@ def test_a_worker_host_cut_off_mid_run_is_fenced_its_run_runs_elsewhere_and_its_
     assert "stopped the attempt itself" not in first.error  # what stands is the leader's verdict
     assert first.pid != second.pid
     assert len(ticks(ticks_file, 1)) < count and len(ticks(ticks_file, 2)) == count
-    assert fenced_after < 10  # the fence (3 s of silence), the broker probe (2 s), the kill
-    # The cut-off attempt stopped by itself, without hearing from anyone: it ticked on for a bounded while.
-    assert overlap < 5
+    # The cut-off attempt stopped by itself, without hearing from anyone: 3 s of silence (the broker
+    # probed meanwhile), then the kill; the leader's verdict comes after the 4 s lost window, and the
+    # rerun later still. Measured: no overlap; the margin is for a loaded machine.
+    assert fenced_after < 5
+    assert overlap < 2
     print(f"\nHOSTS cut off: rerun on host {other_name} {rerun_after:.1f} s after the cut; host {cut_name} "
           f"fenced its attempt {fenced_after:.1f} s after the cut; overlap of the two executions "
           f"{max(overlap, 0):.1f} s (gap {max(-overlap, 0):.1f} s)")
