@@ -125,6 +125,7 @@ def _point(job, schedule_type, rows):
     job.schedule_type = schedule_type
     job.crontab, job.interval, job.clocked = rows.get("crontab"), rows.get("interval"), rows.get("clocked")
     job.next_run_at = None  # an interval's grid is anchored on next_run_at: start afresh
+    job.slot_check_from = None  # the slot check's place was in the old schedule
 
 
 def save_job(job, schedule=None):
@@ -143,6 +144,8 @@ def restart_if_reenabled(obj, was_enabled):
     if obj.enabled and not was_enabled:
         obj.next_run_at = None  # an interval's grid is anchored on next_run_at: start afresh
         obj.next_run_at = obj.first_slot()
+        if isinstance(obj, Job):  # a workflow has no slot check
+            obj.slot_check_from = None
 
 
 def pause(obj):
@@ -155,7 +158,10 @@ def resume(obj):
     """Enable a job or a workflow again from now on: slots that fell while it was paused are not run."""
     obj.enabled = True
     restart_if_reenabled(obj, was_enabled=False)
-    type(obj).objects.filter(pk=obj.pk).update(enabled=True, next_run_at=obj.next_run_at)
+    restarted = {"enabled": True, "next_run_at": obj.next_run_at}
+    if isinstance(obj, Job):
+        restarted["slot_check_from"] = None
+    type(obj).objects.filter(pk=obj.pk).update(**restarted)
 
 
 # --- many jobs at once (jobs apply)
@@ -230,7 +236,8 @@ class ScheduleRows:
 
 
 # What saving a job may set besides the caller's values: its schedule, next slot and time of change.
-SAVED_WITH_A_JOB = {"schedule_type", "crontab", "interval", "clocked", "next_run_at", "updated_at", "enabled"}
+SAVED_WITH_A_JOB = {"schedule_type", "crontab", "interval", "clocked", "next_run_at", "slot_check_from", "updated_at",
+                    "enabled"}
 
 
 def save_jobs(items, checked_fields=(), update_fields=None, now=None):

@@ -222,6 +222,10 @@ class Job(models.Model):
     )
 
     next_run_at = models.DateTimeField(verbose_name="next run", null=True, blank=True, editable=False)
+    # The periodic slot check's place in this job's schedule: the first slot it has still to look
+    # at (jobs.operations.slot_report.check_recent). Null when not known: a new job, or one whose
+    # schedule changed or that was resumed; the check then starts from its window.
+    slot_check_from = models.DateTimeField(null=True, blank=True, editable=False)
     last_run = models.ForeignKey(
         "JobRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
     )
@@ -270,6 +274,8 @@ class Job(models.Model):
                 name="job_due_idx",
                 condition=Q(enabled=True, next_run_at__isnull=False),
             ),
+            # The slot check: only the jobs with a slot since its last pass (or none known yet).
+            models.Index(fields=["slot_check_from"], name="job_slot_check_idx", condition=Q(enabled=True)),
             # The start-deadline sweep (lifecycle.skip_past_deadline), every second on the leader, starts
             # from the few jobs that have a deadline rather than from every waiting run.
             models.Index(

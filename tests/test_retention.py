@@ -220,3 +220,61 @@ def test_the_periodic_pass_prunes_through_beat_and_a_real_worker(processes):
     assert ids(job.runs) == {unfinished.pk, newest.pk}
     assert not TaskResult.objects.filter(task_id=f"run-{old[0].pk}-1").exists()
 
+
+
+@pytest.mark.django_db
+def test_a_pass_over_many_jobs_deletes_what_each_policy_lets_go(monkeypatch):
+    monkeypatch.setattr(retention, "JOB_BATCH", 3)  # several batches of jobs
+    expected_left = {}
+    for n in range(8):
+        # Job n keeps runs for n + 2 days and at least n % 4 + 1 runs; a run a day for 21 days,
+        # half a day off the cutoffs.
+        job = make_job(f"job-{n}", retention_days=n + 2, retention_min_runs=n % 4 + 1)
+        ages = [days + 0.5 for days in range(20, -1, -1)]  # oldest first
+        runs = [make_run(job, age) for age in ages]
+        kept_by_age = [run for age, run in zip(ages, runs, strict=True) if age < n + 2]
+        kept = kept_by_age if len(kept_by_age) >= n % 4 + 1 else runs[-(n % 4 + 1):]
+        expected_left[job.name] = {run.pk for run in kept}
+    busy = make_job("busy", retention_days=1, retention_min_runs=1)
+    still_running = make_run(busy, 30, RunStatus.RUNNING)
+    make_run(busy, 0)
+
+    assert retention.prune(dry_run=True).per_job == {name: 21 - len(left) for name, left in expected_left.items()}
+    report = retention.prune(batch_size=4)
+
+    assert {name: ids(JobRun.objects.filter(job__name=name)) for name in expected_left} == expected_left
+    assert JobRun.objects.filter(pk=still_running.pk).exists()
+    assert report.per_job == {name: 21 - len(left) for name, left in expected_left.items()}
+    assert report.runs == sum(report.per_job.values()) and report.jobs == 9
+
+
+@pytest.mark.postgres("one query for many jobs is the PostgreSQL path; other databases ask per job")
+@pytest.mark.django_db
+def test_a_pass_reads_many_jobs_at_once(django_assert_max_num_queries):
+    for n in range(50):
+        make_run(make_job(f"job-{n}", retention_days=5, retention_min_runs=1), 1)
+    with django_assert_max_num_queries(10):  # was two per job
+        report = retention.prune()
+    assert (report.jobs, report.runs) == (50, 0)
+
+
+@pytest.mark.postgres("row locks and lock_timeout")
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_that_meets_a_lock_is_left_for_the_next_pass_and_the_others_go():
+    import psycopg
+    from django.db import connection
+
+    job = make_job(retention_days=1, retention_min_runs=1)
+    old = [make_run(job, days) for days in range(30, 20, -1)]
+    make_run(job, 0)
+    db = connection.settings_dict
+    with psycopg.connect(host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, user=db["USER"],
+                         dbname=db["NAME"]) as holder:
+        holder.execute(f"SELECT id FROM {JobRun._meta.db_table} WHERE id = %s FOR UPDATE", [old[0].pk])
+        report = retention.prune(batch_size=3)
+        assert report.skipped_batches == 1
+        assert ids(job.runs.filter(created_at__lt=timezone.now() - timedelta(days=1))) >= {old[0].pk}
+        assert report.runs == len(old) - len(ids(job.runs)) + 1
+        holder.rollback()
+    retention.prune(batch_size=3)
+    assert job.runs.count() == 1

@@ -6,6 +6,7 @@ from io import StringIO
 
 import pytest
 import time_machine
+from django.conf import settings
 from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import Client
@@ -114,6 +115,8 @@ def test_reading_a_missing_slot_writes_nothing_and_the_periodic_check_alerts_it_
         assert not Delivery.objects.exists()
 
         assert slot_report.check_recent(now=at(5, 30), window=3 * 3600)["missing"] == 1
+        # Looked at again (another pass that read the job before the first moved it on): one alert.
+        Job.objects.filter(pk=history.pk).update(slot_check_from=None)
         assert slot_report.check_recent(now=at(5, 30), window=3 * 3600)["missing"] == 1
         assert Delivery.objects.filter(event="missed").count() == 1
         send_pending()
@@ -224,10 +227,12 @@ def test_the_periodic_check_alerts_recent_missing_slots_once(history):
         channel_with_rule("webhook", {"url": server.url}, ["missed"])
         now = at(5, 30)
         assert slot_report.check_recent(now=now, window=3 * 3600) == {"jobs": 2, "missing": 1, "unchecked": 0}
-        assert slot_report.check_recent(now=now, window=3 * 3600)["missing"] == 1
+        # Each slot is looked at once: the next pass reads only the jobs with a slot since.
+        assert slot_report.check_recent(now=now, window=3 * 3600) == {"jobs": 0, "missing": 0, "unchecked": 0}
+        assert slot_report.check_recent(now=now + timedelta(hours=1), window=3 * 3600)["missing"] == 1
         send_pending()
         assert [(body["event"], body["run"]["scheduled_for"]) for body in server.json_bodies()] == [
-            ("missed", at(5).isoformat())]
+            ("missed", at(5).isoformat()), ("missed", at(6).isoformat())]
 
 
 def test_the_scheduler_has_a_worker_look_for_missing_slots(processes):
@@ -245,3 +250,82 @@ def test_the_scheduler_has_a_worker_look_for_missing_slots(processes):
         body = server.json_bodies()[0]
         assert (body["event"], body["job"]["name"]) == ("missed", "skipped-by-a-bug")
         assert not JobRun.objects.filter(job=job).exists()
+
+
+def cron_job(people, name, cron):
+    with time_machine.travel(at(-1), tick=False):
+        return save_job(Job(name=name, kind="callable", target="builtin.noop", owner=people.owner, group=people.team),
+                        {"type": "cron", "cron": cron, "timezone": "UTC"})
+
+
+def check(now, window=3600):
+    with time_machine.travel(now, tick=False):
+        return slot_report.check_recent(now=now, window=window)
+
+
+def window_end(now):
+    return now - timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS + 5 * settings.JOBS_TICK_SECONDS)
+
+
+def test_a_pass_reads_only_the_jobs_with_a_slot_since_the_last_one(people):
+    Job.objects.update(enabled=False)  # the personas' job
+    every_minute = cron_job(people, "every-minute", "* * * * *")
+    hourly = cron_job(people, "hourly-at-ten-past", "10 * * * *")
+    daily = cron_job(people, "daily-at-three", "0 3 * * *")
+
+    assert check(at(5, 30))["jobs"] == 3  # none looked at yet
+    end = window_end(at(5, 30))
+    first_minute = end.replace(second=0, microsecond=0) + timedelta(minutes=1 if end.second or end.microsecond else 0)
+    assert {job.name: job.slot_check_from for job in Job.objects.filter(enabled=True)} == {
+        "every-minute": first_minute, "hourly-at-ten-past": at(6, 10), "daily-at-three": at(24 + 3)}
+
+    # No run was recorded: every minute since the last pass is missing, and only that job is read.
+    assert check(at(5, 40)) == {"jobs": 1, "missing": 10, "unchecked": 0}
+    assert check(at(6, 30)) == {"jobs": 2, "missing": 50 + 1, "unchecked": 0}
+    assert Job.objects.get(pk=daily.pk).slot_check_from == at(24 + 3)
+    assert Job.objects.get(pk=hourly.pk).slot_check_from == at(7, 10)
+    assert Job.objects.get(pk=every_minute.pk).slot_check_from > window_end(at(6, 30))
+
+
+def test_an_edited_or_resumed_job_is_looked_at_again_from_its_change(people):
+    Job.objects.update(enabled=False)
+    daily = cron_job(people, "daily-at-three", "0 3 * * *")
+    check(at(5, 0))
+    assert Job.objects.get(pk=daily.pk).slot_check_from == at(24 + 3)
+
+    api = people.client(people.owner)
+    with time_machine.travel(at(5, 2), tick=False):
+        edited = api.patch(f"/api/jobs/{daily.pk}/", {"schedule": {"type": "cron", "cron": "*/5 * * * *",
+                                                                   "timezone": "UTC"}}, format="json")
+    assert edited.status_code == 200, edited.content
+    assert Job.objects.get(pk=daily.pk).slot_check_from is None
+    # The slots of the new schedule, from its change on: 05:05 to 06:00, none ran.
+    assert check(at(6, 0) + timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS + 5 * settings.JOBS_TICK_SECONDS
+                                      + 1)) == {"jobs": 1, "missing": 12, "unchecked": 0}
+
+    with time_machine.travel(at(6, 1), tick=False):
+        assert api.post(f"/api/jobs/{daily.pk}/pause/").status_code == 200
+    with time_machine.travel(at(7, 1), tick=False):
+        assert api.post(f"/api/jobs/{daily.pk}/resume/").status_code == 200
+    assert Job.objects.get(pk=daily.pk).slot_check_from is None
+    found = check(at(7, 30), window=2 * 3600)
+    # Looked at from the window's start again: 05:30 to 06:00 missing, 06:05 to 07:00 skipped
+    # (paused), 07:05 on missing as far as the window's end reaches.
+    end = window_end(at(7, 30))
+    report = slot_report.build(Job.objects.get(pk=daily.pk), end - timedelta(hours=2), end, now=at(7, 30))
+    assert found == {"jobs": 1, "missing": len(report.missing), "unchecked": 0}
+    assert at(6, 0) in [slot.at for slot in report.missing] and at(7, 5) in [slot.at for slot in report.missing]
+    assert report.count("skipped") == 12
+
+
+def test_a_pass_does_not_move_on_a_job_saved_since_it_read_it(people):
+    Job.objects.update(enabled=False)
+    job = cron_job(people, "hourly", "0 * * * *")
+    stale = Job.objects.get(pk=job.pk)
+    with time_machine.travel(at(0, 30), tick=False):
+        save_job(Job.objects.get(pk=job.pk), {"type": "cron", "cron": "*/5 * * * *", "timezone": "UTC"})
+    slot_report.advance([stale], [at(24)])
+    assert Job.objects.get(pk=job.pk).slot_check_from is None
+    fresh = Job.objects.get(pk=job.pk)
+    slot_report.advance([fresh], [at(1)])
+    assert Job.objects.get(pk=job.pk).slot_check_from == at(1)

@@ -19,13 +19,13 @@ the job moves its grid.
 import logging
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
-from django.db.models import Max
+from django.db import connection, transaction
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from audit.models import Action, AuditEntry
@@ -39,6 +39,8 @@ logger = logging.getLogger(__name__)
 CHECK_CHUNK = 500  # jobs read at once by the periodic check
 RAN, SKIPPED, MISSING, DUE, UPCOMING = "ran", "skipped", "missing", "due", "upcoming"
 MISSING_REASON = "no run and no record of why: an alert is raised by the periodic check"
+RECURRING = [ScheduleType.CRON, ScheduleType.INTERVAL, ScheduleType.ONCE]
+NO_MORE_SLOTS = datetime(9999, 12, 31, tzinfo=UTC)  # slot_check_from of a schedule with no slot left
 
 
 @dataclass
@@ -116,12 +118,12 @@ def schedule_changed_at(job):
             .order_by("-created_at").values_list("created_at", flat=True).first())
 
 
-def build(job, start, end, now=None, alert=False, known=None):
+def build(job, start, end, now=None, alert=False, known=None, slots_of=None):
     """The report for [start, end); raises ValidationError for a bad or too long range. With
     ``alert`` (the periodic check only: a page, the API or the command line only read), a missing
     slot records a ``missed`` notification (deduplicated per slot).
     ``known``: (schedule changed at, the job's runs from start to end), read by the caller for
-    many jobs at once."""
+    many jobs at once; ``slots_of(job, first, end)``: the job's slots, computed by the caller."""
     now = now or timezone.now()
     changed_at, known_runs = known if known is not None else (schedule_changed_at(job), None)
     since = max(filter(None, [job.created_at, changed_at]))
@@ -130,7 +132,10 @@ def build(job, start, end, now=None, alert=False, known=None):
     first = max(start, since + timedelta(microseconds=1))
     if first >= end:
         return report
-    slots = check_range(job, first, end, settings.JOBS_SLOT_REPORT_MAX_SLOTS, now=now)
+    if slots_of is None:
+        slots = check_range(job, first, end, settings.JOBS_SLOT_REPORT_MAX_SLOTS, now=now)
+    else:
+        slots = slots_of(job, first, end)
     if not slots:
         return report
     by_slot = runs_by_slot(job, slots, end, known_runs)
@@ -199,19 +204,26 @@ def explain(job, moment, now=None, tzname="UTC"):
 def check_recent(now=None, window=None):
     """Look at the recent slots of every enabled recurring job and alert the missing ones: what
     the periodic task ``jobs.check_slots`` does (see JOBS_SLOT_CHECK_SECONDS). Returns
-    {"jobs": checked, "missing": slots found missing, "unchecked": jobs with too many slots}."""
+    {"jobs": checked, "missing": slots found missing, "unchecked": jobs with too many slots}.
+
+    A pass costs the slots that fell since the last one, not the number of jobs: each job keeps
+    the first slot the check has still to look at (``Job.slot_check_from``), and only the jobs
+    whose such slot has passed are read. A job not looked at yet (new, edited, resumed) has none
+    and is looked at from the window's start. The window (twice the check's period) bounds how
+    far back a pass looks after the check was not running. Many jobs share a cron schedule, so a
+    cron schedule's slots are computed once a pass."""
     now = now or timezone.now()
     window = timedelta(seconds=window or 2 * settings.JOBS_SLOT_CHECK_SECONDS)
     grace = timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS + settings.JOBS_TICK_SECONDS * 5)
-    found = {"jobs": 0, "missing": 0, "unchecked": 0}
-    jobs = (Job.objects.filter(enabled=True, schedule_type__in=[ScheduleType.CRON, ScheduleType.INTERVAL,
-                                                                ScheduleType.ONCE])
-            .select_related("crontab", "interval", "clocked").order_by("pk"))
     start, end = now - grace - window, now - grace
-    last_pk = 0
-    while chunk := list(jobs.filter(pk__gt=last_pk)[:CHECK_CHUNK]):
-        last_pk = chunk[-1].pk
-        ids = [job.pk for job in chunk]
+    found = {"jobs": 0, "missing": 0, "unchecked": 0}
+    due_ids = list(Job.objects.filter(enabled=True, schedule_type__in=RECURRING)
+                   .filter(Q(slot_check_from__lt=end) | Q(slot_check_from__isnull=True))
+                   .order_by("pk").values_list("pk", flat=True))
+    slots = WindowSlots(start, end, now)
+    for offset in range(0, len(due_ids), CHECK_CHUNK):
+        ids = due_ids[offset:offset + CHECK_CHUNK]
+        chunk = list(Job.objects.filter(pk__in=ids).select_related("crontab", "interval", "clocked").order_by("pk"))
         # Two queries for the chunk instead of two per job.
         changed = dict(AuditEntry.objects.filter(job_id__in=ids, action=Action.CHANGE, changes__has_key="schedule")
                        .values("job_id").annotate(at=Max("created_at")).values_list("job_id", "at"))
@@ -219,14 +231,65 @@ def check_recent(now=None, window=None):
         for run in job_runs(ids, start, end):
             runs.setdefault(run.job_id, []).append(run)
         for job in chunk:
+            begin = max(start, job.slot_check_from) if job.slot_check_from else start
             try:
-                report = build(job, start, end, now=now, alert=True,
-                               known=(changed.get(job.pk), runs.get(job.pk, [])))
+                report = build(job, begin, end, now=now, alert=True,
+                               known=(changed.get(job.pk), runs.get(job.pk, [])), slots_of=slots.between)
             except ValidationError:
                 found["unchecked"] += 1  # more slots in the window than JOBS_SLOT_REPORT_MAX_SLOTS
-                continue
-            found["jobs"] += 1
-            found["missing"] += len(report.missing)
+            else:
+                found["jobs"] += 1
+                found["missing"] += len(report.missing)
+        advance(chunk, [slots.first_from_end(job) for job in chunk])
     if found["missing"] or found["unchecked"]:
         logger.warning("slot check: %s", found)
     return found
+
+
+class WindowSlots:
+    """The slots of a pass's window, each cron schedule's computed once (jobs point at shared
+    django-celery-beat rows, one per expression and timezone): croniter is most of a pass."""
+
+    def __init__(self, start, end, now):
+        self.start, self.end, self.now = start, end, now
+        self.limit = settings.JOBS_SLOT_REPORT_MAX_SLOTS
+        self.in_window, self.after = {}, {}
+
+    def between(self, job, first, end):
+        if job.schedule_type != ScheduleType.CRON or end != self.end:
+            return check_range(job, first, end, self.limit, now=self.now)
+        if job.crontab_id not in self.in_window:
+            self.in_window[job.crontab_id] = check_range(job, self.start, self.end, self.limit, now=self.now)
+        return [slot for slot in self.in_window[job.crontab_id] if slot >= first]
+
+    def first_from_end(self, job):
+        """The job's first slot at or after the window's end: where the next pass starts."""
+        if job.schedule_type == ScheduleType.CRON and job.crontab_id in self.after:
+            return self.after[job.crontab_id]
+        try:
+            following = (job.slots_between(self.end, NO_MORE_SLOTS, 0) or [NO_MORE_SLOTS])[0]
+        except (OverflowError, ValueError):
+            following = NO_MORE_SLOTS
+        if job.schedule_type == ScheduleType.CRON:
+            self.after[job.crontab_id] = following
+        return following
+
+
+def advance(jobs, following):
+    """Move each job's ``slot_check_from`` on to ``following``, unless the job was saved (edited,
+    resumed) or checked by another pass since it was read: its new place is then not this one."""
+    if connection.vendor != "postgresql":
+        for job, at in zip(jobs, following, strict=True):
+            Job.objects.filter(pk=job.pk, slot_check_from=job.slot_check_from, updated_at=job.updated_at).update(
+                slot_check_from=at) if job.slot_check_from else Job.objects.filter(
+                pk=job.pk, slot_check_from__isnull=True, updated_at=job.updated_at).update(slot_check_from=at)
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Job._meta.db_table} AS j SET slot_check_from = v.following "
+            "FROM unnest(%s::bigint[], %s::timestamptz[], %s::timestamptz[], %s::timestamptz[]) "
+            "AS v(id, seen, updated_at, following) "
+            "WHERE j.id = v.id AND j.updated_at = v.updated_at AND j.slot_check_from IS NOT DISTINCT FROM v.seen",
+            [[job.pk for job in jobs], [job.slot_check_from for job in jobs], [job.updated_at for job in jobs],
+             following],
+        )

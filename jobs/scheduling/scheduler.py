@@ -15,6 +15,7 @@ import time
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections
+from django_celery_beat.models import CrontabSchedule
 from django_celery_beat.schedulers import DatabaseScheduler
 
 from .. import leases, lifecycle
@@ -92,6 +93,14 @@ class JobScheduler(DatabaseScheduler):
             self._next_housekeeping = 0.0  # stock beat has more periodic tasks due now
         wake = min(until_next_job, self._next_housekeeping - time.monotonic(), self._periodic_delay or tick_seconds)
         return max(MIN_WAKEUP_SECONDS, min(wake, tick_seconds))
+
+    def _get_unique_timezone_names(self):
+        # django-celery-beat 2.8+ builds its schedule-sync query (every 5 minutes, in the tick)
+        # with a CASE branch per name this returns, and its distinct() runs over the model's
+        # ordering fields too: one branch per crontab row, and the jobs' cron schedules are
+        # crontab rows. At 100,000 jobs (6,000 rows) that was 6 s of a blocked tick. Each
+        # timezone once (celery/django-celery-beat#947).
+        return CrontabSchedule.objects.order_by("timezone").values_list("timezone", flat=True).distinct()
 
     def close(self):
         try:
