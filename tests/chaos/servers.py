@@ -3,6 +3,7 @@ cluster of the test's own, on ports from TEST_PORT_BASE up, never the shared one
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -35,15 +36,18 @@ class PrivatePostgres:
     """A PostgreSQL cluster of the test's own: ``initdb`` in a temporary folder, a spare port, trust
     authentication on 127.0.0.1, no fsync (it lives for one test). As root, the server runs
     as the ``postgres`` user, as PostgreSQL insists. ``listen``: more addresses to listen on, and
-    ``trusted``: networks (CIDR) whose clients it lets in (the hosts of tests/chaos/hosts.py)."""
+    ``trusted``: networks (CIDR) whose clients it lets in (the hosts of tests/chaos/hosts.py);
+    ``settings``: more server settings ({name: value}, each passed as ``-c name=value``);
+    ``port``: its port (a spare one from TEST_PORT_BASE + 100 by default)."""
 
     DATABASE = "scheduler"
 
-    def __init__(self, bindir, listen=(), trusted=()):
+    def __init__(self, bindir, listen=(), trusted=(), settings=None, port=None):
         self.bindir = bindir
         self.listen = ",".join(["127.0.0.1", *listen])
         self.trusted = trusted
-        self.port = free_port(PORT_BASE + 100)
+        self.settings = dict(settings or {})
+        self.port = port or free_port(PORT_BASE + 100)
         self.folder = Path(tempfile.mkdtemp(prefix="chaos-pg-"))
         self.data = self.folder / "data"
         self.user = "postgres" if os.geteuid() == 0 else None
@@ -61,13 +65,16 @@ class PrivatePostgres:
             raise RuntimeError(f"{tool} {' '.join(args)} failed: {done.stdout}{done.stderr}")
         return done.stdout
 
-    def create(self, copy_of):
-        """initdb, start, and a database holding the schema (and rows) of the database ``copy_of``."""
+    def create(self, copy_of=None):
+        """initdb, start, and a database holding the schema (and rows) of the database ``copy_of``
+        (a Django connection), or an empty one without it (the caller migrates it)."""
         self._run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
         with open(self.data / "pg_hba.conf", "a") as hba:
             hba.writelines(f"host all all {network} trust\n" for network in self.trusted)
         self.start()
         self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", self.DATABASE)
+        if copy_of is None:
+            return
         source = copy_of.settings_dict
         dump = subprocess.run(
             ["pg_dump", "--no-owner", "--no-privileges", "-h", source["HOST"] or "127.0.0.1",
@@ -82,6 +89,8 @@ class PrivatePostgres:
         # in the kernel's cache. Commits stay synchronous: an asynchronous one is lost in a crash.
         options = (f"-p {self.port} -k {self.folder} -c listen_addresses={self.listen} -c fsync=off "
                    "-c full_page_writes=off -c max_connections=100")
+        # pg_ctl hands the options to a shell; a later -c of the same name wins over the ones above.
+        options += "".join(f" -c {shlex.quote(f'{name}={value}')}" for name, value in self.settings.items())
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.folder / "server.log"), "-w",
                   "-t", "60", "start")
 

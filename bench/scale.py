@@ -1,0 +1,305 @@
+"""The whole service at N jobs of a realistic mix (bench/mix.py): load, apply, the scheduler, and the
+periodic passes, on a database of its own.
+
+For each N of --jobs, the database is emptied and:
+
+1. load: the N jobs of the mix saved through ``actions.save_many`` (the bulk path of ``jobs apply``,
+   bench/mix.py), timed; then ``ANALYZE`` (what autovacuum does after a bulk load within a minute);
+2. apply: ``manage.py jobs apply`` of the same N jobs as a JSON file (--apply again: the file of the
+   jobs just loaded, so the plan finds nothing to change; --apply create: the jobs are created by
+   it instead of by step 1; --apply none: skipped);
+3. the scheduler: one ``celery beat`` process of the service for --seconds, its slot check and
+   retention periodic tasks off (they are timed in step 4), ``JOBS_REPUBLISH_AFTER_SECONDS=86400``
+   (nothing claims the runs: a kombu consumer in this process takes every message off the broker
+   and notes when it arrived, as bench/scheduler.py does; lag = arrival - the run's slot). Every
+   job of the mix is a cron job, so every slot is at second 0 of a minute: the CPU the scheduler
+   spends from second 15 to 58 of each minute is its CPU when nothing is due; the rest, less that
+   idle rate, divided by the runs dispatched in the window, is its CPU per due run. RSS at the end
+   of the window, from /proc. The window starts after the scheduler has caught up the slots that
+   fell while the jobs were loading (those runs are dispatched late, on purpose, and left out);
+4. once the scheduler is stopped: one pass each of the slot check (``slot_report.check_recent()``,
+   its default window: the first pass, every job new, and the next pass after --between seconds
+   more of the scheduler), retention (``retention.prune()``), the monitor (``monitor.check_once()``)
+   and a metrics scrape (``metrics.render()``, what GET /metrics returns): wall time, CPU of this
+   process, and CPU of this connection's PostgreSQL backend (from /proc).
+
+    createdb -h 127.0.0.1 -U postgres scheduler_scale
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/scheduler_scale REDIS_URL=redis://127.0.0.1:6379/6 \\
+        .venv/bin/python bench/scale.py --jobs 100000 1000000 --seconds 180
+
+Needs a database it may empty and fill (it migrates it) and a Redis database of its own (flushed).
+"""
+
+import argparse
+import contextlib
+import io
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime
+
+import benchenv
+
+QUEUE = "scale"
+PASSES_OFF = {"JOBS_SLOT_CHECK_SECONDS": "0", "JOBS_RETENTION_INTERVAL_SECONDS": "0"}
+# Nothing claims the runs: the monitor pass must not take every queued run for lost by the broker.
+REPO = benchenv.setup(JOBS_DEFAULT_QUEUE=QUEUE, JOBS_REPUBLISH_AFTER_SECONDS="86400", **PASSES_OFF)
+
+import mix  # noqa: E402
+from celery import current_app  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django_celery_beat.models import CrontabSchedule  # noqa: E402
+from kombu import Connection  # noqa: E402
+
+from jobs import metrics  # noqa: E402
+from jobs.models import Job, JobRun  # noqa: E402
+from jobs.operations import retention, slot_report  # noqa: E402
+from jobs.scheduling import monitor  # noqa: E402
+from jobs.scheduling.scheduler import JobScheduler  # noqa: E402
+
+IDLE_FROM, IDLE_TO = 15, 58  # seconds of each minute in which no slot of the mix is due
+
+
+def say(*parts):
+    print(*parts, flush=True)
+
+
+def load_average():
+    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+class Consumer(threading.Thread):
+    """bench/scheduler.py's: every message off the queue, no acknowledgements, arrival noted."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.arrivals = []  # (arrival epoch, message id)
+        self.stop = threading.Event()
+        self.queue = current_app.amqp.queues[QUEUE]
+
+    def run(self):
+        with (Connection(settings.CELERY_BROKER_URL, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS)
+              as conn,
+              conn.Consumer([self.queue], callbacks=[self.arrived], accept=["json"], no_ack=True)):
+            while not self.stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    conn.drain_events(timeout=0.5)
+
+    def arrived(self, body, message):
+        self.arrivals.append((time.time(), message.headers.get("id")))
+
+
+def first_arrivals(arrivals):
+    ids = {}
+    for t, mid in arrivals:
+        if mid and mid.startswith("run-"):
+            ids.setdefault(int(mid.split("-")[1]), t)
+    return ids
+
+
+def pct(values, p):
+    if not values:
+        return float("nan")
+    return values[min(len(values) - 1, int(len(values) * p / 100))]
+
+
+def apply_file(n, how):
+    if how == "none":
+        return None
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+        path = os.path.join(tmp, "mix.json")
+        mix.write_file(path, n)
+        out, err = io.StringIO(), io.StringIO()
+        t0, c0 = time.perf_counter(), time.process_time()
+        call_command("jobs", "apply", path, stdout=out, stderr=err)
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"seconds": seconds, "cpu": cpu, "result": out.getvalue().strip().splitlines()[-1]}
+
+
+def backends_cpu(exclude):
+    """{pid: CPU s} of this database's backends but ``exclude`` (this process's own)."""
+    return {pid: cpu for pid in mix.database_backends() if pid not in exclude
+            and (cpu := mix.proc_cpu(pid)) is not None}
+
+
+def run_scheduler(seconds):
+    """One beat process for the window; its CPU idle and per run, dispatch lag, RSS."""
+    benchenv.drop_queues(settings.CELERY_BROKER_URL, [QUEUE])
+    argv = [sys.executable, "-m", "celery", "-A", "scheduler_site", "beat", "-l", "WARNING",
+            "-s", f"/tmp/bench-scale-beat-{os.getpid()}"]
+    env = dict(os.environ, JOBS_REPUBLISH_AFTER_SECONDS="86400", **PASSES_OFF)
+    log_path = f"/tmp/bench-scale-beat-{os.getpid()}.log"
+    consumer = Consumer()
+    consumer.start()
+    with open(log_path, "wb") as log:
+        beat = subprocess.Popen(argv, cwd=REPO, env=env, start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
+    mine = {mix.backend_pid()}
+    try:
+        # Let it start and catch up what fell due while the jobs were loading, then begin on the
+        # next minute at least 20 s away, a few seconds before its slots.
+        time.sleep(20)
+        now = time.time()
+        start = (now // 60 + 1) * 60 - 5
+        if start - now < 10:
+            start += 60
+        time.sleep(start - time.time())
+        samples = []  # (epoch, beat CPU s, {backend pid: CPU s})
+        t_end = start + seconds
+        while True:
+            cpu = mix.proc_cpu(beat.pid)
+            if cpu is None or beat.poll() is not None:
+                raise SystemExit(f"the scheduler exited; see {log_path}")
+            samples.append((time.time(), cpu, backends_cpu(mine)))
+            if samples[-1][0] >= t_end:
+                break
+            if len(samples) % 20 == 0:
+                say(f"    {samples[-1][0] - start:4.0f}s  messages={len(consumer.arrivals):,}  "
+                    f"beat CPU {100 * (cpu - samples[0][1]) / (samples[-1][0] - start):.0f}%  "
+                    f"RSS {mix.proc_rss_mb(beat.pid):.0f} MB")
+            time.sleep(0.5)
+        rss = mix.proc_rss_mb(beat.pid)
+    finally:
+        os.killpg(beat.pid, signal.SIGKILL)
+        beat.wait()
+        time.sleep(0.5)
+        consumer.stop.set()
+        consumer.join()
+    arrived = first_arrivals(consumer.arrivals)
+    slots = dict(JobRun.objects.filter(pk__in=list(arrived)).values_list("pk", "scheduled_for"))
+    window_start, window_end = datetime.fromtimestamp(start, UTC), datetime.fromtimestamp(t_end, UTC)
+    in_window = {pk: at for pk, at in slots.items() if window_start <= at < window_end}
+    lags = sorted(arrived[pk] - at.timestamp() for pk, at in in_window.items())
+    expected = mix.expected_slots(window_start, window_end)
+    idle_cpu = idle_time = total_cpu = 0.0
+    pg_total = 0.0
+    for (t0, c0, b0), (t1, c1, b1) in zip(samples, samples[1:], strict=False):
+        total_cpu += c1 - c0
+        pg_total += sum(cpu - b0[pid] for pid, cpu in b1.items() if pid in b0)
+        if t0 % 60 >= IDLE_FROM and t1 % 60 < IDLE_TO and t1 > t0 and t1 % 60 > t0 % 60:
+            idle_cpu += c1 - c0
+            idle_time += t1 - t0
+    wall = samples[-1][0] - samples[0][0]
+    idle_rate = idle_cpu / idle_time if idle_time else float("nan")
+    busy = total_cpu - idle_rate * wall
+    return {"sent": len(lags), "expected": expected, "lags": lags, "cpu": total_cpu / wall,
+            "idle": idle_rate, "per_run_ms": 1000 * busy / max(len(lags), 1), "rss": rss,
+            "pg": pg_total / wall, "log": log_path}
+
+
+def beat_schedule_sync():
+    """What the scheduler's DatabaseScheduler base (django-celery-beat) reads at start and every
+    SCHEDULE_SYNC_MAX_INTERVAL (300 s), as our scheduler class runs it: its query once grew with
+    the crontab schedule rows (celery/django-celery-beat#947; JobScheduler asks for each zone once)."""
+    scheduler = JobScheduler.__new__(JobScheduler)
+    return f"{len(list(scheduler.enabled_models_qs()))} periodic tasks, {CrontabSchedule.objects.count():,} crontab rows"
+
+
+def passes(seconds_between):
+    """One pass of each periodic piece. The slot check twice: its first pass looks at every job (a
+    job not looked at yet has no place in its schedule); then, after the scheduler has run for
+    ``seconds_between`` more, the next pass, which reads only the jobs with a slot since."""
+    found = {}
+    for name, function in [("slot check, first pass (every job new)", slot_report.check_recent),
+                           ("retention", retention.prune),
+                           ("monitor", monitor.check_once), ("metrics scrape", metrics.render),
+                           ("beat's schedule sync (django-celery-beat)", beat_schedule_sync),
+                           (f"slot check, the next pass ({seconds_between} s later)", None)]:
+        if function is None:
+            say(f"  the scheduler for {seconds_between} s more, for the slot check's next pass")
+            run_scheduler(seconds_between)
+            function = slot_report.check_recent
+        say(f"  {name} ...")
+        result, wall, cpu, pg = mix.timed(function)
+        if name == "metrics scrape":
+            result = f"{len(result[0]):,} bytes"
+        elif name == "retention":
+            result = f"{result.jobs:,} jobs, {result.runs:,} runs deleted"
+        found[name] = (wall, cpu, pg, result)
+        say(f"  {name}: {wall:.2f} s, CPU {cpu:.2f} s here + {pg:.2f} s PostgreSQL ({result})")
+    return found
+
+
+def one(n, args):
+    say(f"=== {n:,} jobs (load average {load_average()})")
+    mix.reset_database()
+    row = {"n": n, "mix": mix.describe(n)}
+    if args.apply == "create":
+        row["load"] = None
+        row["apply"] = apply_file(n, "create")
+        say(f"  created by jobs apply in {row['apply']['seconds']:.1f} s ({row['apply']['result']})")
+    else:
+        t0, c0 = time.perf_counter(), time.process_time()
+        mix.create(n, progress=lambda done, total: done % 100000 == 0 and say(f"    {done:,}/{total:,} saved"))
+        row["load"] = {"seconds": time.perf_counter() - t0, "cpu": time.process_time() - c0}
+        say(f"  loaded in {row['load']['seconds']:.1f} s")
+        row["apply"] = apply_file(n, args.apply)
+        if row["apply"]:
+            say(f"  jobs apply of the same jobs: {row['apply']['seconds']:.1f} s ({row['apply']['result']})")
+    assert Job.objects.count() == n
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    say(f"  the scheduler for {args.seconds} s (load average {load_average()})")
+    row["scheduler"] = run_scheduler(args.seconds)
+    s = row["scheduler"]
+    say(f"  sent {s['sent']:,} of {s['expected']:,}, p99 lag {pct(s['lags'], 99):.3f} s, CPU {100 * s['cpu']:.1f} %, "
+        f"idle {100 * s['idle']:.2f} %, {s['per_run_ms']:.3f} ms per run, RSS {s['rss']:.0f} MB")
+    row["passes"] = passes(args.between)
+    row["load average"] = load_average()
+    return row
+
+
+def report(rows, args):
+    say("")
+    say(f"scale: window {args.seconds} s, apply {args.apply}; load average at the end {load_average()} (2 cores, shared)")
+    for row in rows:
+        say(f"mix of {row['n']:,}: {row['mix']}")
+    say("")
+    say("| N | load s (jobs/s) | jobs apply s | sent / due | p50 lag s | p99 lag s | max lag s | beat CPU | "
+        "idle CPU | CPU per run ms | beat's PostgreSQL | beat RSS MB |")
+    say("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        s, load, applied = row["scheduler"], row["load"], row["apply"]
+        load_text = f"{load['seconds']:.1f} ({row['n'] / load['seconds']:,.0f})" if load else "-"
+        apply_text = f"{applied['seconds']:.1f}" if applied else "-"
+        say(f"| {row['n']:,} | {load_text} | {apply_text} | {s['sent']:,} / {s['expected']:,} | "
+            f"{pct(s['lags'], 50):.3f} | {pct(s['lags'], 99):.3f} | {(s['lags'] or [float('nan')])[-1]:.3f} | "
+            f"{100 * s['cpu']:.1f} % | {100 * s['idle']:.2f} % | {s['per_run_ms']:.3f} | {100 * s['pg']:.1f} % | "
+            f"{s['rss']:.0f} |")
+    say("")
+    say("| N | pass | wall s | CPU s (Python) | CPU s (PostgreSQL backend) | result |")
+    say("|---:|---|---:|---:|---:|---|")
+    for row in rows:
+        for name, (wall, cpu, pg, result) in row["passes"].items():
+            say(f"| {row['n']:,} | {name} | {wall:.2f} | {cpu:.2f} | {pg:.2f} | {result} |")
+    for row in rows:
+        if row["apply"]:
+            say(f"jobs apply at {row['n']:,}: {row['apply']['seconds']:.1f} s, CPU {row['apply']['cpu']:.1f} s "
+                f"({row['apply']['result']})")
+    say("")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, nargs="+", default=[100000, 1000000])
+    parser.add_argument("--seconds", type=int, default=360)
+    parser.add_argument("--between", type=int, default=150, help="seconds of scheduler between two slot checks")
+    parser.add_argument("--apply", choices=["again", "create", "none"], default="again")
+    args = parser.parse_args()
+    call_command("migrate", verbosity=0)
+    say(f"PostgreSQL jit = {mix.jit_setting()} (ALTER DATABASE ... SET jit = off: see docs/BENCHMARKS.md, issue 21)")
+    benchenv.use_broker(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
+    rows = []
+    for n in args.jobs:
+        rows.append(one(n, args))
+        report(rows, args)  # after each N: a long run still leaves its figures
+    mix.reset_database()
+
+
+if __name__ == "__main__":
+    main()
