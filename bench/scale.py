@@ -128,12 +128,14 @@ def backends_cpu(exclude):
             and (cpu := mix.proc_cpu(pid)) is not None}
 
 
-def run_scheduler(seconds):
-    """One beat process for the window; its CPU idle and per run, dispatch lag, RSS."""
+def run_scheduler(seconds, ahead=0.0):
+    """One beat process for the window (dispatching ``ahead`` seconds ahead of the slots,
+    JOBS_DISPATCH_AHEAD_SECONDS); its CPU idle and per run, dispatch lag, RSS."""
     benchenv.drop_queues(settings.CELERY_BROKER_URL, [QUEUE])
     argv = [sys.executable, "-m", "celery", "-A", "scheduler_site", "beat", "-l", "WARNING",
             "-s", f"/tmp/bench-scale-beat-{os.getpid()}"]
-    env = dict(os.environ, JOBS_REPUBLISH_AFTER_SECONDS="86400", **PASSES_OFF)
+    env = dict(os.environ, JOBS_REPUBLISH_AFTER_SECONDS="86400", JOBS_DISPATCH_AHEAD_SECONDS=str(ahead),
+               **PASSES_OFF)
     log_path = f"/tmp/bench-scale-beat-{os.getpid()}.log"
     consumer = Consumer()
     consumer.start()
@@ -200,7 +202,7 @@ def beat_schedule_sync():
     return f"{len(list(scheduler.enabled_models_qs()))} periodic tasks, {CrontabSchedule.objects.count():,} crontab rows"
 
 
-def passes(seconds_between):
+def passes(seconds_between, ahead):
     """One pass of each periodic piece. The slot check twice: its first pass looks at every job (a
     job not looked at yet has no place in its schedule); then, after the scheduler has run for
     ``seconds_between`` more, the next pass, which reads only the jobs with a slot since."""
@@ -212,7 +214,7 @@ def passes(seconds_between):
                            (f"slot check, the next pass ({seconds_between} s later)", None)]:
         if function is None:
             say(f"  the scheduler for {seconds_between} s more, for the slot check's next pass")
-            run_scheduler(seconds_between)
+            run_scheduler(seconds_between, ahead)
             function = slot_report.check_recent
         say(f"  {name} ...")
         result, wall, cpu, pg = mix.timed(function)
@@ -244,12 +246,13 @@ def one(n, args):
     assert Job.objects.count() == n
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
-    say(f"  the scheduler for {args.seconds} s (load average {load_average()})")
-    row["scheduler"] = run_scheduler(args.seconds)
-    s = row["scheduler"]
-    say(f"  sent {s['sent']:,} of {s['expected']:,}, p99 lag {pct(s['lags'], 99):.3f} s, CPU {100 * s['cpu']:.1f} %, "
-        f"idle {100 * s['idle']:.2f} %, {s['per_run_ms']:.3f} ms per run, RSS {s['rss']:.0f} MB")
-    row["passes"] = passes(args.between)
+    row["schedulers"] = {}
+    for ahead in args.ahead:
+        say(f"  the scheduler for {args.seconds} s, dispatching {ahead:g} s ahead (load average {load_average()})")
+        s = row["schedulers"][ahead] = run_scheduler(args.seconds, ahead)
+        say(f"  sent {s['sent']:,} of {s['expected']:,}, p99 lag {pct(s['lags'], 99):.3f} s, CPU {100 * s['cpu']:.1f} %, "
+            f"idle {100 * s['idle']:.2f} %, {s['per_run_ms']:.3f} ms per run, RSS {s['rss']:.0f} MB")
+    row["passes"] = passes(args.between, args.ahead[-1]) if args.between else {}
     row["load average"] = load_average()
     return row
 
@@ -260,17 +263,18 @@ def report(rows, args):
     for row in rows:
         say(f"mix of {row['n']:,}: {row['mix']}")
     say("")
-    say("| N | load s (jobs/s) | jobs apply s | sent / due | p50 lag s | p99 lag s | max lag s | beat CPU | "
+    say("| N | load s (jobs/s) | jobs apply s | ahead s | sent / due | p50 lag s | p99 lag s | max lag s | beat CPU | "
         "idle CPU | CPU per run ms | beat's PostgreSQL | beat RSS MB |")
-    say("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    say("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in rows:
-        s, load, applied = row["scheduler"], row["load"], row["apply"]
+        load, applied = row["load"], row["apply"]
         load_text = f"{load['seconds']:.1f} ({row['n'] / load['seconds']:,.0f})" if load else "-"
         apply_text = f"{applied['seconds']:.1f}" if applied else "-"
-        say(f"| {row['n']:,} | {load_text} | {apply_text} | {s['sent']:,} / {s['expected']:,} | "
-            f"{pct(s['lags'], 50):.3f} | {pct(s['lags'], 99):.3f} | {(s['lags'] or [float('nan')])[-1]:.3f} | "
-            f"{100 * s['cpu']:.1f} % | {100 * s['idle']:.2f} % | {s['per_run_ms']:.3f} | {100 * s['pg']:.1f} % | "
-            f"{s['rss']:.0f} |")
+        for ahead, s in row["schedulers"].items():
+            say(f"| {row['n']:,} | {load_text} | {apply_text} | {ahead:g} | {s['sent']:,} / {s['expected']:,} | "
+                f"{pct(s['lags'], 50):.3f} | {pct(s['lags'], 99):.3f} | {(s['lags'] or [float('nan')])[-1]:.3f} | "
+                f"{100 * s['cpu']:.1f} % | {100 * s['idle']:.2f} % | {s['per_run_ms']:.3f} | {100 * s['pg']:.1f} % | "
+                f"{s['rss']:.0f} |")
     say("")
     say("| N | pass | wall s | CPU s (Python) | CPU s (PostgreSQL backend) | result |")
     say("|---:|---|---:|---:|---:|---|")
@@ -288,7 +292,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, nargs="+", default=[100000, 1000000])
     parser.add_argument("--seconds", type=int, default=360)
-    parser.add_argument("--between", type=int, default=150, help="seconds of scheduler between two slot checks")
+    parser.add_argument("--between", type=int, default=150,
+                        help="seconds of scheduler between two slot checks (0: no passes timed)")
+    parser.add_argument("--ahead", type=float, nargs="+", default=[0.0],
+                        help="a scheduler window for each: JOBS_DISPATCH_AHEAD_SECONDS")
     parser.add_argument("--apply", choices=["again", "create", "none"], default="again")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)

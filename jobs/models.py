@@ -6,7 +6,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
-from django.db import models, transaction
+from django.db import connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
@@ -520,6 +520,24 @@ class JobRun(models.Model):
         return JobRun.objects.filter(pk=self.pk, status__in=list(frm), attempt=self.attempt).update(
             status=to, **fields
         )
+
+    @classmethod
+    def move_locked(cls, runs, to, *, frm, **fields):
+        """``transition`` for runs the caller holds locked (SELECT ... FOR UPDATE) in one of ``frm``:
+        one UPDATE for them all, where a transition each costs an UPDATE a run. A move that does not
+        end a run only. Without row locks (SQLite) each run moves by its own transition. Returns
+        the runs moved."""
+        if to in TERMINAL_STATUSES or not set(frm) <= MOVES[to]:
+            raise ValueError(f"runs cannot be moved together from {', '.join(sorted(frm))} to {to}")
+        if not connection.features.has_select_for_update:
+            return [run for run in runs if run.transition(to, frm=frm, **fields)]
+        assert all(run.status in frm for run in runs)
+        cls.objects.filter(pk__in=[run.pk for run in runs]).update(status=to, **fields)
+        for run in runs:
+            run.status = to
+            for name, value in fields.items():
+                setattr(run, name, value)
+        return runs
 
 
 

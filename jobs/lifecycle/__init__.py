@@ -44,7 +44,9 @@ from .runs import (
     publish_many,
     publish_on_commit,
     queue_due_retries,
+    release_held,
     release_pending,
+    release_timed,
     skip_past_deadline,
     time_limits,
 )
@@ -53,6 +55,6 @@ __all__ = [
     "DUPLICATES_DROPPED", "ENDED", "cancel", "claim", "create_run", "create_runs", "fold_ends", "give_up_waiting",
     "heartbeat", "recount_ends",
     "lose_if_holder_died", "message_for", "miss_if_past_deadline", "publish_again", "publish_many",
-    "publish_on_commit", "queue_due_retries", "record_failure", "record_success", "release_pending",
+    "publish_on_commit", "queue_due_retries", "record_failure", "record_success", "release_held", "release_pending", "release_timed",
     "skip_past_deadline", "subscribe", "time_limits",
 ]

@@ -164,21 +164,54 @@ def queue_due_retries(now=None, limit=1000):
 
 
 def release_pending(now=None, limit=1000):
-    """Queue waiting runs whose time has come: a jittered run once its start time passed, a run
-    held back by the 'queue' overlap policy once no earlier run of its job is active."""
+    """Queue waiting runs whose time has come: those waiting for a start time (release_timed), and
+    a run held back by the 'queue' overlap policy once no earlier run of its job is active."""
+    return release_timed(now) + release_held(now, limit)
+
+
+PAUSED_BEFORE_START = "the job was paused before the run's start time"
+# What publishing a run reads of its job (message_for), and whether the job is still enabled.
+RELEASE_FIELDS = ("status", "attempt", "next_attempt_at", "job__enabled", "job__queue", "job__kind",
+                  "job__timeout_seconds", "job__priority")
+
+
+def release_timed(now=None, batch=2000, limit=100_000):
+    """Queue the runs waiting for a start time that has come (a jittered run; a slot dispatched
+    ahead, JOBS_DISPATCH_AHEAD_SECONDS), ``batch`` of them a transaction, each batch published as it
+    commits. A paused job's waiting runs are skipped. Returns how many runs were queued."""
     now = now or clock.now()
-    jittered = JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__lte=now)
+    queued = 0
+    while queued < limit:
+        with transaction.atomic():
+            runs = list(JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__lte=now)
+                        .order_by("next_attempt_at").select_related("job").only(*RELEASE_FIELDS)
+                        .select_for_update(skip_locked=True, of=("self",))[:batch])
+            for run in runs:
+                if not run.job.enabled and run.transition(RunStatus.SKIPPED, frm=[RunStatus.PENDING], finished_at=now,
+                                                          reason=PAUSED_BEFORE_START):
+                    events.emit("skipped", run=run)
+            going = JobRun.move_locked([run for run in runs if run.job.enabled], RunStatus.QUEUED,
+                                       frm=[RunStatus.PENDING], queued_at=now, next_attempt_at=None, reason="")
+            publish_on_commit([(run.pk, run.attempt, run.job) for run in going])
+        queued += len(going)
+        if len(runs) < batch:
+            break
+    return queued
+
+
+def release_held(now=None, limit=1000):
+    """Queue runs held back by the 'queue' overlap policy once no earlier run of their job is
+    active, one a job at a time."""
+    now = now or clock.now()
     held = JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__isnull=True).exclude(
         job__runs__status__in=[RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRYING])
     queued, seen_jobs = [], set()
     with transaction.atomic():
-        for run in (jittered | held).select_related("job").order_by("scheduled_for")[:limit]:
-            if run.next_attempt_at is None:
-                if run.job_id in seen_jobs:
-                    continue  # one held run per job at a time: the next waits for this one
-                seen_jobs.add(run.job_id)
-            if run.transition(RunStatus.QUEUED, frm=[RunStatus.PENDING], queued_at=now, next_attempt_at=None,
-                              reason=""):
+        for run in held.select_related("job").order_by("scheduled_for")[:limit]:
+            if run.job_id in seen_jobs:
+                continue  # one held run per job at a time: the next waits for this one
+            seen_jobs.add(run.job_id)
+            if run.transition(RunStatus.QUEUED, frm=[RunStatus.PENDING], queued_at=now, reason=""):
                 queued.append((run.pk, run.attempt, run.job))
         publish_on_commit(queued)
     return len(queued)

@@ -13,6 +13,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 
 from .. import clock, leases, lifecycle
 from ..models import ACTIVE_STATUSES, CatchupPolicy, Job, JobRun, OverlapPolicy, RunStatus
@@ -29,11 +30,23 @@ TICK_FIELDS = (
 )
 
 
+# The jobs whose runs may be created ahead of their slot (JOBS_DISPATCH_AHEAD_SECONDS): with an
+# overlap policy other than 'allow' what becomes of a slot depends on the runs active at the slot,
+# and a jittered run waits for a time of its own.
+AHEAD_OF_SLOT = Q(overlap_policy=OverlapPolicy.ALLOW, jitter_seconds=0)
+AHEAD_REASON = "dispatched ahead: waiting for its slot"
+
+
+def goes_ahead(job):
+    return job.overlap_policy == OverlapPolicy.ALLOW and not job.jitter_seconds
+
+
 @dataclass
 class TickReport:
     due_jobs: int = 0
     runs_created: int = 0
     slots_skipped: int = 0
+    runs_waiting: int = 0  # created pending: ahead of their slot, jittered, or behind an earlier run
     published: list = field(default_factory=list)  # (run id, scheduled_for) of runs published
 
 
@@ -69,10 +82,14 @@ def dispatch_due(now=None, batch=None, lease=None):
     batch = batch or settings.JOBS_DISPATCH_BATCH
     grace = timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS)
     report = TickReport()
+    horizon = now + timedelta(seconds=settings.JOBS_DISPATCH_AHEAD_SECONDS)
+    due = Q(next_run_at__lte=now)
+    if horizon > now:
+        due |= Q(next_run_at__lte=horizon) & AHEAD_OF_SLOT
     with transaction.atomic():
         plan_each_statement_afresh()
         jobs = list(
-            Job.objects.filter(enabled=True, next_run_at__lte=now)
+            Job.objects.filter(due, enabled=True)
             .order_by("next_run_at")
             .select_related("crontab", "interval", "clocked")
             .only(*TICK_FIELDS)
@@ -89,6 +106,10 @@ def dispatch_due(now=None, batch=None, lease=None):
                 rows.append(place_slot(job, slot, busy, now))
             for slot in to_skip:
                 rows.append((job, slot, RunStatus.SKIPPED, f"missed: catch-up policy '{job.catchup_policy}'", None))
+            ahead = 0
+            while next_slot is not None and next_slot <= horizon and ahead < MAX_SLOTS_PER_JOB and goes_ahead(job):
+                rows.append((job, next_slot, RunStatus.PENDING, AHEAD_REASON, next_slot))
+                next_slot, ahead = job.slot_after(next_slot), ahead + 1
             job.next_run_at = next_slot
         replaced = [run_id for job in jobs if job.overlap_policy == OverlapPolicy.REPLACE
                     for run_id in busy.get(job.pk, [])]
@@ -107,6 +128,8 @@ def dispatch_due(now=None, batch=None, lease=None):
                 report.runs_created += 1
                 to_publish.append((run_id, 1, job))
                 report.published.append(run_id)
+            elif status == RunStatus.PENDING:
+                report.runs_waiting += 1
             else:
                 report.slots_skipped += 1
         advance_jobs(jobs)
@@ -151,14 +174,20 @@ def plan_each_statement_afresh():
 
 
 def seconds_until_next_due(now=None):
-    """Seconds until the earliest next slot of an enabled job (from the due-jobs index)."""
-    next_at = (
-        Job.objects.filter(enabled=True, next_run_at__isnull=False)
-        .order_by("next_run_at").values_list("next_run_at", flat=True).first()
-    )
-    if next_at is None:
-        return float("inf")
-    return (next_at - (now or clock.now())).total_seconds()
+    """Seconds until the scheduler has something to do: the earliest next slot of an enabled job (from
+    the due-jobs index), that of a job dispatched ahead less JOBS_DISPATCH_AHEAD_SECONDS, and the
+    earliest start time of a waiting run."""
+    now = now or clock.now()
+    ahead = timedelta(seconds=settings.JOBS_DISPATCH_AHEAD_SECONDS)
+    enabled = Job.objects.filter(enabled=True, next_run_at__isnull=False).order_by("next_run_at")
+    moments = [enabled.values_list("next_run_at", flat=True).first()]
+    if ahead:
+        first_ahead = enabled.filter(AHEAD_OF_SLOT).values_list("next_run_at", flat=True).first()
+        moments.append(first_ahead and first_ahead - ahead)
+    moments.append(JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__isnull=False)
+                   .order_by("next_attempt_at").values_list("next_attempt_at", flat=True).first())
+    moments = [moment for moment in moments if moment is not None]
+    return (min(moments) - now).total_seconds() if moments else float("inf")
 
 
 def active_runs_by_job(job_ids):

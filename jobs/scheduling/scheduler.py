@@ -49,19 +49,20 @@ class JobScheduler(DatabaseScheduler):
                 return min(tick_seconds, self.leadership.ttl / 3)
         try:
             close_old_connections()
+            lifecycle.release_timed()  # runs waiting for their start: dispatched ahead, jittered
             report = dispatch.dispatch_due(lease=self.leadership.held)
             if self._database_since is None:
                 self._database_since = now
             duties.run("wakeup")
             if report.due_jobs:
-                logger.info("dispatched %s runs (%s skipped) for %s due jobs",
-                            report.runs_created, report.slots_skipped, report.due_jobs)
+                logger.info("dispatched %s runs (%s waiting, %s skipped) for %s due jobs",
+                            report.runs_created, report.runs_waiting, report.slots_skipped, report.due_jobs)
             if now >= self._next_housekeeping:
                 self._next_housekeeping = now + tick_seconds
                 lifecycle.queue_due_retries()
                 # Every tick, not every monitor pass: a lost run is run again at once.
                 monitor.mark_lost(watched_seconds=now - self._database_since)
-                lifecycle.release_pending()
+                lifecycle.release_held()
                 lifecycle.skip_past_deadline()
                 lifecycle.fold_ends()  # the pages' figures, a tick behind the ends of runs
                 duties.run("tick")

@@ -1,0 +1,146 @@
+"""Dispatching ahead of the slot (JOBS_DISPATCH_AHEAD_SECONDS): a run is created waiting a few
+seconds before its slot and queued at it, never before; jobs whose slot depends on the runs active
+at the slot are left to the slot itself, and a job paused in between does not run."""
+
+from datetime import timedelta
+
+import pytest
+from django.conf import settings
+from django.test import override_settings
+from django.utils import timezone
+
+from jobs import lifecycle, publishing
+from jobs.definitions import pause, save_job
+from jobs.models import Job, RunStatus
+from jobs.scheduling import dispatch
+
+from .conftest import wait_for
+
+AHEAD = 10
+
+
+def interval_job(name, every=60, **fields):
+    return save_job(Job(name=name, kind="callable", target="builtin.noop", **fields),
+                    {"type": "interval", "every_seconds": every})
+
+
+def due_in(job, seconds):
+    slot = timezone.now().replace(microsecond=0) + timedelta(seconds=seconds)
+    Job.objects.filter(pk=job.pk).update(next_run_at=slot)
+    job.refresh_from_db()
+    return slot
+
+
+def waiting_in_broker():
+    queue = settings.JOBS_DEFAULT_QUEUE
+    return publishing.queue_depth([queue])[queue]
+
+
+def release(now, capture):
+    with capture(execute=True):  # publishing happens once the release commits
+        return lifecycle.release_timed(now=now)
+
+
+@pytest.mark.django_db
+@override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD)
+def test_a_run_is_created_ahead_of_its_slot_and_queued_at_it(redis_client, django_capture_on_commit_callbacks):
+    job = interval_job("soon")
+    slot = due_in(job, 5)
+    now = timezone.now()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        dispatch.dispatch_due(now=now)
+
+    run = job.runs.get()
+    assert (run.status, run.scheduled_for, run.next_attempt_at) == (RunStatus.PENDING, slot, slot)
+    assert run.reason == dispatch.AHEAD_REASON
+    job.refresh_from_db()
+    assert job.next_run_at == slot + timedelta(seconds=60)
+    assert waiting_in_broker() == 0
+
+    assert release(slot - timedelta(milliseconds=1), django_capture_on_commit_callbacks) == 0
+    assert release(slot, django_capture_on_commit_callbacks) == 1
+    run.refresh_from_db()
+    assert (run.status, run.queued_at, run.next_attempt_at, run.reason) == (RunStatus.QUEUED, slot, None, "")
+    assert waiting_in_broker() == 1
+
+
+@pytest.mark.django_db
+@override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD)
+def test_only_slots_within_the_window_go_ahead(redis_client):
+    later = interval_job("later")
+    due_in(later, AHEAD + 5)
+    every_second = interval_job("soon", every=1)
+    first = due_in(every_second, 1)
+
+    dispatch.dispatch_due(now=timezone.now())
+
+    assert not later.runs.exists()
+    slots = list(every_second.runs.values_list("scheduled_for", flat=True).order_by("scheduled_for"))
+    assert slots[0] == first and len(slots) in (AHEAD - 1, AHEAD)  # a second of the window may have passed
+    assert [(b - a).total_seconds() for a, b in zip(slots, slots[1:], strict=False)] == [1.0] * (len(slots) - 1)
+    assert set(every_second.runs.values_list("status", flat=True)) == {RunStatus.PENDING}
+
+
+@pytest.mark.django_db
+@override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD)
+@pytest.mark.parametrize("fields", [{"overlap_policy": "skip"}, {"jitter_seconds": 5}], ids=["skip", "jittery"])
+def test_a_job_whose_slot_depends_on_the_moment_waits_for_its_slot(fields, redis_client):
+    job = interval_job("depends", **fields)
+    slot = due_in(job, 5)
+
+    dispatch.dispatch_due(now=timezone.now())
+
+    assert not job.runs.exists()
+    job.refresh_from_db()
+    assert job.next_run_at == slot
+    dispatch.dispatch_due(now=slot)
+    assert job.runs.filter(scheduled_for=slot).exists()
+
+
+@pytest.mark.django_db
+@override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD)
+def test_a_job_paused_before_the_slot_does_not_run(redis_client, django_capture_on_commit_callbacks):
+    job = interval_job("paused")
+    slot = due_in(job, 5)
+    dispatch.dispatch_due(now=timezone.now())
+
+    pause(job)
+
+    assert release(slot, django_capture_on_commit_callbacks) == 0
+    run = job.runs.get()
+    assert (run.status, run.reason) == (RunStatus.SKIPPED, lifecycle.runs.PAUSED_BEFORE_START)
+    assert waiting_in_broker() == 0
+
+
+@pytest.mark.django_db
+@override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD)
+def test_the_scheduler_wakes_for_the_window_and_for_a_waiting_run(redis_client):
+    job = interval_job("later")
+    now = timezone.now()
+    Job.objects.filter(pk=job.pk).update(next_run_at=now + timedelta(seconds=30))
+    Job.objects.exclude(pk=job.pk).update(next_run_at=None)
+
+    assert dispatch.seconds_until_next_due(now=now) == pytest.approx(30 - AHEAD)
+
+    Job.objects.filter(pk=job.pk).update(next_run_at=now + timedelta(seconds=3))
+    dispatch.dispatch_due(now=now)
+    assert dispatch.seconds_until_next_due(now=now) == pytest.approx(3)
+
+
+def test_beat_dispatching_ahead_never_starts_a_run_before_its_slot(processes, ledger):
+    job = save_job(Job(name="ahead-e2e", kind="callable", target="test.ledger", kwargs={"path": ledger.path}),
+                   {"type": "interval", "every_seconds": 2})
+    processes.worker()
+    processes.beat(JOBS_DISPATCH_AHEAD_SECONDS="5")
+
+    wait_for(lambda: job.runs.filter(status=RunStatus.SUCCEEDED).count() >= 4, timeout=40,
+             message="four succeeded runs")
+    pause(job)
+    runs = list(job.runs.filter(status=RunStatus.SUCCEEDED).order_by("scheduled_for"))
+    started = {key: float(at) for _, key, at in ledger.lines("start")}
+    for run in runs:
+        assert started[f"{run.pk}:1"] >= run.scheduled_for.timestamp(), f"run {run.pk} started before its slot"
+    slots = [run.scheduled_for for run in job.runs.order_by("scheduled_for")]
+    assert len(slots) == len(set(slots))
+    assert {(b - a).total_seconds() for a, b in zip(slots, slots[1:], strict=False)} == {2.0}
