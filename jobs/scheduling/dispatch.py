@@ -85,7 +85,9 @@ def dispatch_due(now=None, batch=None, lease=None):
     horizon = now + timedelta(seconds=settings.JOBS_DISPATCH_AHEAD_SECONDS)
     due = Q(next_run_at__lte=now)
     if horizon > now:
-        due |= Q(next_run_at__lte=horizon) & AHEAD_OF_SLOT
+        # The bound on its own, not only inside the OR: it is the due-jobs index's condition, where
+        # an OR alone leaves PostgreSQL to walk the index from its start filtering every job.
+        due = Q(next_run_at__lte=horizon) & (due | AHEAD_OF_SLOT)
     with transaction.atomic():
         plan_each_statement_afresh()
         jobs = list(
