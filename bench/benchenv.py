@@ -81,3 +81,38 @@ def drop_queues(url, queues):
         else:
             for queue in queues:
                 connection.default_channel.queue_delete(queue)
+
+
+def rss_mb(pid):
+    """Resident memory of a process, in MB (from /proc); NaN once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+    except (OSError, StopIteration):
+        return float("nan")
+
+
+class Backlog:
+    """Messages of a queue not acknowledged yet, asked on one connection: the queue's depth (a passive
+    declare through kombu) and, on Redis, its ``unacked`` hash."""
+
+    def __init__(self, queue):
+        from django.conf import settings
+        from kombu import Connection
+
+        self.queue = queue
+        # The service's transport options: on Redis a queue's depth sums the lists of its priority steps.
+        self.connection = Connection(settings.CELERY_BROKER_URL,
+                                     transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS)
+        self.channel = self.connection.default_channel
+        self.redis = self.connection.transport.driver_type == "redis"
+
+    def waiting(self):
+        try:
+            return self.channel.queue_declare(queue=self.queue, passive=True).message_count
+        except self.connection.channel_errors:  # Redis: an emptied queue's list is gone
+            self.channel = self.connection.channel()
+            return 0
+
+    def left(self):
+        return self.waiting() + (self.channel.client.hlen("unacked") if self.redis else 0)

@@ -94,7 +94,6 @@ from django.db import connection  # noqa: E402
 from django.db.models import Count  # noqa: E402
 from django.utils import timezone  # noqa: E402
 from django_celery_beat.models import IntervalSchedule  # noqa: E402
-from kombu import Connection  # noqa: E402
 
 from jobs import lifecycle  # noqa: E402
 from jobs.models import Job, JobRun  # noqa: E402
@@ -308,32 +307,12 @@ def phase_dispatch(observer, n):
     return figures
 
 
-class Backlog:
-    """Messages of the queue not taken yet (and on Redis not acknowledged yet), asked on one connection."""
-
-    def __init__(self):
-        self.connection = Connection(settings.CELERY_BROKER_URL,
-                                     transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS)
-        self.channel = self.connection.default_channel
-        self.redis = self.connection.transport.driver_type == "redis"
-
-    def waiting(self):
-        try:
-            return self.channel.queue_declare(queue=QUEUE, passive=True).message_count
-        except self.connection.channel_errors:  # Redis: an emptied queue's list is gone
-            self.channel = self.connection.channel()
-            return 0
-
-    def left(self):
-        return self.waiting() + (self.channel.client.hlen("unacked") if self.redis else 0)
-
-
 def phase_execute(observer, n, concurrency, folder):
     argv = [sys.executable, "-m", "celery", "-A", "scheduler_site", "worker", "-l", "WARNING", "-c",
             str(concurrency), "-P", "prefork", "-Q", QUEUE, "-n", "capacity@%h", "--without-gossip",
             "--without-mingle"]
     log_path = folder / "worker.log"
-    backlog = Backlog()
+    backlog = benchenv.Backlog(QUEUE)
     before = observer.read()
     with open(log_path, "wb") as log:
         worker = subprocess.Popen(argv, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)),

@@ -124,14 +124,6 @@ def proc_cpu(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def proc_rss_mb(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
-    except (OSError, StopIteration):
-        return float("nan")
-
-
 def children(pid):
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:

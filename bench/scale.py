@@ -163,9 +163,9 @@ def run_scheduler(seconds, ahead=0.0):
             if len(samples) % 20 == 0:
                 say(f"    {samples[-1][0] - start:4.0f}s  messages={len(consumer.arrivals):,}  "
                     f"beat CPU {100 * (cpu - samples[0][1]) / (samples[-1][0] - start):.0f}%  "
-                    f"RSS {mix.proc_rss_mb(beat.pid):.0f} MB")
+                    f"RSS {benchenv.rss_mb(beat.pid):.0f} MB")
             time.sleep(0.5)
-        rss = mix.proc_rss_mb(beat.pid)
+        rss = benchenv.rss_mb(beat.pid)
     finally:
         os.killpg(beat.pid, signal.SIGKILL)
         beat.wait()

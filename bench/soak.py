@@ -143,7 +143,7 @@ class Sampler(threading.Thread):
                 if before is not None:
                     self.total[kind] += cpu - before
                 if not kind.startswith("PostgreSQL"):
-                    self.rss.setdefault(kind, []).append(mix.proc_rss_mb(pid))
+                    self.rss.setdefault(kind, []).append(benchenv.rss_mb(pid))
 
     def run(self):
         try:

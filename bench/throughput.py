@@ -43,7 +43,6 @@ from django.db import connection  # noqa: E402
 from django.db.models import Count  # noqa: E402
 from django.utils import timezone  # noqa: E402
 from django_celery_results.models import TaskResult  # noqa: E402
-from kombu import Connection  # noqa: E402
 
 from jobs import lifecycle  # noqa: E402
 from jobs.definitions import save_job  # noqa: E402
@@ -103,14 +102,6 @@ def children(pid):
         return []
 
 
-def rss_mb(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
-    except (OSError, StopIteration):
-        return float("nan")
-
-
 class Folding(threading.Thread):
     """What the scheduler leader does meanwhile for the pages' figures: fold the ends of runs
     every tick (JOBS_TICK_SECONDS, 1 s), so their cost is in the measurement."""
@@ -134,29 +125,6 @@ class Folding(threading.Thread):
         say(f"  ours: {self.folded:,} ends of runs folded into the pages' figures during the drain")
 
 
-class Backlog:
-    """Messages of a queue not acknowledged yet, asked on one connection: the queue's depth (a passive
-    declare through kombu) and, on Redis, its ``unacked`` hash."""
-
-    def __init__(self, queue):
-        self.queue = queue
-        # The service's transport options: on Redis a queue's depth sums the lists of its priority steps.
-        self.connection = Connection(settings.CELERY_BROKER_URL,
-                                     transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS)
-        self.channel = self.connection.default_channel
-        self.redis = self.connection.transport.driver_type == "redis"
-
-    def waiting(self):
-        try:
-            return self.channel.queue_declare(queue=self.queue, passive=True).message_count
-        except self.connection.channel_errors:  # Redis: an emptied queue's list is gone
-            self.channel = self.connection.channel()
-            return 0
-
-    def left(self):
-        return self.waiting() + (self.channel.client.hlen("unacked") if self.redis else 0)
-
-
 def drain(which, n, concurrency, profile_dir=None):
     queue = QUEUE if which == "ours" else RAW_QUEUE
     app = "scheduler_site" if which == "ours" else "bench.rawcelery"
@@ -169,7 +137,7 @@ def drain(which, n, concurrency, profile_dir=None):
                                   stderr=subprocess.STDOUT)
     spies = []
     folding = Folding() if which == "ours" else None
-    backlog = Backlog(queue)
+    backlog = benchenv.Backlog(queue)
     try:
         while backlog.waiting() >= n:
             if worker.poll() is not None:
@@ -177,7 +145,7 @@ def drain(which, n, concurrency, profile_dir=None):
             time.sleep(0.005)
         t0 = time.monotonic()
         pool = children(worker.pid)
-        rss_start = [rss_mb(p) for p in pool]
+        rss_start = [benchenv.rss_mb(p) for p in pool]
         if profile_dir:
             for pid in pool:
                 out = Path(profile_dir) / f"{which}-{pid}.txt"
@@ -198,12 +166,12 @@ def drain(which, n, concurrency, profile_dir=None):
             if now - last_say >= 5:
                 last_say = now
                 say(f"  {which}: {n - left:,}/{n:,} done, {(n - left) / (now - t0):,.0f}/s, "
-                    f"pool RSS {' '.join(f'{rss_mb(p):.0f}' for p in pool)} MB")
+                    f"pool RSS {' '.join(f'{benchenv.rss_mb(p):.0f}' for p in pool)} MB")
             if worker.poll() is not None:
                 raise SystemExit(f"the {which} worker exited; see {log_path}")
             time.sleep(0.01)
         seconds = time.monotonic() - t0
-        rss_end = [rss_mb(p) for p in pool]
+        rss_end = [benchenv.rss_mb(p) for p in pool]
     finally:
         if folding:
             folding.stop()
