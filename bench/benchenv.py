@@ -1,8 +1,12 @@
 """The common start of the benchmark scripts: the repository on ``sys.path`` and Django set up with
 the service's settings. Scripts run as ``python bench/<name>.py``, so this module is importable."""
 
+import contextlib
+import json
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -116,3 +120,55 @@ class Backlog:
 
     def left(self):
         return self.waiting() + (self.channel.client.hlen("unacked") if self.redis else 0)
+
+
+class Arrivals(threading.Thread):
+    """Takes every message off ``queue`` (no acknowledgements) and notes when it reached the broker:
+    ``arrivals()`` gives (epoch, message headers) pairs once it is stopped.
+
+    On Redis the queue's lists (one per priority step) are emptied by ``RPOP key 1000`` every
+    millisecond or two, and a message's time is that of the pop that took it. A kombu consumer
+    takes about 3,200 messages a second here (11,600 published in 0.7 s were taken in 3.6 s), so a
+    burst's lag would be the consumer's, not the scheduler's. Other brokers: a kombu consumer."""
+
+    def __init__(self, queue):
+        super().__init__(daemon=True)
+        self.queue = queue  # a kombu Queue, declared as the service declares it
+        self.stop = threading.Event()
+        self.taken = []  # (epoch, raw message) on Redis, (epoch, headers) otherwise
+
+    def __len__(self):
+        return len(self.taken)
+
+    def run(self):
+        from django.conf import settings
+        from kombu import Connection
+
+        with Connection(settings.CELERY_BROKER_URL, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS) as conn:
+            if conn.transport.driver_type == "redis":
+                self._pop_redis(conn.default_channel)
+                return
+            with conn.Consumer([self.queue], callbacks=[self._arrived], accept=["json"], no_ack=True):
+                while not self.stop.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        conn.drain_events(timeout=0.5)
+
+    def _arrived(self, body, message):
+        self.taken.append((time.time(), message.headers))
+
+    def _pop_redis(self, channel):
+        self.queue(channel).declare()
+        lists = [channel._q_for_pri(self.queue.name, step) for step in channel.priority_steps]
+        client = channel.client
+        while not self.stop.is_set():
+            pipe = client.pipeline(transaction=False)
+            for name in lists:
+                pipe.rpop(name, 1000)
+            popped = [raw for batch in pipe.execute() if batch for raw in batch]
+            now = time.time()
+            self.taken.extend((now, raw) for raw in popped)
+            if not popped:
+                time.sleep(0.001)
+
+    def arrivals(self):
+        return [(t, json.loads(m)["headers"] if isinstance(m, bytes | str) else m) for t, m in self.taken]

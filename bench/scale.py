@@ -10,11 +10,12 @@ For each N of --jobs, the database is emptied and:
    it instead of by step 1; --apply none: skipped);
 3. the scheduler: one ``celery beat`` process of the service for --seconds, its slot check and
    retention periodic tasks off (they are timed in step 4), ``JOBS_REPUBLISH_AFTER_SECONDS=86400``
-   (nothing claims the runs: a kombu consumer in this process takes every message off the broker
-   and notes when it arrived, as bench/scheduler.py does; lag = arrival - the run's slot). Every
+   (nothing claims the runs: ``benchenv.Arrivals`` in this process takes every message off the
+   broker and notes when it arrived, as bench/scheduler.py does; lag = arrival - the run's slot). Every
    job of the mix is a cron job, so every slot is at second 0 of a minute: the CPU the scheduler
    spends from second 15 to 58 of each minute is its CPU when nothing is due; the rest, less that
-   idle rate, divided by the runs dispatched in the window, is its CPU per due run. RSS at the end
+   idle rate, divided by the runs dispatched in the window, is its CPU per due run (not given with
+   --ahead above 0: the runs are then made from second 50 on, inside that span). RSS at the end
    of the window, from /proc. The window starts after the scheduler has caught up the slots that
    fell while the jobs were loading (those runs are dispatched late, on purpose, and left out);
 4. once the scheduler is stopped: one pass each of the slot check (``slot_report.check_recent()``,
@@ -31,14 +32,12 @@ Needs a database it may empty and fill (it migrates it) and a Redis database of 
 """
 
 import argparse
-import contextlib
 import io
 import os
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from datetime import UTC, datetime
 
@@ -55,7 +54,6 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django_celery_beat.models import CrontabSchedule  # noqa: E402
-from kombu import Connection  # noqa: E402
 
 from jobs import metrics  # noqa: E402
 from jobs.models import Job, JobRun  # noqa: E402
@@ -74,30 +72,10 @@ def load_average():
     return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-class Consumer(threading.Thread):
-    """bench/scheduler.py's: every message off the queue, no acknowledgements, arrival noted."""
-
-    def __init__(self):
-        super().__init__(daemon=True)
-        self.arrivals = []  # (arrival epoch, message id)
-        self.stop = threading.Event()
-        self.queue = current_app.amqp.queues[QUEUE]
-
-    def run(self):
-        with (Connection(settings.CELERY_BROKER_URL, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS)
-              as conn,
-              conn.Consumer([self.queue], callbacks=[self.arrived], accept=["json"], no_ack=True)):
-            while not self.stop.is_set():
-                with contextlib.suppress(TimeoutError):
-                    conn.drain_events(timeout=0.5)
-
-    def arrived(self, body, message):
-        self.arrivals.append((time.time(), message.headers.get("id")))
-
-
 def first_arrivals(arrivals):
     ids = {}
-    for t, mid in arrivals:
+    for t, headers in arrivals:
+        mid = headers.get("id")
         if mid and mid.startswith("run-"):
             ids.setdefault(int(mid.split("-")[1]), t)
     return ids
@@ -137,7 +115,7 @@ def run_scheduler(seconds, ahead=0.0):
     env = dict(os.environ, JOBS_REPUBLISH_AFTER_SECONDS="86400", JOBS_DISPATCH_AHEAD_SECONDS=str(ahead),
                **PASSES_OFF)
     log_path = f"/tmp/bench-scale-beat-{os.getpid()}.log"
-    consumer = Consumer()
+    consumer = benchenv.Arrivals(current_app.amqp.queues[QUEUE])
     consumer.start()
     with open(log_path, "wb") as log:
         beat = subprocess.Popen(argv, cwd=REPO, env=env, start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
@@ -161,7 +139,7 @@ def run_scheduler(seconds, ahead=0.0):
             if samples[-1][0] >= t_end:
                 break
             if len(samples) % 20 == 0:
-                say(f"    {samples[-1][0] - start:4.0f}s  messages={len(consumer.arrivals):,}  "
+                say(f"    {samples[-1][0] - start:4.0f}s  messages={len(consumer):,}  "
                     f"beat CPU {100 * (cpu - samples[0][1]) / (samples[-1][0] - start):.0f}%  "
                     f"RSS {benchenv.rss_mb(beat.pid):.0f} MB")
             time.sleep(0.5)
@@ -172,7 +150,7 @@ def run_scheduler(seconds, ahead=0.0):
         time.sleep(0.5)
         consumer.stop.set()
         consumer.join()
-    arrived = first_arrivals(consumer.arrivals)
+    arrived = first_arrivals(consumer.arrivals())
     slots = dict(JobRun.objects.filter(pk__in=list(arrived)).values_list("pk", "scheduled_for"))
     window_start, window_end = datetime.fromtimestamp(start, UTC), datetime.fromtimestamp(t_end, UTC)
     in_window = {pk: at for pk, at in slots.items() if window_start <= at < window_end}
@@ -190,7 +168,8 @@ def run_scheduler(seconds, ahead=0.0):
     idle_rate = idle_cpu / idle_time if idle_time else float("nan")
     busy = total_cpu - idle_rate * wall
     return {"sent": len(lags), "expected": expected, "lags": lags, "cpu": total_cpu / wall,
-            "idle": idle_rate, "per_run_ms": 1000 * busy / max(len(lags), 1), "rss": rss,
+            # Dispatching ahead, the runs are made from second 50 on: no span of the minute is idle.
+            "idle": idle_rate, "per_run_ms": float("nan") if ahead else 1000 * busy / max(len(lags), 1), "rss": rss,
             "pg": pg_total / wall, "log": log_path}
 
 

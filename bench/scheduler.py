@@ -12,8 +12,10 @@ CPU and memory are read from /proc.
 Scenarios: `spread` (the default) and `burst` (all N due in the same second) and `edit` (spread, and
 one job's schedule edited every second). Needs an empty database it may fill (it migrates it).
 ``--broker`` takes several: each runs the whole comparison (redis: REDIS_URL, flushed; rabbitmq: a
-private node on TEST_PORT_BASE's ports, tests/brokers.py; or a broker URL). The consumer is a kombu
-consumer on the broker, so arrival times are measured the same way on each.
+private node on TEST_PORT_BASE's ports, tests/brokers.py; or a broker URL). The consumer is
+``benchenv.Arrivals``: on Redis it pops the queue's lists a thousand messages at a time every
+millisecond or two (a kombu consumer, at ~3,200 messages a second, was slower than a burst's
+publishing and added its own lag); on RabbitMQ a kombu consumer.
 """
 
 import argparse
@@ -37,7 +39,6 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django_celery_beat.models import IntervalSchedule, PeriodicTask, PeriodicTasks  # noqa: E402
-from kombu import Connection  # noqa: E402
 
 from jobs.definitions import apply_schedule  # noqa: E402
 from jobs.models import Job, JobRun  # noqa: E402
@@ -47,30 +48,6 @@ PERIOD = 60
 
 def say(*parts):
     print(*parts, flush=True)
-
-
-class Consumer(threading.Thread):
-    """Takes every message off the bench queue (a kombu consumer, no acknowledgements) and notes
-    when it arrived."""
-
-    def __init__(self):
-        super().__init__(daemon=True)
-        self.arrivals = []  # (arrival epoch, message id, periodic task name)
-        self.stop = threading.Event()
-        self.queue = current_app.amqp.queues[QUEUE]  # declared as the service declares it
-
-    def run(self):
-        # The service's transport options: on Redis its priority steps name the lists to read.
-        with (Connection(settings.CELERY_BROKER_URL, transport_options=settings.CELERY_BROKER_TRANSPORT_OPTIONS)
-              as connection,
-              connection.Consumer([self.queue], callbacks=[self.arrived], accept=["json"], no_ack=True)):
-            while not self.stop.is_set():
-                with contextlib.suppress(TimeoutError):
-                    connection.drain_events(timeout=0.5)
-
-    def arrived(self, body, message):
-        headers = message.headers
-        self.arrivals.append((time.time(), headers.get("id"), headers.get("periodic_task_name")))
 
 
 def proc_usage(pid):
@@ -179,7 +156,7 @@ def run_one(which, n, seconds, scenario):
     # No worker claims these runs: left alone, the monitor would take every run queued for longer
     # than JOBS_REPUBLISH_AFTER_SECONDS for lost by the broker and publish it again.
     env = dict(os.environ, JOBS_REPUBLISH_AFTER_SECONDS="86400")
-    consumer = Consumer()
+    consumer = benchenv.Arrivals(current_app.amqp.queues[QUEUE])  # declared as the service declares it
     consumer.start()
     beat = subprocess.Popen(argv, cwd=REPO, env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -193,7 +170,7 @@ def run_one(which, n, seconds, scenario):
         while time.time() - t_start < seconds:
             time.sleep(10)
             cpu, rss = proc_usage(beat.pid)
-            say(f"  {which} N={n}: {time.time() - t_start:4.0f}s  messages={len(consumer.arrivals)}  "
+            say(f"  {which} N={n}: {time.time() - t_start:4.0f}s  messages={len(consumer)}  "
                 f"cpu={100 * (cpu - cpu0) / (time.time() - t_start):.0f}%  rss={rss:.0f} MB")
         cpu, rss = proc_usage(beat.pid)
         cpu_share = (cpu - cpu0) / (time.time() - t_start)
@@ -205,7 +182,8 @@ def run_one(which, n, seconds, scenario):
         consumer.stop.set()
         consumer.join()
     expected = n if burst else int(n * seconds / PERIOD)
-    arrivals = [a for a in consumer.arrivals if a[0] <= t_start + seconds]
+    arrivals = [(t, headers.get("id"), headers.get("periodic_task_name"))
+                for t, headers in consumer.arrivals() if t <= t_start + seconds]
     lags = lags_ours(arrivals) if which == "ours" else lags_stock(arrivals, start, n, burst)
     if burst:
         lags = [lag for lag in lags if lag < PERIOD]  # the burst's own slot only

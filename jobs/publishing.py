@@ -45,6 +45,7 @@ DEFAULT_PRIORITY = 5
 CONFIRM_TIMEOUT_SECONDS = 30
 
 _EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
+_EMBED_JSON = json.dumps(_EMBED)
 _local = threading.local()
 
 
@@ -145,6 +146,7 @@ class Publisher:
         self.fast_path = self.connection.transport_cls in ("redis", "rediss") if fast_path is None else fast_path
         self.declared = set()
         self.headers, self.reply_to = template(app)
+        self.envelopes = {}  # (queue, priority, time limits) -> the Redis message's JSON template
         if self.confirms:
             self.published, self.unconfirmed, self.refused = 0, set(), []
             self.channel.events["basic_ack"].add(self._on_ack)
@@ -163,11 +165,15 @@ class Publisher:
                 self.unconfirmed.add(self.published)
             self._wait_for_confirms()
         elif self.fast_path:
+            lists = {}
+            for message in messages:
+                # The list of the message's priority, named as kombu's Redis transport names it.
+                key = self.channel._q_for_pri(message.queue, broker_priority(message.priority, self.driver_type))
+                lists.setdefault(key, []).append(self.redis_json(message))
+            # One LPUSH of many values a list pushes them in their order, as one LPUSH each would.
             with self.channel.client.pipeline(transaction=False) as pipe:
-                for message in messages:
-                    # The list of the message's priority, named as kombu's Redis transport names it.
-                    key = self.channel._q_for_pri(message.queue, broker_priority(message.priority, self.driver_type))
-                    pipe.lpush(key, self.redis_json(message))
+                for key, values in lists.items():
+                    pipe.lpush(key, *values)
                 pipe.execute()
         else:
             with self.producer.batch(max_size=len(messages)):
@@ -195,21 +201,38 @@ class Publisher:
         )
 
     def redis_json(self, message):
-        """The JSON that kombu's Redis transport stores for this message (the fast path)."""
+        """The JSON that kombu's Redis transport stores for this message (the fast path): the
+        envelope of its queue, priority and time limits made once, the run's values put in."""
+        key = (message.queue, message.priority, message.time_limit, message.soft_time_limit)
+        envelope = self.envelopes.get(key)
+        if envelope is None:
+            envelope = self.envelopes[key] = self._redis_envelope(message)
         task_id = task_id_for(message.run_id, message.attempt)
-        body = json.dumps([[message.run_id, message.attempt], {}, _EMBED]).encode()
-        return json.dumps({
-            "body": base64.b64encode(body).decode(),
+        body = f"[[{message.run_id}, {message.attempt}], {{}}, {_EMBED_JSON}]"
+        return envelope.format(body=base64.b64encode(body.encode()).decode(), task_id=task_id,
+                               argsrepr=f"[{message.run_id}, {message.attempt}]", tag=uuid.uuid4())
+
+    def _redis_envelope(self, message):
+        """The message's JSON as a str.format template: its braces doubled, a marker for each value
+        of the run (ASCII that JSON leaves as it is) replaced by a field."""
+        markers = {"body": "@BODY@", "task_id": "@TASKID@", "argsrepr": "@ARGSREPR@", "tag": "@TAG@"}
+        headers = {**self.headers, "id": markers["task_id"], "root_id": markers["task_id"],
+                   "timelimit": [message.time_limit, message.soft_time_limit], "argsrepr": markers["argsrepr"]}
+        text = json.dumps({
+            "body": markers["body"],
             "content-encoding": "utf-8",
             "content-type": "application/json",
-            "headers": self._headers(message, task_id),
+            "headers": headers,
             "properties": {
-                "correlation_id": task_id, "reply_to": self.reply_to, "delivery_mode": 2,
+                "correlation_id": markers["task_id"], "reply_to": self.reply_to, "delivery_mode": 2,
                 "delivery_info": {"exchange": "", "routing_key": message.queue},
                 "priority": broker_priority(message.priority, self.driver_type),
-                "body_encoding": "base64", "delivery_tag": str(uuid.uuid4()),
+                "body_encoding": "base64", "delivery_tag": markers["tag"],
             },
-        })
+        }).replace("{", "{{").replace("}", "}}")
+        for field, marker in markers.items():
+            text = text.replace(f'"{marker}"', f'"{{{field}}}"')
+        return text
 
     def _on_ack(self, delivery_tag, multiple):
         if multiple:
@@ -218,7 +241,9 @@ class Publisher:
             self.unconfirmed.discard(delivery_tag)
 
     def _on_nack(self, delivery_tag, multiple):
-        self.refused.append(delivery_tag)
+        # A nack with ``multiple`` refuses every message not yet confirmed up to its tag.
+        self.refused.extend(sorted(tag for tag in self.unconfirmed if tag <= delivery_tag) if multiple
+                            else [delivery_tag])
         self._on_ack(delivery_tag, multiple)
 
     def _wait_for_confirms(self):

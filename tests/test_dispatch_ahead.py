@@ -67,6 +67,22 @@ def test_a_run_is_created_ahead_of_its_slot_and_queued_at_it(redis_client, djang
 
 @pytest.mark.django_db
 @override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD)
+def test_a_burst_larger_than_a_batch_is_queued_and_published_whole(redis_client, django_capture_on_commit_callbacks):
+    # Batches of 2: on PostgreSQL each is published by another thread while the next is released.
+    jobs = [interval_job(f"burst-{i}") for i in range(5)]
+    slots = [due_in(job, 5) for job in jobs]
+    with django_capture_on_commit_callbacks(execute=True):
+        dispatch.dispatch_due(now=timezone.now())
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert lifecycle.release_timed(now=slots[0], batch=2) == 5
+
+    assert sorted(job.runs.get().status for job in jobs) == [RunStatus.QUEUED] * 5
+    assert waiting_in_broker() == 5
+
+
+@pytest.mark.django_db
+@override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD)
 def test_only_slots_within_the_window_go_ahead(redis_client):
     later = interval_job("later")
     due_in(later, AHEAD + 5)

@@ -1,12 +1,14 @@
-"""The two implementations of the lifecycle's claim and success (a statement on PostgreSQL, the ORM
-elsewhere) make the same change; and no move leaves the state machine."""
+"""The two implementations of the lifecycle's claim, success and release of waiting runs (a
+statement on PostgreSQL, the ORM elsewhere) make the same change; and no move leaves the state
+machine."""
 
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from jobs.lifecycle import attempts, postgres
+from jobs import publishing
+from jobs.lifecycle import attempts, postgres, runs
 from jobs.models import AttemptOutcome, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
 
 from .test_notifications_support import make_job
@@ -108,6 +110,43 @@ def test_a_success_someone_wants_is_left_to_the_orm_and_changes_nothing():
 
     assert postgres.succeed(run.pk, 1, "x", 1, None, "TRUE") == (False, True)
     assert state(run.pk) == before
+
+
+def waiting_runs(now, way):
+    """A waiting run whose start has come, one still waiting, and one of a paused job, each of its own job."""
+    waiting = {"status": RunStatus.PENDING, "trigger": RunTrigger.SCHEDULE, "reason": "dispatched ahead"}
+    due = JobRun.objects.create(job=make_job(f"{way}-due", priority=7, queue="q7"), scheduled_for=now,
+                                next_attempt_at=now, **waiting)
+    later = JobRun.objects.create(job=make_job(f"{way}-later"), scheduled_for=now + timedelta(seconds=30),
+                                  next_attempt_at=now + timedelta(seconds=30), **waiting)
+    paused = JobRun.objects.create(job=make_job(f"{way}-paused", enabled=False), scheduled_for=now,
+                                   next_attempt_at=now, **waiting)
+    return due, later, paused
+
+
+def released_state(run_id):
+    run = JobRun.objects.get(pk=run_id)
+    return (run.status, run.attempt, run.reason, run.next_attempt_at is None, run.queued_at is not None,
+            run.finished_at is not None)
+
+
+def test_the_release_statement_makes_the_orm_releases_change(monkeypatch, django_capture_on_commit_callbacks):
+    sent = []
+    monkeypatch.setattr(publishing, "publish", lambda messages, batch=1000: sent.extend(messages))
+    now = timezone.now()
+    by_sql = waiting_runs(now, "sql")
+    assert runs.release_timed(now) == 1
+    by_sql_messages, sent[:] = list(sent), []
+    by_orm = waiting_runs(now, "orm")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert runs._release_timed_by_orm(now, batch=2000, limit=100) == 1
+
+    assert [released_state(run.pk) for run in by_sql] == [released_state(run.pk) for run in by_orm]
+    assert released_state(by_sql[0].pk)[0] == RunStatus.QUEUED
+    assert released_state(by_sql[1].pk)[0] == RunStatus.PENDING
+    assert released_state(by_sql[2].pk)[0] == RunStatus.SKIPPED
+    assert [m._replace(run_id=0) for m in by_sql_messages] == [m._replace(run_id=0) for m in sent]
+    assert [(m.run_id, m.queue, m.priority) for m in by_sql_messages] == [(by_sql[0].pk, "q7", 7)]
 
 
 @pytest.mark.parametrize("to, frm", [(RunStatus.SUCCEEDED, RunStatus.QUEUED), (RunStatus.RUNNING, RunStatus.PENDING),

@@ -132,11 +132,10 @@ def test_a_message_rabbitmq_refuses_fails_the_batch(broker):
 
     with pytest.raises(publishing.PublishError, match=r"the broker refused (\d+) message") as refused:
         publisher.send([lifecycle.message_for(run_id, 1, job) for run_id in range(1, 6)])
-    # The queue takes one; a CI run once saw 3 refused, not 4, so what is checked is that the error
-    # counts exactly the messages the queue did not keep.
-    kept = publishing.queue_depth(["full"])["full"]
-    assert 1 <= kept <= 2
-    assert int(re.search(r"refused (\d+)", str(refused.value)).group(1)) == 5 - kept
+    # The queue takes one and refuses four. RabbitMQ may refuse several with one nack (``multiple``):
+    # a count of the nacks said 3 in a CI run.
+    assert publishing.queue_depth(["full"]) == {"full": 1}
+    assert int(re.search(r"refused (\d+)", str(refused.value)).group(1)) == 4
 
 
 def test_a_batch_after_the_broker_restarted_is_sent_on_a_new_connection(broker):

@@ -1,4 +1,5 @@
-"""The lifecycle's claim and success on PostgreSQL: each one statement, one round trip, one commit.
+"""The lifecycle's claim and success on PostgreSQL: each one statement, one round trip, one commit;
+and the release of a batch of runs whose start time has come (``release``), likewise.
 
 They are the moves of jobs.lifecycle.attempts (``claim_by_orm``, ``succeed_by_orm``), written as
 data-modifying CTEs, and tests/test_lifecycle_parity.py holds the two to the same result: the claim
@@ -81,6 +82,24 @@ SELECT (SELECT count(*) FROM moved), (SELECT bool_or(wanted) FROM target)
 """
 
 
+# JobRun.move_locked from pending to queued of runs (their jobs enabled) whose start time has come,
+# oldest first, locked and skipped if another releaser holds them; what their messages need.
+RELEASE_SQL = f"""
+WITH due AS (
+    SELECT r.id FROM {RUN} AS r JOIN {JOB} AS j ON j.id = r.job_id
+    WHERE r.status = %(pending)s AND r.next_attempt_at <= %(now)s AND j.enabled
+    ORDER BY r.next_attempt_at
+    LIMIT %(batch)s
+    FOR UPDATE OF r SKIP LOCKED
+)
+UPDATE {RUN} AS r
+SET status = %(queued)s, queued_at = %(now)s, next_attempt_at = NULL, reason = ''
+FROM due, {JOB} AS j
+WHERE r.id = due.id AND j.id = r.job_id AND r.status = %(pending)s
+RETURNING r.id, r.attempt, j.queue, j.kind, j.timeout_seconds, j.priority
+"""
+
+
 def claim(run_id, attempt, worker, pid):
     """The claimed run (with its job loaded), or None when this delivery did not claim it."""
     params = {
@@ -112,6 +131,15 @@ def succeed(run_id, attempt, output, output_bytes, result, wanted_sql):
     return bool(moved), bool(wanted)
 
 
+def release(now, batch):
+    """Queue up to ``batch`` waiting runs of enabled jobs whose start time (``next_attempt_at``) is
+    ``now`` or earlier, in one statement and its own commit: [(run id, attempt, job's queue, kind,
+    timeout_seconds, priority)]."""
+    params = {"pending": RunStatus.PENDING, "queued": RunStatus.QUEUED, "now": now, "batch": batch}
+    # Not prepared: run a few times a minute, and planned for the batch and the rows there are.
+    return _execute(RELEASE_SQL, params, all_rows=True, prepare=False)
+
+
 @functools.cache
 def _succeed_sql(wanted_sql):
     return SUCCEED_SQL.replace("{wanted}", wanted_sql)
@@ -123,8 +151,8 @@ def _succeed_sql(wanted_sql):
 PREPARE_ONLY_WHEN_ASKED = 2**31 - 1
 
 
-def _execute(sql, params):
-    """One statement in autocommit, its first row.
+def _execute(sql, params, all_rows=False, prepare=True):
+    """One statement in autocommit, its first row (``all_rows``: every row).
 
     Prepared on the server (unless JOBS_PREPARED_STATEMENTS is off, for a pooler in transaction
     mode): parsing and planning these statements cost more than running them. The worker skips
@@ -136,14 +164,14 @@ def _execute(sql, params):
         try:
             connection.ensure_connection()
             raw = connection.connection
-            prepare = settings.JOBS_PREPARED_STATEMENTS
+            prepare = prepare and settings.JOBS_PREPARED_STATEMENTS
             if prepare and raw.prepare_threshold is None:
                 raw.prepare_threshold = PREPARE_ONLY_WHEN_ASKED
             # psycopg.Cursor binds on the server; the connection's default cursor (Django's
             # ClientCursor) would quietly ignore prepare=True.
             with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
                 cursor.execute(sql, params, prepare=prepare)
-                return cursor.fetchone()
+                return cursor.fetchall() if all_rows else cursor.fetchone()
         except (OperationalError, InterfaceError):
             if not retry or connection.in_atomic_block:
                 raise

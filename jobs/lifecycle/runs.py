@@ -7,7 +7,9 @@ along the state machine of ``jobs.models.MOVES``. A run that ends tells ``events
 transaction. Times come from the database's clock (jobs.clock).
 """
 
+import functools
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from django.conf import settings
@@ -16,7 +18,7 @@ from django.db.models import Q
 
 from .. import clock, publishing
 from ..models import ACTIVE_STATUSES, AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
-from . import events
+from . import events, postgres
 
 logger = logging.getLogger(__name__)
 
@@ -26,13 +28,21 @@ logger = logging.getLogger(__name__)
 def time_limits(job):
     """(hard, soft) Celery time limits of an attempt. The hard limit is a backstop behind our own
     timeout handling (the soft limit for functions, the process-group kill for commands)."""
-    hard = job.timeout_seconds + 2 * settings.JOBS_KILL_GRACE_SECONDS + 5
-    return hard, job.timeout_seconds if job.kind == "callable" else None
+    return _time_limits(job.timeout_seconds, job.kind)
+
+
+def _time_limits(timeout_seconds, kind):
+    hard = timeout_seconds + 2 * settings.JOBS_KILL_GRACE_SECONDS + 5
+    return hard, timeout_seconds if kind == "callable" else None
 
 
 def message_for(run_id, attempt, job):
-    hard, soft = time_limits(job)
-    return publishing.Message(run_id, attempt, job.effective_queue, hard, soft, job.priority)
+    return _message(run_id, attempt, job.queue, job.kind, job.timeout_seconds, job.priority)
+
+
+def _message(run_id, attempt, queue, kind, timeout_seconds, priority):
+    hard, soft = _time_limits(timeout_seconds, kind)
+    return publishing.Message(run_id, attempt, queue or settings.JOBS_DEFAULT_QUEUE, hard, soft, priority)
 
 
 def publish_many(items):
@@ -47,12 +57,16 @@ def publish_on_commit(items):
 
 
 def _publish_logged(items):
+    _publish_messages_logged([message_for(run_id, attempt, job) for run_id, attempt, job in items])
+
+
+def _publish_messages_logged(messages):
     try:
-        publish_many(items)
+        publishing.publish(messages)
     except Exception:
         # The runs stay queued in the database; the monitor publishes them again.
         logger.exception("could not publish %s run(s) (first: run %s attempt %s); the monitor will retry",
-                         len(items), items[0][0], items[0][1])
+                         len(messages), messages[0].run_id, messages[0].attempt)
 
 
 # --- creating runs
@@ -178,8 +192,53 @@ RELEASE_FIELDS = ("status", "attempt", "next_attempt_at", "job__enabled", "job__
 def release_timed(now=None, batch=2000, limit=100_000):
     """Queue the runs waiting for a start time that has come (a jittered run; a slot dispatched
     ahead, JOBS_DISPATCH_AHEAD_SECONDS), ``batch`` of them a transaction, each batch published as it
-    commits. A paused job's waiting runs are skipped. Returns how many runs were queued."""
+    commits. A paused job's waiting runs are skipped. Returns how many runs were queued.
+
+    On PostgreSQL a batch is one statement (jobs.lifecycle.postgres.release: the move of
+    ``JobRun.move_locked``, returning what the messages need), after the paused jobs' runs are
+    skipped: building a run and its job as models took half of a burst's release. Each batch is
+    published once its statement has committed, while the next one runs."""
     now = now or clock.now()
+    if connection.vendor != "postgresql":
+        return _release_timed_by_orm(now, batch, limit)
+    _skip_paused_waiting(now, limit)
+    queued, publishing_batch = 0, None
+    while queued < limit:
+        rows = postgres.release(now, batch)
+        if publishing_batch is not None:
+            publishing_batch.result()
+            publishing_batch = None
+        if rows:
+            messages = [_message(*row) for row in rows]
+            if len(rows) < batch:
+                _publish_messages_logged(messages)
+            else:  # more follow: published while the next batch is released
+                publishing_batch = _release_publisher().submit(_publish_messages_logged, messages)
+        queued += len(rows)
+        if len(rows) < batch:
+            break
+    if publishing_batch is not None:
+        publishing_batch.result()
+    return queued
+
+
+@functools.cache
+def _release_publisher():
+    """One thread (and, jobs.publishing's being per thread, one broker connection) that publishes a
+    burst's batches while the next is released."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="release-publisher")
+
+
+def _skip_paused_waiting(now, limit):
+    with transaction.atomic():
+        paused = (JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__lte=now, job__enabled=False)
+                  .select_related("job").select_for_update(skip_locked=True, of=("self",))[:limit])
+        for run in paused:
+            if run.transition(RunStatus.SKIPPED, frm=[RunStatus.PENDING], finished_at=now, reason=PAUSED_BEFORE_START):
+                events.emit("skipped", run=run)
+
+
+def _release_timed_by_orm(now, batch, limit):
     queued = 0
     while queued < limit:
         with transaction.atomic():
