@@ -96,6 +96,25 @@ def rss_mb(pid):
         return float("nan")
 
 
+def proc_cpu(pid):
+    """CPU seconds (user + system) a process has used, from /proc; None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid):
+    """The process ids of a process's children (a worker's pool, a postmaster's backends)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []
+
+
 class Backlog:
     """Messages of a queue not acknowledged yet, asked on one connection: the queue's depth (a passive
     declare through kombu) and, on Redis, its ``unacked`` hash."""

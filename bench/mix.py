@@ -28,6 +28,8 @@ import os
 import random
 import time
 
+import benchenv
+
 DST_ZONES = ["Europe/Berlin", "America/New_York", "Australia/Sydney"]
 CHUNK = 10000  # jobs per save_many, as ``jobs apply`` saves (as_code.SAVE_CHUNK)
 PREFIX = "mix-"
@@ -114,24 +116,6 @@ def reset_database():
         cursor.execute(f"TRUNCATE {', '.join(t for t in tables if t in existing)} CASCADE")
 
 
-def proc_cpu(pid):
-    """User + system CPU seconds of process ``pid`` (None when it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return []
-
-
 def backend_pid():
     """The PostgreSQL backend of this thread's connection."""
     from django.db import connection
@@ -186,10 +170,10 @@ def timed(function, *args, **kwargs):
     """Run ``function`` once: (its result, wall seconds, CPU seconds of this thread, CPU seconds of
     this thread's PostgreSQL backend)."""
     pg = backend_pid()
-    pg0, c0, t0 = proc_cpu(pg), time.thread_time(), time.perf_counter()
+    pg0, c0, t0 = benchenv.proc_cpu(pg), time.thread_time(), time.perf_counter()
     result = function(*args, **kwargs)
     wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
-    pg1 = proc_cpu(pg)
+    pg1 = benchenv.proc_cpu(pg)
     return result, wall, cpu, (pg1 - pg0) if pg1 is not None and pg0 is not None else float("nan")
 
 
@@ -217,8 +201,6 @@ def main():
     if args.file:
         print(f"{write_file(args.file, args.jobs, args.seed) / 1e6:.1f} MB written to {args.file}")
         return
-    import benchenv
-
     benchenv.setup()
     from django.core.management import call_command
 

@@ -103,7 +103,7 @@ def apply_file(n, how):
 def backends_cpu(exclude):
     """{pid: CPU s} of this database's backends but ``exclude`` (this process's own)."""
     return {pid: cpu for pid in mix.database_backends() if pid not in exclude
-            and (cpu := mix.proc_cpu(pid)) is not None}
+            and (cpu := benchenv.proc_cpu(pid)) is not None}
 
 
 def run_scheduler(seconds, ahead=0.0):
@@ -132,7 +132,7 @@ def run_scheduler(seconds, ahead=0.0):
         samples = []  # (epoch, beat CPU s, {backend pid: CPU s})
         t_end = start + seconds
         while True:
-            cpu = mix.proc_cpu(beat.pid)
+            cpu = benchenv.proc_cpu(beat.pid)
             if cpu is None or beat.poll() is not None:
                 raise SystemExit(f"the scheduler exited; see {log_path}")
             samples.append((time.time(), cpu, backends_cpu(mine)))

@@ -50,15 +50,6 @@ def say(*parts):
     print(*parts, flush=True)
 
 
-def proc_usage(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    with open(f"/proc/{pid}/status") as f:
-        rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
-    return cpu, rss
-
-
 def reset():
     # TRUNCATE: deleting 100,000 PeriodicTasks through the ORM fires django-celery-beat's change
     # signal once per row and takes many minutes.
@@ -165,14 +156,14 @@ def run_one(which, n, seconds, scenario):
         threading.Thread(target=editor, args=(which, stop_edits), daemon=True).start()
     try:
         time.sleep(max(0.0, (start - datetime.now(UTC)).total_seconds()))
-        cpu0, _ = proc_usage(beat.pid)
+        cpu0 = benchenv.proc_cpu(beat.pid)
         t_start = time.time()
         while time.time() - t_start < seconds:
             time.sleep(10)
-            cpu, rss = proc_usage(beat.pid)
+            cpu, rss = benchenv.proc_cpu(beat.pid), benchenv.rss_mb(beat.pid)
             say(f"  {which} N={n}: {time.time() - t_start:4.0f}s  messages={len(consumer)}  "
                 f"cpu={100 * (cpu - cpu0) / (time.time() - t_start):.0f}%  rss={rss:.0f} MB")
-        cpu, rss = proc_usage(beat.pid)
+        cpu, rss = benchenv.proc_cpu(beat.pid), benchenv.rss_mb(beat.pid)
         cpu_share = (cpu - cpu0) / (time.time() - t_start)
     finally:
         stop_edits.set()

@@ -129,12 +129,12 @@ class Sampler(threading.Thread):
 
     def sample(self):
         pids = [("beat", self.beat), ("worker parent", self.worker)]
-        pids += [("pool children", pid) for pid in mix.children(self.worker)]
+        pids += [("pool children", pid) for pid in benchenv.children(self.worker)]
         pids += [("PostgreSQL (the soak's database)", pid) for pid in mix.database_backends()]
-        pids += [("PostgreSQL (all of the server)", pid) for pid in mix.children(self.postmaster)]
+        pids += [("PostgreSQL (all of the server)", pid) for pid in benchenv.children(self.postmaster)]
         with self.lock:
             for kind, pid in pids:
-                cpu = mix.proc_cpu(pid)
+                cpu = benchenv.proc_cpu(pid)
                 if cpu is None:
                     continue
                 before = self.seen.get((kind, pid))

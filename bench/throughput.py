@@ -94,14 +94,6 @@ def fill_raw(n):
             say(f"  raw: {i + 1:,}/{n:,} tasks published")
 
 
-def children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return []
-
-
 class Folding(threading.Thread):
     """What the scheduler leader does meanwhile for the pages' figures: fold the ends of runs
     every tick (JOBS_TICK_SECONDS, 1 s), so their cost is in the measurement."""
@@ -144,7 +136,7 @@ def drain(which, n, concurrency, profile_dir=None):
                 raise SystemExit(f"the {which} worker exited; see {log_path}")
             time.sleep(0.005)
         t0 = time.monotonic()
-        pool = children(worker.pid)
+        pool = benchenv.children(worker.pid)
         rss_start = [benchenv.rss_mb(p) for p in pool]
         if profile_dir:
             for pid in pool:
