@@ -135,11 +135,12 @@ def test_the_release_statement_makes_the_orm_releases_change(monkeypatch, django
     monkeypatch.setattr(publishing, "publish", lambda messages, batch=1000: sent.extend(messages))
     now = timezone.now()
     by_sql = waiting_runs(now, "sql")
-    assert runs.release_timed(now) == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        assert runs.release_timed(now) == 1
     by_sql_messages, sent[:] = list(sent), []
     by_orm = waiting_runs(now, "orm")
     with django_capture_on_commit_callbacks(execute=True):
-        assert runs._release_timed_by_orm(now, batch=2000, limit=100) == 1
+        assert runs._release_timed(now, 2000, 100, runs._release_by_orm) == 1
 
     assert [released_state(run.pk) for run in by_sql] == [released_state(run.pk) for run in by_orm]
     assert released_state(by_sql[0].pk)[0] == RunStatus.QUEUED

@@ -184,38 +184,40 @@ def release_pending(now=None, limit=1000):
 
 
 PAUSED_BEFORE_START = "the job was paused before the run's start time"
-# What publishing a run reads of its job (message_for), and whether the job is still enabled.
-RELEASE_FIELDS = ("status", "attempt", "next_attempt_at", "job__enabled", "job__queue", "job__kind",
-                  "job__timeout_seconds", "job__priority")
+# What publishing a run reads of its job (message_for).
+RELEASE_FIELDS = ("status", "attempt", "next_attempt_at", "job__queue", "job__kind", "job__timeout_seconds",
+                  "job__priority")
 
 
 def release_timed(now=None, batch=2000, limit=100_000):
     """Queue the runs waiting for a start time that has come (a jittered run; a slot dispatched
-    ahead, JOBS_DISPATCH_AHEAD_SECONDS), ``batch`` of them a transaction, each batch published as it
-    commits. A paused job's waiting runs are skipped. Returns how many runs were queued.
+    ahead, JOBS_DISPATCH_AHEAD_SECONDS), ``batch`` of them a transaction, each batch published once
+    it has committed (while the next batch is released, when more follow). A paused job's waiting
+    runs are skipped first. Returns how many runs were queued.
 
     On PostgreSQL a batch is one statement (jobs.lifecycle.postgres.release: the move of
-    ``JobRun.move_locked``, returning what the messages need), after the paused jobs' runs are
-    skipped: building a run and its job as models took half of a burst's release. Each batch is
-    published once its statement has committed, while the next one runs."""
+    ``JobRun.move_locked``, returning what the messages need): building a run and its job as
+    models took half of a burst's release."""
     now = now or clock.now()
-    if connection.vendor != "postgresql":
-        return _release_timed_by_orm(now, batch, limit)
+    return _release_timed(now, batch, limit, postgres.release if connection.vendor == "postgresql" else _release_by_orm)
+
+
+def _release_timed(now, batch, limit, release_batch):
     _skip_paused_waiting(now, limit)
     queued, publishing_batch = 0, None
     while queued < limit:
-        rows = postgres.release(now, batch)
+        rows = release_batch(now, batch)
         if publishing_batch is not None:
             publishing_batch.result()
             publishing_batch = None
-        if rows:
-            messages = [_message(*row) for row in rows]
-            if len(rows) < batch:
-                _publish_messages_logged(messages)
-            else:  # more follow: published while the next batch is released
-                publishing_batch = _release_publisher().submit(_publish_messages_logged, messages)
+        messages = [_message(*row) for row in rows]
+        more = len(rows) == batch
+        if more and not connection.in_atomic_block:
+            publishing_batch = _release_publisher().submit(_publish_messages_logged, messages)
+        elif messages:  # at once, or when the caller's transaction commits
+            transaction.on_commit(functools.partial(_publish_messages_logged, messages))
         queued += len(rows)
-        if len(rows) < batch:
+        if not more:
             break
     if publishing_batch is not None:
         publishing_batch.result()
@@ -238,24 +240,16 @@ def _skip_paused_waiting(now, limit):
                 events.emit("skipped", run=run)
 
 
-def _release_timed_by_orm(now, batch, limit):
-    queued = 0
-    while queued < limit:
-        with transaction.atomic():
-            runs = list(JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__lte=now)
-                        .order_by("next_attempt_at").select_related("job").only(*RELEASE_FIELDS)
-                        .select_for_update(skip_locked=True, of=("self",))[:batch])
-            for run in runs:
-                if not run.job.enabled and run.transition(RunStatus.SKIPPED, frm=[RunStatus.PENDING], finished_at=now,
-                                                          reason=PAUSED_BEFORE_START):
-                    events.emit("skipped", run=run)
-            going = JobRun.move_locked([run for run in runs if run.job.enabled], RunStatus.QUEUED,
-                                       frm=[RunStatus.PENDING], queued_at=now, next_attempt_at=None, reason="")
-            publish_on_commit([(run.pk, run.attempt, run.job) for run in going])
-        queued += len(going)
-        if len(runs) < batch:
-            break
-    return queued
+def _release_by_orm(now, batch):
+    """postgres.release through the ORM (SQLite): the batch's rows for their messages."""
+    with transaction.atomic():
+        runs = list(JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__lte=now, job__enabled=True)
+                    .order_by("next_attempt_at").select_related("job").only(*RELEASE_FIELDS)
+                    .select_for_update(skip_locked=True, of=("self",))[:batch])
+        going = JobRun.move_locked(runs, RunStatus.QUEUED, frm=[RunStatus.PENDING], queued_at=now,
+                                   next_attempt_at=None, reason="")
+    return [(run.pk, run.attempt, run.job.queue, run.job.kind, run.job.timeout_seconds, run.job.priority)
+            for run in going]
 
 
 def release_held(now=None, limit=1000):
