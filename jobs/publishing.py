@@ -44,8 +44,7 @@ MAX_PRIORITY = 9
 DEFAULT_PRIORITY = 5
 CONFIRM_TIMEOUT_SECONDS = 30
 
-_EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
-_EMBED_JSON = json.dumps(_EMBED)
+_EMBED_JSON = json.dumps({"callbacks": None, "errbacks": None, "chain": None, "chord": None})
 _local = threading.local()
 
 
@@ -58,6 +57,11 @@ class Message(NamedTuple):
     time_limit: float
     soft_time_limit: float | None
     priority: int = DEFAULT_PRIORITY  # the job's, 0-9, 9 the most urgent
+
+
+def _body(run_id, attempt):
+    """The task's body, JSON: its args, no kwargs, nothing embedded (Celery's protocol 2)."""
+    return f"[[{run_id}, {attempt}], {{}}, {_EMBED_JSON}]"
 
 
 def broker_priority(priority, driver_type):
@@ -194,7 +198,7 @@ class Publisher:
             declare = [self.app.amqp.queues[message.queue]]
             self.declared.add(message.queue)
         self.producer.publish(
-            json.dumps([[run_id, attempt], {}, _EMBED]), exchange="", routing_key=message.queue,
+            _body(run_id, attempt), exchange="", routing_key=message.queue,
             content_type="application/json", content_encoding="utf-8", delivery_mode=2, declare=declare,
             correlation_id=task_id, reply_to=self.reply_to, headers=self._headers(message, task_id),
             priority=broker_priority(message.priority, self.driver_type),
@@ -208,7 +212,7 @@ class Publisher:
         if envelope is None:
             envelope = self.envelopes[key] = self._redis_envelope(message)
         task_id = task_id_for(message.run_id, message.attempt)
-        body = f"[[{message.run_id}, {message.attempt}], {{}}, {_EMBED_JSON}]"
+        body = _body(message.run_id, message.attempt)
         return envelope.format(body=base64.b64encode(body.encode()).decode(), task_id=task_id,
                                argsrepr=f"[{message.run_id}, {message.attempt}]", tag=uuid.uuid4())
 
@@ -216,8 +220,7 @@ class Publisher:
         """The message's JSON as a str.format template: its braces doubled, a marker for each value
         of the run (ASCII that JSON leaves as it is) replaced by a field."""
         markers = {"body": "@BODY@", "task_id": "@TASKID@", "argsrepr": "@ARGSREPR@", "tag": "@TAG@"}
-        headers = {**self.headers, "id": markers["task_id"], "root_id": markers["task_id"],
-                   "timelimit": [message.time_limit, message.soft_time_limit], "argsrepr": markers["argsrepr"]}
+        headers = {**self._headers(message, markers["task_id"]), "argsrepr": markers["argsrepr"]}
         text = json.dumps({
             "body": markers["body"],
             "content-encoding": "utf-8",
