@@ -87,3 +87,28 @@ def sleepy(path, seconds, ignore_soft_limit=False, context=None):
                 raise
     _append(path, f"end {context.idempotency_key} {time.time()}")
     return {"slept": seconds}
+
+
+@job_function("test.claim_lost")
+def claim_lost(path, context=None):
+    """Runs once, and meanwhile leaves what a database crash right after the claim leaves: the run
+    queued again at this attempt, its attempt row gone (tests.test_worker_path)."""
+    from jobs.models import JobRun, RunStatus
+
+    _append(path, f"start {context.idempotency_key} {time.time()}")
+    lose_claim(context.run_id, context.attempt)
+    assert JobRun.objects.get(pk=context.run_id).status == RunStatus.QUEUED
+    return {"key": context.idempotency_key}
+
+
+def lose_claim(run_id, attempt):
+    """The state a crash of the database leaves when it loses a claim's commit (the claim commits
+    without waiting for its flush): the run as it was before, queued at this attempt, no attempt row."""
+    from django.db import transaction
+
+    from jobs.models import JobAttempt, JobRun, RunStatus
+
+    with transaction.atomic():
+        JobAttempt.objects.filter(run_id=run_id, number=attempt).delete()
+        JobRun.objects.filter(pk=run_id, attempt=attempt).update(status=RunStatus.QUEUED, worker="", started_at=None,
+                                                                 heartbeat_at=None)

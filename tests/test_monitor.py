@@ -31,3 +31,19 @@ def test_it_fails_a_run_that_no_worker_started_within_the_bound():
     assert "queue 'nobody-listens'" in old.error
     assert fresh.status == RunStatus.QUEUED
     assert monitor.fail_never_started(now) == 0
+
+
+@override_settings(JOBS_MAX_WAIT_SECONDS=600, JOBS_HEARTBEAT_SECONDS=2, JOBS_LOST_AFTER_HEARTBEATS=3)
+def test_after_a_database_outage_queued_runs_wait_a_lost_window_before_they_are_given_up_on():
+    # One may be a run whose claim the outage lost, still running: its worker takes the claim back
+    # at its next heartbeat (jobs.lifecycle.restore_claim), if the monitor leaves it alone that long.
+    job = save_job(Job(name="after-outage", kind="callable", target="builtin.noop"), {"type": "manual"})
+    now = timezone.now()
+    long_ago = now - timedelta(seconds=601)
+    run = JobRun.objects.create(job=job, status=RunStatus.QUEUED, scheduled_for=long_ago, created_at=long_ago,
+                                queued_at=long_ago)
+
+    assert monitor.check_once(now, watched_seconds=5)["never_started"] == 0
+    assert JobRun.objects.get(pk=run.pk).status == RunStatus.QUEUED
+    assert monitor.check_once(now, watched_seconds=6)["never_started"] == 1
+    assert JobRun.objects.get(pk=run.pk).status == RunStatus.FAILED

@@ -6,7 +6,7 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -283,3 +283,79 @@ def test_the_success_statement_asks_the_rules_what_the_ordinary_path_asks(scope,
 
         assert wanted == ordinary, (job.tags, scope, tag, whose, events)
         assert moved is not wanted
+
+
+# On PostgreSQL the claim commits without waiting for its flush; a crash of the database just after
+# it can lose it while the attempt runs on (tests.jobfuncs.lose_claim leaves what such a crash leaves).
+
+@pytest.mark.django_db
+def test_an_outcome_refused_because_the_claim_was_lost_takes_the_claim_back_and_is_recorded(tmp_path):
+    from jobs.worker.task import execute_run
+
+    ledger = tmp_path / "ledger"
+    job = make_job(target="test.claim_lost", kwargs={"path": str(ledger)})
+    run = queued_run(job)
+
+    execute_run.run(run.pk, 1)
+
+    run.refresh_from_db()
+    attempts = list(JobAttempt.objects.filter(run=run).values_list("number", "outcome"))
+    assert (run.status, run.result, attempts) == (RunStatus.SUCCEEDED, {"key": f"{run.pk}:1"},
+                                                 [(1, AttemptOutcome.SUCCEEDED)])
+    assert len(ledger.read_text().splitlines()) == 1
+
+
+def test_a_heartbeat_that_finds_the_claim_lost_takes_it_back_and_the_attempt_goes_on(transactional_db, settings):
+    from .jobfuncs import lose_claim
+
+    settings.JOBS_HEARTBEAT_SECONDS = 0.2
+    run = queued_run(make_job())
+    lifecycle.claim(run.pk, 1, worker="w@host", pid=1)
+    with heartbeats.held(run.pk, 1, worker="w@host") as entry:
+        lose_claim(run.pk, 1)
+        wait_for(lambda: JobRun.objects.get(pk=run.pk).status == RunStatus.RUNNING, timeout=10,
+                 message="the heartbeat to take the claim back")
+        assert not entry.stopped.is_set()
+        assert lifecycle.record_success(run.pk, 1) is True
+    assert list(JobAttempt.objects.filter(run=run).values_list("number", "worker", "outcome")) == [
+        (1, "w@host", AttemptOutcome.SUCCEEDED)]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("case", ["claimed by another delivery", "declared lost and queued again", "cancelled"])
+def test_a_claim_is_taken_back_only_when_the_database_lost_it(case):
+    from .jobfuncs import lose_claim
+
+    run = queued_run(make_job())
+    lifecycle.claim(run.pk, 1, worker="w1@host", pid=1)
+    if case == "claimed by another delivery":
+        lose_claim(run.pk, 1)
+        lifecycle.claim(run.pk, 1, worker="w2@host", pid=2)
+    elif case == "declared lost and queued again":
+        lifecycle.record_failure(run.pk, 1, "Lost: no heartbeat", lost=True)
+    else:
+        lifecycle.cancel(JobRun.objects.get(pk=run.pk))
+    before = (JobRun.objects.filter(pk=run.pk).values("status", "attempt", "worker").get(),
+              list(JobAttempt.objects.filter(run=run).values_list("number", "worker", "outcome")))
+
+    assert lifecycle.restore_claim(run.pk, 1, "w1@host", 1) is False
+
+    assert before == (JobRun.objects.filter(pk=run.pk).values("status", "attempt", "worker").get(),
+                      list(JobAttempt.objects.filter(run=run).values_list("number", "worker", "outcome")))
+
+
+@pytest.mark.postgres("the claim's commit mode is PostgreSQL's")
+def test_the_claims_commit_mode_ends_with_it_so_the_outcome_waits_for_the_flush(transactional_db):
+    alone, inside = queued_run(make_job()), queued_run(make_job(name="other"))
+
+    assert lifecycle.claim(alone.pk, 1, worker="w", pid=1) is not None  # in autocommit, as the worker does
+    assert _synchronous_commit() == "on"
+    with transaction.atomic():  # in a caller's transaction: the caller's commit is left as it is
+        assert lifecycle.claim(inside.pk, 1, worker="w", pid=1) is not None
+        assert _synchronous_commit() == "on"
+
+
+def _synchronous_commit():
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        return cursor.fetchone()[0]

@@ -11,7 +11,7 @@ pending ─► queued ─► running ─► succeeded
 
 - ``runs``: creating runs (one, or many in bulk for the scheduler and backfill) and the moves outside
   an attempt: queue, publish again, skip, cancel, give up on a run that never started;
-- ``attempts``: the worker's side: claim, heartbeat, succeed, fail, lose;
+- ``attempts``: the worker's side: claim (and restore a claim a crash lost), heartbeat, succeed, fail, lose;
 - ``postgres``: the claim and the success as single statements, the same moves as ``attempts``;
 - ``rollup``: the ends of runs folded into the figures the pages show (counts by hour, recent
   durations);
@@ -29,6 +29,7 @@ from .attempts import (
     lose_if_holder_died,
     record_failure,
     record_success,
+    restore_claim,
 )
 from .events import ENDED, subscribe
 from .rollup import fold as fold_ends
@@ -55,6 +56,6 @@ __all__ = [
     "DUPLICATES_DROPPED", "ENDED", "cancel", "claim", "create_run", "create_runs", "fold_ends", "give_up_waiting",
     "heartbeat", "recount_ends",
     "lose_if_holder_died", "message_for", "miss_if_past_deadline", "publish_again", "publish_many",
-    "publish_on_commit", "queue_due_retries", "record_failure", "record_success", "release_held", "release_pending", "release_timed",
+    "publish_on_commit", "queue_due_retries", "record_failure", "record_success", "restore_claim", "release_held", "release_pending", "release_timed",
     "skip_past_deadline", "subscribe", "time_limits",
 ]

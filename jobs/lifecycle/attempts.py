@@ -7,6 +7,7 @@ On PostgreSQL the claim and a success nobody listens to are single statements (j
 .postgres: the same moves, checked against these by tests/test_lifecycle_parity.py).
 """
 
+import logging
 import os
 import random
 
@@ -18,6 +19,8 @@ from ..models import AttemptOutcome, DeliveryCounter, JobAttempt, JobRun, RunSta
 from ..publishing import task_id_for
 from . import events, postgres
 from .runs import miss_if_past_deadline, publish_on_commit
+
+logger = logging.getLogger(__name__)
 
 DUPLICATES_DROPPED = "duplicate_deliveries_dropped"
 
@@ -41,13 +44,38 @@ def claim_by_orm(run_id, attempt, worker, pid):
     run = _queued(run_id, attempt)
     if run is None or past_start_deadline(run, now):
         return None
+    return run if _take(run, attempt, worker, pid, now) else None
+
+
+def _take(run, attempt, worker, pid, now):
     with transaction.atomic():
         if not run.transition(RunStatus.RUNNING, frm=[RunStatus.QUEUED], worker=worker, heartbeat_at=now,
                               started_at=now, finished_at=None):
-            return None
-        JobAttempt.objects.create(run_id=run_id, number=attempt, task_id=task_id_for(run_id, attempt),
+            return False
+        JobAttempt.objects.create(run_id=run.pk, number=attempt, task_id=task_id_for(run.pk, attempt),
                                   worker=worker, pid=pid, started_at=now, heartbeat_at=now)
-    return run
+    return True
+
+
+def restore_claim(run_id, attempt, worker, pid):
+    """Take back this attempt's claim when the database lost it; True when it did.
+
+    On PostgreSQL the claim commits without waiting for its flush (a second wait for the disk on
+    every run), so a crash of the database in the moment after it can undo it while the attempt
+    runs on: the run is queued again at this very attempt, with no attempt row. Nothing else leaves
+    that behind (a run goes back to queued only for its next attempt), so the attempt that finds it
+    when its heartbeat or outcome is refused claims the run again, without the start deadline (it
+    has started), and goes on: the job is not run twice, and the outcome, durable before its
+    message is acknowledged, is recorded. Had another delivery claimed the run meanwhile, this
+    does nothing and the attempt is stopped or refused as before."""
+    run = _queued(run_id, attempt)
+    if run is None or JobAttempt.objects.filter(run_id=run_id, number=attempt).exists():
+        return False
+    if not _take(run, attempt, worker, pid, clock.now()):
+        return False
+    logger.warning("run %s attempt %s: its claim was lost (a database crash moments after it); claimed again",
+                   run_id, attempt)
+    return True
 
 
 def past_start_deadline(run, now):
@@ -58,7 +86,7 @@ def past_start_deadline(run, now):
 
 # What a claim loads, on every database: the PostgreSQL claim's columns, and the start deadline it checks.
 CLAIM_FIELDS = [f.name for f in postgres.RUN_FIELDS] + [f"job__{f.name}" for f in postgres.JOB_FIELDS] + [
-    "job__start_deadline_seconds"]
+    "scheduled_for", "job__start_deadline_seconds"]
 
 
 def _queued(run_id, attempt):

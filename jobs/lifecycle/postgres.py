@@ -1,4 +1,6 @@
-"""The lifecycle's claim and success on PostgreSQL: each one statement, one round trip, one commit;
+"""The lifecycle's claim and success on PostgreSQL: each one statement, one round trip, one commit
+(the claim's without waiting for the flush: only an outcome must be durable before its message is
+acknowledged, and its commit flushes the claim's with it);
 and the release of a batch of runs whose start time has come (``release``), likewise.
 
 They are the moves of jobs.lifecycle.attempts (``claim_by_orm``, ``succeed_by_orm``), written as
@@ -15,14 +17,16 @@ import functools
 
 import psycopg
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connection, connections
 
 from ..models import AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
 from ..publishing import task_id_for
 
 # The claim returns what running the job needs; the rest stays deferred (loaded if job code asks).
-# Not the run's output, result or error: a retried run still holds its last attempt's, up to megabytes.
-RUN_FIELDS = tuple(f for f in JobRun._meta.concrete_fields if f.name not in {"output", "result", "error", "reason"})
+# Of the run, what says which run and attempt it is: building and converting each column returned
+# costs the worker CPU on every run (not the output, result or error: up to megabytes).
+RUN_FIELDS = tuple(f for f in JobRun._meta.concrete_fields if f.name in {
+    "id", "job", "status", "trigger", "attempt", "worker"})
 # (In the model's field order, which Model.from_db expects when fields are deferred.)
 JOB_FIELDS = tuple(f for f in Job._meta.concrete_fields if f.name in {
     "id", "name", "tags", "kind", "target", "args", "kwargs", "environment", "http_method", "http_headers",
@@ -36,21 +40,26 @@ RUN, JOB, ATTEMPT, END = (JobRun._meta.db_table, Job._meta.db_table, JobAttempt.
                           RunEnd._meta.db_table)
 
 CLAIM_SQL = f"""
-WITH claimed AS (
+WITH commit_mode AS (
+    -- The claim's commit does not wait for its flush (attempts.restore_claim says why that is safe);
+    -- inside a caller's transaction (not alone) the commit is the caller's, and stays as it is.
+    SELECT set_config('synchronous_commit', CASE WHEN %(alone)s THEN 'off' ELSE current_setting('synchronous_commit')
+                      END, true)
+), claimed AS (
     UPDATE {RUN} AS r
-    SET status = %(running)s, worker = %(worker)s, heartbeat_at = statement_timestamp(),
+    SET status = '{RunStatus.RUNNING.value}', worker = %(worker)s, heartbeat_at = statement_timestamp(),
         started_at = statement_timestamp(), finished_at = NULL
-    FROM {JOB} AS j
-    WHERE r.id = %(run_id)s AND r.attempt = %(attempt)s AND r.status = %(queued)s AND j.id = r.job_id
+    FROM {JOB} AS j, commit_mode
+    WHERE r.id = %(run_id)s AND r.attempt = %(attempt)s AND r.status = '{RunStatus.QUEUED.value}' AND j.id = r.job_id
       -- attempts.past_start_deadline: a scheduled first attempt past its job's start deadline is not claimed
-      AND NOT (r.trigger = %(schedule)s AND r.attempt = 1 AND COALESCE(j.start_deadline_seconds, 0) > 0
+      AND NOT (r.trigger = '{RunTrigger.SCHEDULE.value}' AND r.attempt = 1 AND COALESCE(j.start_deadline_seconds, 0) > 0
                AND statement_timestamp() - r.scheduled_for > make_interval(secs => j.start_deadline_seconds))
     RETURNING {", ".join(f'r."{c}" AS "{a}"' for c, a in RUN_COLUMNS)},
               {", ".join(f'j."{c}" AS "{a}"' for c, a in JOB_COLUMNS)}
 ), attempt AS (
     INSERT INTO {ATTEMPT} (run_id, number, outcome, task_id, worker, pid, started_at, finished_at, heartbeat_at,
                            error, traceback)
-    SELECT "r__id", %(attempt)s, %(outcome)s, %(task_id)s, %(worker)s, %(pid)s, statement_timestamp(), NULL,
+    SELECT "r__id", %(attempt)s, '{AttemptOutcome.RUNNING.value}', %(task_id)s, %(worker)s, %(pid)s, statement_timestamp(), NULL,
            statement_timestamp(), '', ''
     FROM claimed
 )
@@ -62,21 +71,21 @@ SUCCEED_SQL = f"""
 WITH target AS (
     SELECT r.id, ({{wanted}}) AS wanted
     FROM {RUN} AS r JOIN {JOB} AS j ON j.id = r.job_id
-    WHERE r.id = %(run_id)s AND r.attempt = %(attempt)s AND r.status = %(running)s
+    WHERE r.id = %(run_id)s AND r.attempt = %(attempt)s AND r.status = '{RunStatus.RUNNING.value}'
 ), moved AS (
     UPDATE {RUN}
-    SET status = %(succeeded)s, finished_at = statement_timestamp(), output = %(output)s,
+    SET status = '{RunStatus.SUCCEEDED.value}', finished_at = statement_timestamp(), output = %(output)s,
         output_bytes = %(output_bytes)s, result = %(result)s, error = ''
-    WHERE id IN (SELECT id FROM target WHERE NOT wanted) AND attempt = %(attempt)s AND status = %(running)s
+    WHERE id IN (SELECT id FROM target WHERE NOT wanted) AND attempt = %(attempt)s AND status = '{RunStatus.RUNNING.value}'
     RETURNING id, job_id, started_at, finished_at
 ), finished AS (
     UPDATE {ATTEMPT}
-    SET outcome = %(attempt_succeeded)s, finished_at = statement_timestamp(), error = '', traceback = ''
-    WHERE run_id IN (SELECT id FROM moved) AND number = %(attempt)s AND outcome = %(attempt_running)s
+    SET outcome = '{AttemptOutcome.SUCCEEDED.value}', finished_at = statement_timestamp(), error = '', traceback = ''
+    WHERE run_id IN (SELECT id FROM moved) AND number = %(attempt)s AND outcome = '{AttemptOutcome.RUNNING.value}'
 ), ended AS (
     -- RunEnd.record: the end, for the figures of the pages (folded later by lifecycle.rollup)
     INSERT INTO {END} (run_id, job_id, status, ended_at, seconds)
-    SELECT id, job_id, %(succeeded)s, finished_at, EXTRACT(EPOCH FROM finished_at - started_at) FROM moved
+    SELECT id, job_id, '{RunStatus.SUCCEEDED.value}', finished_at, EXTRACT(EPOCH FROM finished_at - started_at) FROM moved
 )
 SELECT (SELECT count(*) FROM moved), (SELECT bool_or(wanted) FROM target)
 """
@@ -104,15 +113,14 @@ def claim(run_id, attempt, worker, pid):
     """The claimed run (with its job loaded), or None when this delivery did not claim it."""
     params = {
         "run_id": run_id, "attempt": attempt, "worker": worker, "pid": pid,
-        "task_id": task_id_for(run_id, attempt), "running": RunStatus.RUNNING, "queued": RunStatus.QUEUED,
-        "schedule": RunTrigger.SCHEDULE, "outcome": AttemptOutcome.RUNNING,
+        "task_id": task_id_for(run_id, attempt), "alone": not connections[DEFAULT_DB_ALIAS].in_atomic_block,
     }
     row = _execute(CLAIM_SQL, params)
     if row is None:
         return None
     runs_values, job_values = row[:len(RUN_FIELDS)], row[len(RUN_FIELDS):]
-    run = _from_db(JobRun, RUN_FIELDS, runs_values)
-    run.job = _from_db(Job, JOB_FIELDS, job_values)
+    run = _from_db(JobRun, runs_values)
+    run.job = _from_db(Job, job_values)
     return run
 
 
@@ -124,8 +132,6 @@ def succeed(run_id, attempt, output, output_bytes, result, wanted_sql):
         "run_id": run_id, "attempt": attempt, "output": output, "output_bytes": output_bytes,
         # None is SQL NULL, as the ORM's update(result=None) stores it; anything else is JSON.
         "result": None if result is None else JobRun._meta.get_field("result").get_db_prep_value(result, connection),
-        "succeeded": RunStatus.SUCCEEDED, "running": RunStatus.RUNNING,
-        "attempt_succeeded": AttemptOutcome.SUCCEEDED, "attempt_running": AttemptOutcome.RUNNING,
     }
     moved, wanted = _execute(_succeed_sql(wanted_sql), params)
     return bool(moved), bool(wanted)
@@ -160,26 +166,27 @@ def _execute(sql, params, all_rows=False, prepare=True):
     database dropped meanwhile fails here, is replaced, and the statement is sent once more. Safe
     to repeat: both statements are conditional, so one that did commit before its answer was
     lost changes nothing the second time."""
+    db = connections[DEFAULT_DB_ALIAS]  # (each attribute of the ``connection`` proxy is a lookup)
     for retry in (True, False):
         try:
-            connection.ensure_connection()
-            raw = connection.connection
+            db.ensure_connection()
+            raw = db.connection
             prepare = prepare and settings.JOBS_PREPARED_STATEMENTS
             if prepare and raw.prepare_threshold is None:
                 raw.prepare_threshold = PREPARE_ONLY_WHEN_ASKED
             # psycopg.Cursor binds on the server; the connection's default cursor (Django's
             # ClientCursor) would quietly ignore prepare=True.
-            with connection.wrap_database_errors, psycopg.Cursor(raw) as cursor:
+            with db.wrap_database_errors, psycopg.Cursor(raw) as cursor:
                 cursor.execute(sql, params, prepare=prepare)
                 return cursor.fetchall() if all_rows else cursor.fetchone()
         except (OperationalError, InterfaceError):
-            if not retry or connection.in_atomic_block:
+            if not retry or db.in_atomic_block:
                 raise
-            connection.close()
+            db.close()
 
 
-def _from_db(model, fields, values):
-    attnames, converters = _loading(fields)
+def _from_db(model, values):
+    attnames, converters = _loading(model)
     converted = list(values)
     for i, field, field_converters in converters:
         for converter in field_converters:
@@ -188,7 +195,10 @@ def _from_db(model, fields, values):
 
 
 @functools.cache
-def _loading(fields):
-    """The fields' names and, for those that have any, their converters from the database."""
+def _loading(model):
+    """The names of the fields the claim returns of ``model`` and, for those that have any, their
+    converters from the database. (Cached by model: hashing the tuple of fields took longer.)"""
+    fields = RUN_FIELDS if model is JobRun else JOB_FIELDS
     converters = [(i, f, c) for i, f in enumerate(fields) if (c := f.get_db_converters(connection))]
-    return [f.attname for f in fields], converters
+    # A set: Model.from_db asks each of the model's fields whether it is among them.
+    return frozenset(f.attname for f in fields), converters

@@ -24,12 +24,18 @@ from ..models import JobRun, RunStatus
 logger = logging.getLogger(__name__)
 
 
-def check_once(now=None):
+def check_once(now=None, watched_seconds=None):
+    """One pass. ``watched_seconds``: as for ``mark_lost``. After a database outage the queued runs
+    wait a whole lost window before they are published again or given up on: one may be a run
+    whose claim the outage lost, still running, whose worker takes the claim back at its next
+    heartbeat (``lifecycle.restore_claim``); the job is then neither run twice nor failed."""
     now = now or clock.now()
+    settled = watched_seconds is None or watched_seconds >= (
+        settings.JOBS_HEARTBEAT_SECONDS * settings.JOBS_LOST_AFTER_HEARTBEATS)
     report = {
         "timed_out": mark_overdue(now),
-        "republished": republish_unclaimed(now),
-        "never_started": fail_never_started(now),
+        "republished": republish_unclaimed(now) if settled else 0,
+        "never_started": fail_never_started(now) if settled else 0,
     }
     if any(report.values()):
         logger.info("monitor: %s", report)

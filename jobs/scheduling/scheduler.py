@@ -70,7 +70,7 @@ class JobScheduler(DatabaseScheduler):
                 self.leadership.note_tick()
             if now >= self._next_monitor:
                 self._next_monitor = now + settings.JOBS_MONITOR_SECONDS
-                monitor.check_once()
+                monitor.check_once(watched_seconds=now - self._database_since)
                 duties.run("monitor")
             if settings.JOBS_SLOT_CHECK_SECONDS and now >= self._next_slot_check:
                 # On a worker, not here: it reads every enabled job and must not delay dispatching.

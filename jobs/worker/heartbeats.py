@@ -42,7 +42,8 @@ _last_beat = time.monotonic()  # when every attempt held was last beaten (or non
 
 
 class _Held:
-    def __init__(self, output):
+    def __init__(self, output, worker=None):
+        self.worker = worker  # the worker's name, to take back a claim the database lost
         self.stopped = threading.Event()  # set when the run was taken from the attempt
         self.output = output  # the attempt's OutputTail, or None
         self.saved_bytes = 0  # output.total when its tail was last saved
@@ -56,9 +57,9 @@ def hold(run_id, attempt, output=None):
     return _hold(run_id, attempt, output).stopped
 
 
-def _hold(run_id, attempt, output):
+def _hold(run_id, attempt, output, worker=None):
     global _last_beat
-    held = _Held(output)
+    held = _Held(output, worker)
     with _lock:
         if not _held:
             _last_beat = time.monotonic()  # an idle spell is no silence
@@ -73,10 +74,12 @@ def release(run_id, attempt):
 
 
 @contextlib.contextmanager
-def held(run_id, attempt, output=None):
+def held(run_id, attempt, output=None, worker=None):
     """Beat for this attempt inside the block, which gets its entry: ``stopped`` (an event the
-    executor watches) and ``fenced`` (why the worker stopped the attempt itself, if it did)."""
-    entry = _hold(run_id, attempt, output)
+    executor watches) and ``fenced`` (why the worker stopped the attempt itself, if it did).
+    With ``worker`` (this worker's name), a beat that finds the attempt's claim lost in a database
+    crash takes it back (``lifecycle.restore_claim``) instead of stopping the attempt."""
+    entry = _hold(run_id, attempt, output, worker)
     try:
         yield entry
     finally:
@@ -184,6 +187,8 @@ def _beat(run_id, attempt, entry):
         text, written = output.snapshot()
         alive = lifecycle.heartbeat(run_id, attempt, output=text, output_bytes=written)
         entry.saved_bytes = written
+    if not alive and entry.worker:
+        alive = lifecycle.restore_claim(run_id, attempt, entry.worker, os.getpid())
     if not alive:
         entry.stopped.set()
         release(run_id, attempt)

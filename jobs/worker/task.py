@@ -37,7 +37,7 @@ def execute_run(self, run_id, attempt):
     started = time.monotonic()
     tail = OutputTail(settings.JOBS_OUTPUT_MAX_BYTES)
     try:
-        with heartbeats.held(run_id, attempt, output=tail) as beat:
+        with heartbeats.held(run_id, attempt, output=tail, worker=worker) as beat:
             context = RunContext(run_id=run_id, attempt=attempt, job=run.job,
                                  timeout_seconds=run.job.timeout_seconds, cancelled=beat.stopped, output=tail)
             outcome = get_executor(run.job.kind).execute(context)
@@ -45,30 +45,36 @@ def execute_run(self, run_id, attempt):
         close_old_connections()
         if beat.fenced:  # the worker stopped it itself, cut off: the infrastructure's loss, not the job's
             record_outcome(lifecycle.record_failure, run_id, attempt, f"Lost: {beat.fenced}", lost=True,
-                           output=exc.output, output_bytes=exc.output_bytes)
+                           output=exc.output, output_bytes=exc.output_bytes, worker=worker)
         else:
             record_outcome(lifecycle.record_failure, run_id, attempt, str(exc), traceback=tb.format_exc(),
-                           output=exc.output, output_bytes=exc.output_bytes, timed_out=isinstance(exc, JobTimedOut))
+                           output=exc.output, output_bytes=exc.output_bytes, timed_out=isinstance(exc, JobTimedOut),
+                           worker=worker)
         raise
     except BaseException as exc:
         close_old_connections()
         output, written = tail.snapshot()
         record_outcome(lifecycle.record_failure, run_id, attempt, f"{type(exc).__name__}: {exc}",
-                       traceback=tb.format_exc(), output=output, output_bytes=written)
+                       traceback=tb.format_exc(), output=output, output_bytes=written, worker=worker)
         raise
     if time.monotonic() - started > RECHECK_CONNECTION_AFTER_SECONDS:
         # The job may have run for hours: re-check the connection (health check) before recording,
         # so a database restart meanwhile does not lose the outcome.
         close_old_connections()
-    record_outcome(lifecycle.record_success, run_id, attempt, outcome.output, outcome.output_bytes, outcome.result)
+    record_outcome(lifecycle.record_success, run_id, attempt, outcome.output, outcome.output_bytes, outcome.result,
+                   worker=worker)
     return {"run_id": run_id, "attempt": attempt, "result": outcome.result}
 
 
-def record_outcome(record, run_id, attempt, *args, **kwargs):
+def record_outcome(record, run_id, attempt, *args, worker, **kwargs):
     """Record how the attempt ended, through a database outage; say so when it was refused because
     the run is no longer this attempt's (its host was cut off, and it was declared lost and run
-    again elsewhere, or it was cancelled): what was decided stands."""
+    again elsewhere, or it was cancelled): what was decided stands. A claim the database lost in a
+    crash is taken back first (``lifecycle.restore_claim``)."""
     recorded = through_outage(record, run_id, attempt, *args, **kwargs)
+    if (recorded is None or recorded is False) and through_outage(lifecycle.restore_claim, run_id, attempt,
+                                                                  worker, os.getpid()):
+        recorded = through_outage(record, run_id, attempt, *args, **kwargs)
     if recorded is None or recorded is False:
         logger.warning("run %s attempt %s: outcome refused, the run is no longer this attempt's "
                        "(declared lost and run again, or cancelled)", run_id, attempt)

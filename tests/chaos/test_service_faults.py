@@ -4,6 +4,7 @@ slot due meanwhile runs once, and the processes keep working."""
 
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -221,3 +222,46 @@ def test_it_loses_and_repeats_nothing_when_postgres_restarts(private_postgres, p
     scoreboard.record(f"8b restart PostgreSQL ({OUTAGE_SECONDS} s down), runs queued and running",
                       expected + len(manual), seen + manual_verdict.succeeded, duplicates, recovered)
     assert duplicates == 0 and reruns == 0
+
+
+@pytest.fixture
+def lazy_wal_postgres(transactional_db):
+    """A private PostgreSQL whose WAL writer waits 10 s between rounds: a commit that does not wait
+    for its flush (the claim's) stays in the server's memory, and a crash loses it."""
+    from .conftest import private_postgres_bindir, serving_the_test_database
+    from .servers import PrivatePostgres
+
+    server = PrivatePostgres(private_postgres_bindir(), settings={"wal_writer_delay": "10s"})
+    with serving_the_test_database(server):
+        yield server
+
+
+@pytest.mark.timeout(120)
+def test_a_claim_a_postgres_crash_loses_is_taken_back_and_the_job_runs_once(lazy_wal_postgres, processes, ledger,
+                                                                            scoreboard):
+    # The claim commits without waiting for its flush, so a crash of the database just after it
+    # loses it: the run is queued again, while its job runs on. The attempt takes its claim back
+    # when its heartbeat or its outcome finds that, and the job is not run a second time. (No
+    # beat writes meanwhile: its heartbeat, every 5 s here, would flush the claim with it.)
+    job = make_job("claim-lost-in-crash", kwargs={"path": ledger.path, "seconds": 4})
+    worker = processes.worker(concurrency=1, JOBS_HEARTBEAT_SECONDS=5)
+    run = lifecycle.create_run(job)
+    wait_for(lambda: ledger_has(ledger, "start", f"{run.pk}:1"), interval=0.02, message="the run to start")
+    lazy_wal_postgres.stop(mode="immediate")
+    crashed_at = time.monotonic()
+    time.sleep(2)
+    lazy_wal_postgres.start()
+    connection.close()  # this process's connection died with the server
+
+    wait_for(lambda: JobRun.objects.get(pk=run.pk).status in TERMINAL, timeout=60, message="the run to end")
+    recovered = since(crashed_at)
+    run.refresh_from_db()
+    attempts = list(run.attempts.values_list("number", "outcome"))
+    starts = [row for row in ledger.lines("start") if row[1] == f"{run.pk}:1"]
+    restored = "its claim was lost" in Path(worker.log_path).read_text(errors="replace")
+    print(f"the crash lost the claim and the worker took it back: {restored}")
+    scoreboard.record("8c PostgreSQL crash just after a claim", 1, int(run.status == RunStatus.SUCCEEDED),
+                      len(starts) - 1, recovered)
+    assert (run.status, attempts) == (RunStatus.SUCCEEDED, [(1, "succeeded")]), processes.logs()
+    assert len(starts) == 1
+    assert worker.poll() is None
