@@ -19,7 +19,7 @@ command job running ``true``), each due once, now. Then three phases, each measu
 - fold: the leader's ``lifecycle.fold_ends`` folds the N ends of runs into the pages' figures.
 
 Around each phase: ``pg_stat_statements`` (calls, time, rows by statement), the WAL written
-(``pg_current_wal_lsn``, and ``pg_stat_wal`` for records and full-page images),
+(``pg_current_wal_lsn``, and ``pg_stat_wal`` for records, full-page images and flushes to disk),
 ``pg_stat_database`` (commits and rows written), the CPU of every PostgreSQL process (utime+stime of
 the postmaster and its children from /proc, with the backends they reaped), the broker's CPU (the
 redis-server, or the RabbitMQ node's beam.smp and helpers). The readings come from a connection of
@@ -213,7 +213,7 @@ class Observer:
             self.transactions += 1
             cur = self.conn.cursor()
             lsn = cur.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
-            wal = cur.execute("SELECT wal_records, wal_fpi, wal_bytes FROM pg_stat_wal").fetchone()
+            wal = cur.execute("SELECT wal_records, wal_fpi, wal_bytes, wal_sync FROM pg_stat_wal").fetchone()
             database = cur.execute(
                 "SELECT xact_commit, xact_rollback, tup_inserted, tup_updated, tup_deleted FROM pg_stat_database "
                 "WHERE datid = %s", [self.dbid]).fetchone()
@@ -265,6 +265,7 @@ def difference(observer, before, after, runs):
         "wal_bytes": float(observer.wal_bytes(before, after)) / runs,
         "wal_records": (after["wal"][0] - before["wal"][0]) / runs,
         "wal_fpi": (after["wal"][1] - before["wal"][1]) / runs,
+        "wal_syncs": (after["wal"][3] - before["wal"][3]) / runs,
         "pg_ms": (after["pg_ticks"] - before["pg_ticks"]) * CLOCK_TICK_MS / runs,
         "broker_ms": (after["broker_ticks"] - before["broker_ticks"]) * CLOCK_TICK_MS / runs,
         "top": statements,
@@ -386,6 +387,7 @@ ROWS = [
     ("wal_bytes", "WAL bytes", "{:,.0f}"),
     ("wal_records", "WAL records", "{:.1f}"),
     ("wal_fpi", "WAL full-page images", "{:.3f}"),
+    ("wal_syncs", "WAL flushes to disk", "{:.2f}"),
     ("pg_ms", "PostgreSQL CPU ms", "{:.3f}"),
     ("broker_ms", "broker CPU ms", "{:.3f}"),
     ("scheduler_ms", "scheduler CPU ms", "{:.3f}"),
