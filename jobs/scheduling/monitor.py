@@ -30,8 +30,7 @@ def check_once(now=None, watched_seconds=None):
     whose claim the outage lost, still running, whose worker takes the claim back at its next
     heartbeat (``lifecycle.restore_claim``); the job is then neither run twice nor failed."""
     now = now or clock.now()
-    settled = watched_seconds is None or watched_seconds >= (
-        settings.JOBS_HEARTBEAT_SECONDS * settings.JOBS_LOST_AFTER_HEARTBEATS)
+    settled = _settled(watched_seconds)
     report = {
         "timed_out": mark_overdue(now),
         "republished": republish_unclaimed(now) if settled else 0,
@@ -42,6 +41,16 @@ def check_once(now=None, watched_seconds=None):
     return report
 
 
+def _lost_window():
+    """How long an attempt may go without a heartbeat before it is lost."""
+    return settings.JOBS_HEARTBEAT_SECONDS * settings.JOBS_LOST_AFTER_HEARTBEATS
+
+
+def _settled(watched_seconds):
+    """Whether the database has been reachable for a whole lost window (None: not watched)."""
+    return watched_seconds is None or watched_seconds >= _lost_window()
+
+
 def mark_lost(now=None, watched_seconds=None):
     """Runs whose worker stopped heartbeating: their attempt is lost (run again from the lost budget).
     Heartbeats are written with the database's clock and read against it: a worker whose own clock
@@ -50,11 +59,10 @@ def mark_lost(now=None, watched_seconds=None):
     ``watched_seconds``: how long this process has been reaching the database without a break.
     Silence that overlaps a database outage says nothing of the workers (their heartbeats could not
     be written either), so after one the monitor first gives them a whole lost window to beat again."""
-    window = settings.JOBS_HEARTBEAT_SECONDS * settings.JOBS_LOST_AFTER_HEARTBEATS
-    if watched_seconds is not None and watched_seconds < window:
+    if not _settled(watched_seconds):
         return 0
     now = now or clock.now()
-    stale_before = now - timedelta(seconds=window)
+    stale_before = now - timedelta(seconds=_lost_window())
     lost = 0
     stale = JobRun.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=stale_before)
     for run in stale.only("pk", "attempt", "worker", "heartbeat_at"):
