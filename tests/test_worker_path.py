@@ -359,3 +359,37 @@ def _synchronous_commit():
     with connection.cursor() as cursor:
         cursor.execute("SHOW synchronous_commit")
         return cursor.fetchone()[0]
+
+
+@pytest.mark.postgres("reads PostgreSQL's plan of the success statement")
+@pytest.mark.django_db
+def test_recording_a_success_reads_its_run_by_id_however_many_runs_are_running():
+    # The success had been planned as a scan of every running run (and of the dead index entries
+    # runs leave behind) when the statistics said few were running: its cost grew with the load.
+    job = make_job()
+    run = queued_run(job)
+    lifecycle.claim(run.pk, 1, worker="w", pid=1)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE jobs_jobrun")  # statistics of a quiet moment, then a busy one
+    now = timezone.now()
+    JobRun.objects.bulk_create([
+        JobRun(job=job, scheduled_for=now + timedelta(seconds=i + 1), queued_at=now, status=RunStatus.RUNNING)
+        for i in range(3000)])
+
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + hotpath._succeed_sql(run_events.wanted_sql("succeeded")),
+                           {"run_id": run.pk, "attempt": 1, "output": "", "output_bytes": 0, "result": None})
+            plan = cursor.fetchone()[0]
+        transaction.set_rollback(True)
+
+    nodes = [node for node in _plan_nodes(plan[0]["Plan"]) if node.get("Relation Name") == "jobs_jobrun"]
+    reads = {(node["Node Type"], node.get("Index Name")) for node in nodes if node["Node Type"] != "ModifyTable"}
+    assert reads == {("Index Scan", "jobs_jobrun_pkey")}
+    assert [node["Actual Rows"] for node in nodes if node["Node Type"] == "ModifyTable"] == [1]
+
+
+def _plan_nodes(node):
+    yield node
+    for child in node.get("Plans", []):
+        yield from _plan_nodes(child)

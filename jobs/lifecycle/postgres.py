@@ -76,7 +76,10 @@ WITH target AS (
     UPDATE {RUN}
     SET status = '{RunStatus.SUCCEEDED.value}', finished_at = statement_timestamp(), output = %(output)s,
         output_bytes = %(output_bytes)s, result = %(result)s, error = ''
-    WHERE id IN (SELECT id FROM target WHERE NOT wanted) AND attempt = %(attempt)s AND status = '{RunStatus.RUNNING.value}'
+    -- By its id (the primary key), with target as a one-time condition: "id IN (SELECT id FROM target)"
+    -- was planned as a scan of every running run, and of the dead index entries runs leave behind.
+    WHERE id = %(run_id)s AND attempt = %(attempt)s AND status = '{RunStatus.RUNNING.value}'
+      AND EXISTS (SELECT 1 FROM target WHERE NOT wanted)
     RETURNING id, job_id, started_at, finished_at
 ), finished AS (
     UPDATE {ATTEMPT}
