@@ -76,15 +76,17 @@ WITH target AS (
     UPDATE {RUN}
     SET status = '{RunStatus.SUCCEEDED.value}', finished_at = statement_timestamp(), output = %(output)s,
         output_bytes = %(output_bytes)s, result = %(result)s, error = ''
-    -- By its id (the primary key), with target as a one-time condition: "id IN (SELECT id FROM target)"
-    -- was planned as a scan of every running run, and of the dead index entries runs leave behind.
+    -- By its id (the primary key), with target as a one-time condition (and the attempt below by its
+    -- key, with moved): "id IN (SELECT id FROM target)" was planned as a scan of every running run,
+    -- and of the dead index entries runs leave behind.
     WHERE id = %(run_id)s AND attempt = %(attempt)s AND status = '{RunStatus.RUNNING.value}'
       AND EXISTS (SELECT 1 FROM target WHERE NOT wanted)
     RETURNING id, job_id, started_at, finished_at
 ), finished AS (
     UPDATE {ATTEMPT}
     SET outcome = '{AttemptOutcome.SUCCEEDED.value}', finished_at = statement_timestamp(), error = '', traceback = ''
-    WHERE run_id IN (SELECT id FROM moved) AND number = %(attempt)s AND outcome = '{AttemptOutcome.RUNNING.value}'
+    WHERE run_id = %(run_id)s AND number = %(attempt)s AND outcome = '{AttemptOutcome.RUNNING.value}'
+      AND EXISTS (SELECT 1 FROM moved)
 ), ended AS (
     -- RunEnd.record: the end, for the figures of the pages (folded later by lifecycle.rollup)
     INSERT INTO {END} (run_id, job_id, status, ended_at, seconds)
