@@ -73,13 +73,20 @@ def release(held):
     Lease.objects.filter(name=held.name, epoch=held.epoch).update(expires_at=Now())
 
 
+def limit_pause(idle_timeout):
+    """In the caller's transaction, before it locks anything: a holder paused in it (SIGSTOP, a
+    stalled host) for longer than ``idle_timeout`` seconds loses its session to PostgreSQL, and
+    with it the rows it locked, which a standby that took over would otherwise skip or wait for."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL idle_in_transaction_session_timeout = {max(1, int(idle_timeout * 1000))}")
+
+
 def fence(held, idle_timeout):
     """In the caller's transaction: lock the lease row until the commit, or raise LeaseLost when
     another process took the lease. ``idle_timeout`` (seconds) bounds how long a holder paused
-    between this and its commit can keep a standby waiting: PostgreSQL ends its session."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(f"SET LOCAL idle_in_transaction_session_timeout = {max(1, int(idle_timeout * 1000))}")
+    between this and its commit can keep a standby waiting (``limit_pause``)."""
+    limit_pause(idle_timeout)
     mine = Lease.objects.select_for_update(no_key=True).filter(name=held.name, epoch=held.epoch)
     if not list(mine.values_list("pk", flat=True)):
         raise LeaseLost(f"lease {held.name!r} epoch {held.epoch} was taken by another process")

@@ -2,6 +2,7 @@
 paused past its lease can never commit a tick."""
 
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -99,6 +100,47 @@ def test_a_leader_paused_past_its_lease_cannot_commit_its_tick(redis_client):
 
     report = dispatch.dispatch_due(lease=leader_b)
     assert report.runs_created == 1
+    assert list(JobRun.objects.filter(job=job).values_list("scheduled_for", flat=True)) == [slot]
+
+
+@pytest.mark.postgres("PostgreSQL ends the session of a leader paused in its tick")
+def test_a_leader_paused_with_due_jobs_locked_loses_them_to_the_next_leader(settings):
+    # Frozen (SIGSTOP, a stalled host) just after its tick locked the due jobs: the next leader's
+    # tick skips locked jobs, so they would not run until the paused one woke.
+    settings.JOBS_LEADER_TTL_SECONDS = 1
+    job = save_job(Job(name="paused-holder", kind="callable", target="builtin.noop"),
+                   {"type": "interval", "every_seconds": 60})
+    slot = timezone.now().replace(microsecond=0) - timedelta(seconds=1)
+    Job.objects.filter(pk=job.pk).update(next_run_at=slot)
+    leader_a = leases.take("test-leader", "node-a", ttl=1)
+    locked, outcome = threading.Event(), {}
+
+    def pause_once_locked(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if "FOR UPDATE" in sql and not locked.is_set():
+            locked.set()
+            time.sleep(8)
+        return result
+
+    def tick_of_a():
+        try:
+            with connection.execute_wrapper(pause_once_locked):
+                outcome["report"] = dispatch.dispatch_due(lease=leader_a)
+        except Exception as exc:  # its session was ended while it was paused
+            outcome["error"] = exc
+        finally:
+            connections.close_all()
+
+    paused = threading.Thread(target=tick_of_a)
+    paused.start()
+    assert locked.wait(10)
+    leader_b = wait_for(lambda: leases.take("test-leader", "node-b", ttl=60), timeout=10,
+                        message="A's lease to expire and B to take it")
+    wait_for(lambda: dispatch.dispatch_due(lease=leader_b).runs_created, timeout=5,
+             message="B to dispatch the job A had locked")
+    paused.join(20)
+
+    assert "report" not in outcome and "error" in outcome
     assert list(JobRun.objects.filter(job=job).values_list("scheduled_for", flat=True)) == [slot]
 
 

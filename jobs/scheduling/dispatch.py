@@ -89,6 +89,8 @@ def dispatch_due(now=None, batch=None, lease=None):
         # an OR alone leaves PostgreSQL to walk the index from its start filtering every job.
         due = Q(next_run_at__lte=horizon) & (due | AHEAD_OF_SLOT)
     with transaction.atomic():
+        if lease is not None:  # before the due jobs are locked (SKIP LOCKED: a standby passes them by)
+            leases.limit_pause(settings.JOBS_LEADER_TTL_SECONDS)
         plan_each_statement_afresh()
         jobs = list(
             Job.objects.filter(due, enabled=True)
