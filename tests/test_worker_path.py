@@ -392,6 +392,31 @@ def test_recording_a_success_reads_its_run_by_id_however_many_runs_are_running()
     assert JobAttempt.objects.get(run_id=run.pk).outcome == AttemptOutcome.SUCCEEDED
 
 
+@pytest.mark.postgres("reads PostgreSQL's plan of the claim statement")
+@pytest.mark.django_db
+def test_a_claim_reads_its_run_by_id_however_many_runs_are_queued():
+    job = make_job()
+    run = queued_run(job)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE jobs_jobrun")  # statistics of a quiet moment, then a burst
+    now = timezone.now()
+    JobRun.objects.bulk_create([
+        JobRun(job=job, scheduled_for=now + timedelta(seconds=i + 1), queued_at=now, status=RunStatus.QUEUED)
+        for i in range(3000)])
+
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + hotpath.CLAIM_SQL,
+                           {"run_id": run.pk, "attempt": 1, "worker": "w", "pid": 1, "task_id": "t", "alone": False})
+            plan = cursor.fetchone()[0]
+        transaction.set_rollback(True)
+
+    reads = {(node["Node Type"], node.get("Index Name")) for node in _plan_nodes(plan[0]["Plan"])
+             if node.get("Relation Name") == "jobs_jobrun" and node["Node Type"] != "ModifyTable"}
+    assert reads == {("Index Scan", "jobs_jobrun_pkey")}
+    assert lifecycle.claim(run.pk, 1, worker="w", pid=1).pk == run.pk
+
+
 def _plan_nodes(node):
     yield node
     for child in node.get("Plans", []):

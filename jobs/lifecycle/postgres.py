@@ -22,6 +22,11 @@ from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connec
 from ..models import AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
 from ..publishing import task_id_for
 
+# A run is found by its id, and its status then checked with IS NOT DISTINCT FROM (the same as =,
+# the status is never NULL), which no index on status can serve: with "status = 'queued'" PostgreSQL
+# could read run_active_idx instead, every queued or running run and the dead entries they left,
+# whenever its statistics said there were few (tests/test_worker_path.py reads the plans).
+
 # The claim returns what running the job needs; the rest stays deferred (loaded if job code asks).
 # Of the run, what says which run and attempt it is: building and converting each column returned
 # costs the worker CPU on every run (not the output, result or error: up to megabytes).
@@ -50,7 +55,8 @@ WITH commit_mode AS (
     SET status = '{RunStatus.RUNNING.value}', worker = %(worker)s, heartbeat_at = statement_timestamp(),
         started_at = statement_timestamp(), finished_at = NULL
     FROM {JOB} AS j, commit_mode
-    WHERE r.id = %(run_id)s AND r.attempt = %(attempt)s AND r.status = '{RunStatus.QUEUED.value}' AND j.id = r.job_id
+    WHERE r.id = %(run_id)s AND r.attempt = %(attempt)s AND r.status IS NOT DISTINCT FROM '{RunStatus.QUEUED.value}'
+      AND j.id = r.job_id
       -- attempts.past_start_deadline: a scheduled first attempt past its job's start deadline is not claimed
       AND NOT (r.trigger = '{RunTrigger.SCHEDULE.value}' AND r.attempt = 1 AND COALESCE(j.start_deadline_seconds, 0) > 0
                AND statement_timestamp() - r.scheduled_for > make_interval(secs => j.start_deadline_seconds))
@@ -71,15 +77,14 @@ SUCCEED_SQL = f"""
 WITH target AS (
     SELECT r.id, ({{wanted}}) AS wanted
     FROM {RUN} AS r JOIN {JOB} AS j ON j.id = r.job_id
-    WHERE r.id = %(run_id)s AND r.attempt = %(attempt)s AND r.status = '{RunStatus.RUNNING.value}'
+    WHERE r.id = %(run_id)s AND r.attempt = %(attempt)s AND r.status IS NOT DISTINCT FROM '{RunStatus.RUNNING.value}'
 ), moved AS (
     UPDATE {RUN}
     SET status = '{RunStatus.SUCCEEDED.value}', finished_at = statement_timestamp(), output = %(output)s,
         output_bytes = %(output_bytes)s, result = %(result)s, error = ''
-    -- By its id (the primary key), with target as a one-time condition (and the attempt below by its
-    -- key, with moved): "id IN (SELECT id FROM target)" was planned as a scan of every running run,
-    -- and of the dead index entries runs leave behind.
-    WHERE id = %(run_id)s AND attempt = %(attempt)s AND status = '{RunStatus.RUNNING.value}'
+    -- By its id, with target as a one-time condition (and the attempt below by its key, with moved):
+    -- "id IN (SELECT id FROM target)" was planned as a scan of every running run.
+    WHERE id = %(run_id)s AND attempt = %(attempt)s AND status IS NOT DISTINCT FROM '{RunStatus.RUNNING.value}'
       AND EXISTS (SELECT 1 FROM target WHERE NOT wanted)
     RETURNING id, job_id, started_at, finished_at
 ), finished AS (
