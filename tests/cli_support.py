@@ -87,10 +87,17 @@ class Cli:
     def start(self, *args, token=None, **env):
         """jobsctl as a running process, its stdout and stderr piped (text)."""
         return subprocess.Popen([str(self.script), *map(str, args)], env=self.env(token, **env), cwd=self.home,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=_ctrl_c_as_at_a_terminal)
 
     def __call__(self, *args, token=None, stdin=None, timeout=CLI_TIMEOUT, **env):
         result = subprocess.run([str(self.script), *map(str, args)], env=self.env(token, **env), cwd=self.home,
                                 input=stdin, capture_output=True, text=True, timeout=timeout)
         assert "Traceback" not in result.stderr, result.stderr
         return result
+
+
+def _ctrl_c_as_at_a_terminal():
+    # A suite started in the background by a shell without job control (nohup, "cmd &" in a script)
+    # inherits SIGINT ignored, and Python then leaves it ignored: a test's Ctrl-C would do nothing.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
