@@ -369,23 +369,11 @@ def test_recording_a_success_reads_its_run_by_id_however_many_runs_are_running()
     job = make_job()
     run = queued_run(job)
     lifecycle.claim(run.pk, 1, worker="w", pid=1)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE jobs_jobrun")  # statistics of a quiet moment, then a busy one
-    now = timezone.now()
-    JobRun.objects.bulk_create([
-        JobRun(job=job, scheduled_for=now + timedelta(seconds=i + 1), queued_at=now, status=RunStatus.RUNNING)
-        for i in range(3000)])
+    _many_more_after_the_statistics(job, RunStatus.RUNNING)
 
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + hotpath._succeed_sql(run_events.wanted_sql("succeeded")),
-                           {"run_id": run.pk, "attempt": 1, "output": "", "output_bytes": 0, "result": None})
-            plan = cursor.fetchone()[0]
-        transaction.set_rollback(True)
+    reads = _reads(hotpath._succeed_sql(run_events.wanted_sql("succeeded")),
+                   {"run_id": run.pk, "attempt": 1, "output": "", "output_bytes": 0, "result": None})
 
-    nodes = list(_plan_nodes(plan[0]["Plan"]))
-    reads = {(node["Relation Name"], node["Node Type"], node.get("Index Name")) for node in nodes
-             if node.get("Relation Name") in ("jobs_jobrun", "jobs_jobattempt") and node["Node Type"] != "ModifyTable"}
     assert reads == {("jobs_jobrun", "Index Scan", "jobs_jobrun_pkey"),
                      ("jobs_jobattempt", "Index Scan", "attempt_one_per_number")}
     assert lifecycle.record_success(run.pk, 1) is True
@@ -397,24 +385,35 @@ def test_recording_a_success_reads_its_run_by_id_however_many_runs_are_running()
 def test_a_claim_reads_its_run_by_id_however_many_runs_are_queued():
     job = make_job()
     run = queued_run(job)
+    _many_more_after_the_statistics(job, RunStatus.QUEUED)
+
+    reads = _reads(hotpath.CLAIM_SQL, {"run_id": run.pk, "attempt": 1, "worker": "w", "pid": 1, "task_id": "t",
+                                       "alone": False})
+
+    assert {(node_type, index) for relation, node_type, index in reads if relation == "jobs_jobrun"} == {
+        ("Index Scan", "jobs_jobrun_pkey")}
+    assert lifecycle.claim(run.pk, 1, worker="w", pid=1).pk == run.pk
+
+
+def _many_more_after_the_statistics(job, status):
+    """Statistics taken at a quiet moment, then a burst of 3,000 runs in ``status``."""
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE jobs_jobrun")  # statistics of a quiet moment, then a burst
+        cursor.execute("ANALYZE jobs_jobrun")
     now = timezone.now()
     JobRun.objects.bulk_create([
-        JobRun(job=job, scheduled_for=now + timedelta(seconds=i + 1), queued_at=now, status=RunStatus.QUEUED)
+        JobRun(job=job, scheduled_for=now + timedelta(seconds=i + 1), queued_at=now, status=status)
         for i in range(3000)])
 
+
+def _reads(sql, params):
+    """How PostgreSQL read the runs and attempts running ``sql`` (rolled back): {(table, node, index)}."""
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + hotpath.CLAIM_SQL,
-                           {"run_id": run.pk, "attempt": 1, "worker": "w", "pid": 1, "task_id": "t", "alone": False})
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
             plan = cursor.fetchone()[0]
         transaction.set_rollback(True)
-
-    reads = {(node["Node Type"], node.get("Index Name")) for node in _plan_nodes(plan[0]["Plan"])
-             if node.get("Relation Name") == "jobs_jobrun" and node["Node Type"] != "ModifyTable"}
-    assert reads == {("Index Scan", "jobs_jobrun_pkey")}
-    assert lifecycle.claim(run.pk, 1, worker="w", pid=1).pk == run.pk
+    return {(node["Relation Name"], node["Node Type"], node.get("Index Name")) for node in _plan_nodes(plan[0]["Plan"])
+            if node.get("Relation Name") in ("jobs_jobrun", "jobs_jobattempt") and node["Node Type"] != "ModifyTable"}
 
 
 def _plan_nodes(node):

@@ -71,11 +71,13 @@ def record_outcome(record, run_id, attempt, *args, worker, **kwargs):
     the run is no longer this attempt's (its host was cut off, and it was declared lost and run
     again elsewhere, or it was cancelled): what was decided stands. A claim the database lost in a
     crash is taken back first (``lifecycle.restore_claim``)."""
+    def refused(recorded):  # a success says False, a failure None
+        return recorded is None or recorded is False
+
     recorded = through_outage(record, run_id, attempt, *args, **kwargs)
-    if (recorded is None or recorded is False) and through_outage(lifecycle.restore_claim, run_id, attempt,
-                                                                  worker, os.getpid()):
+    if refused(recorded) and through_outage(lifecycle.restore_claim, run_id, attempt, worker, os.getpid()):
         recorded = through_outage(record, run_id, attempt, *args, **kwargs)
-    if recorded is None or recorded is False:
+    if refused(recorded):
         logger.warning("run %s attempt %s: outcome refused, the run is no longer this attempt's "
                        "(declared lost and run again, or cancelled)", run_id, attempt)
     return recorded
