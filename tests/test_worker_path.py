@@ -420,3 +420,33 @@ def _plan_nodes(node):
     yield node
     for child in node.get("Plans", []):
         yield from _plan_nodes(child)
+
+
+@pytest.mark.postgres("reads PostgreSQL's plans of the heartbeat and of an ordinary outcome")
+@pytest.mark.django_db
+@pytest.mark.parametrize("step", ["heartbeat", "failure"])
+def test_a_heartbeat_and_an_ordinary_outcome_read_their_run_by_id_however_many_runs_are_running(step):
+    # Every running attempt beats each JOBS_HEARTBEAT_SECONDS: read through run_active_idx, each beat
+    # would read every running run, and the beats of all of them grow with the square of the load.
+    job = make_job()
+    run = queued_run(job)
+    lifecycle.claim(run.pk, 1, worker="w", pid=1)
+    # A table of some history when the statistics were taken: with one run in it, reading every
+    # run through any index looked as cheap as reading one by its id.
+    JobRun.objects.bulk_create([JobRun(job=job, scheduled_for=timezone.now() - timedelta(seconds=i + 1),
+                                       status=RunStatus.SUCCEEDED) for i in range(2000)])
+    _many_more_after_the_statistics(job, RunStatus.RUNNING)
+
+    with CaptureQueriesContext(connection) as queries:
+        if step == "heartbeat":
+            assert lifecycle.heartbeat(run.pk, 1, output="so far", output_bytes=6) is True
+        else:
+            lifecycle.record_failure(run.pk, 1, "it broke")
+    by_id = f'"jobs_jobrun"."id" = {run.pk} '
+    statements = [q["sql"] for q in queries.captured_queries if by_id in q["sql"]]
+
+    assert statements
+    for sql in statements:
+        assert {(node, index) for relation, node, index in _reads(sql, None) if relation == "jobs_jobrun"} == {
+            ("Index Scan", "jobs_jobrun_pkey")}, sql[sql.index(" FROM "):]
+    assert JobRun.objects.get(pk=run.pk).status == (RunStatus.RUNNING if step == "heartbeat" else RunStatus.FAILED)

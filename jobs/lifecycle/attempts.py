@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from django.db.models.functions import Now
 
 from .. import clock
-from ..models import AttemptOutcome, DeliveryCounter, JobAttempt, JobRun, RunStatus, RunTrigger, backoff_delay
+from ..models import AttemptOutcome, DeliveryCounter, Job, JobAttempt, JobRun, RunStatus, RunTrigger, backoff_delay
 from ..publishing import task_id_for
 from . import events, postgres
 from .runs import miss_if_past_deadline, publish_on_commit
@@ -85,13 +85,12 @@ def past_start_deadline(run, now):
 
 
 # What a claim loads, on every database: the PostgreSQL claim's columns, and the start deadline it checks.
-CLAIM_FIELDS = [f.name for f in postgres.RUN_FIELDS] + [f"job__{f.name}" for f in postgres.JOB_FIELDS] + [
-    "scheduled_for", "job__start_deadline_seconds"]
+CLAIM_RUN_FIELDS = [f.name for f in postgres.RUN_FIELDS] + ["scheduled_for"]
+CLAIM_JOB_FIELDS = [f.name for f in postgres.JOB_FIELDS] + ["start_deadline_seconds"]
 
 
 def _queued(run_id, attempt):
-    return (JobRun.objects.select_related("job").only(*CLAIM_FIELDS)
-            .filter(pk=run_id, attempt=attempt, status=RunStatus.QUEUED).first())
+    return _by_id(run_id, attempt, RunStatus.QUEUED, fields=(CLAIM_RUN_FIELDS, CLAIM_JOB_FIELDS))
 
 
 def _not_claimed(run_id, attempt, worker):
@@ -132,7 +131,7 @@ def heartbeat(run_id, attempt, output=None, output_bytes=0):
     False when the run is no longer this attempt's to run."""
     fields = {"heartbeat_at": Now()} if output is None else {"heartbeat_at": Now(), "output": output,
                                                               "output_bytes": output_bytes}
-    alive = JobRun.objects.filter(pk=run_id, attempt=attempt, status=RunStatus.RUNNING).update(**fields)
+    alive = JobRun.objects.filter(pk=run_id, attempt=attempt, status__of=[RunStatus.RUNNING]).update(**fields)
     if alive:
         JobAttempt.objects.filter(run_id=run_id, number=attempt).update(heartbeat_at=Now())
     return bool(alive)
@@ -207,8 +206,22 @@ def _lose(run, attempt, now, fields):
 
 
 def _running(run_id, attempt, lock=False):
-    found = JobRun.objects.select_related("job").filter(pk=run_id, attempt=attempt, status=RunStatus.RUNNING)
-    return (found.select_for_update(of=("self",)) if lock else found).first()
+    return _by_id(run_id, attempt, RunStatus.RUNNING, lock=lock)
+
+
+def _by_id(run_id, attempt, status, lock=False, fields=None):
+    """The run at this attempt if it is in ``status``, then its job, each read by its id and
+    nothing else: joined, or ordered as runs are listed (newest first), PostgreSQL could read it
+    through the job's runs or from the newest run on, and did when its statistics were stale.
+    ``fields``: (the run's, the job's) to load, the rest deferred."""
+    found = JobRun.objects.filter(pk=run_id, attempt=attempt, status__of=[status]).order_by()
+    jobs = Job.objects.all()
+    if fields:
+        found, jobs = found.only("job", *fields[0]), jobs.only(*fields[1])
+    run = next(iter(found.select_for_update() if lock else found), None)
+    if run is not None:
+        run.job = jobs.get(pk=run.job_id)
+    return run
 
 
 def _finish_attempt(run_id, attempt, outcome, now, error="", traceback=""):
