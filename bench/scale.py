@@ -274,7 +274,8 @@ def main():
     parser.add_argument("--between", type=int, default=150,
                         help="seconds of scheduler between two slot checks (0: no passes timed)")
     parser.add_argument("--ahead", type=float, nargs="+", default=[0.0],
-                        help="a scheduler window for each: JOBS_DISPATCH_AHEAD_SECONDS")
+                        help="a scheduler window for each: JOBS_DISPATCH_AHEAD_SECONDS (for the slots "
+                             "JOBS_DISPATCH_AHEAD_MIN_JOBS jobs share, from the environment or the default 1,000)")
     parser.add_argument("--apply", choices=["again", "create", "none"], default="again")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)

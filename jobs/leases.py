@@ -13,7 +13,8 @@ so a holder that was paused past its lease while another took over can never com
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
-from django.db import IntegrityError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
+from django.db.backends.signals import connection_created
 from django.db.models import BooleanField, DateTimeField, ExpressionWrapper, Q
 from django.db.models.functions import Now
 
@@ -79,7 +80,30 @@ def limit_pause(idle_timeout):
     with it the rows it locked, which a standby that took over would otherwise skip or wait for."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL idle_in_transaction_session_timeout = {max(1, int(idle_timeout * 1000))}")
+            cursor.execute(f"SET LOCAL idle_in_transaction_session_timeout = {_milliseconds(idle_timeout)}")
+
+
+def limit_pauses(idle_timeout):
+    """``limit_pause`` for every transaction of this process's database sessions, from now on: the
+    scheduler's, whose leader also locks runs in transactions of its own besides its tick (the
+    waiting runs of paused jobs, retries due, lost attempts), which a standby passes by (SKIP
+    LOCKED) or waits for while a paused holder keeps them. Returns what undoes it (for tests)."""
+    statement = f"SET idle_in_transaction_session_timeout = {_milliseconds(idle_timeout)}"
+
+    def limit(sender=None, connection=None, **kwargs):
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(statement)
+
+    uid = "jobs.leases.limit_pauses"
+    connection_created.connect(limit, weak=False, dispatch_uid=uid)
+    if connections[DEFAULT_DB_ALIAS].connection is not None:  # opened already: from now on too
+        limit(connection=connections[DEFAULT_DB_ALIAS])
+    return lambda: connection_created.disconnect(dispatch_uid=uid)
+
+
+def _milliseconds(seconds):
+    return max(1, int(seconds * 1000))
 
 
 def fence(held, idle_timeout):

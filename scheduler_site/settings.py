@@ -213,10 +213,13 @@ JOBS_MAX_WAIT_SECONDS = env_float("JOBS_MAX_WAIT_SECONDS", 24 * 3600.0, 1)
 JOBS_MONITOR_SECONDS = env_float("JOBS_MONITOR_SECONDS", 5.0, 0.1)
 JOBS_TICK_SECONDS = env_float("JOBS_TICK_SECONDS", 1.0, 0.05)
 JOBS_DISPATCH_BATCH = env_int("JOBS_DISPATCH_BATCH", 2000, 1)
-# Runs of jobs that allow overlap and have no jitter are created this long before their slot, waiting
-# (pending) until it, then queued in bulk: a minute's burst of thousands is queued in a fraction of
-# a second instead of being created and published batch by batch after its slot (docs/OPERATIONS.md).
-JOBS_DISPATCH_AHEAD_SECONDS = env_float("JOBS_DISPATCH_AHEAD_SECONDS", 0.0, 0)
+# Runs of a slot that at least JOBS_DISPATCH_AHEAD_MIN_JOBS jobs share (of those that allow overlap
+# and have no jitter) are created this long before it, waiting (pending) until it, then queued in
+# bulk: a minute's burst of thousands is queued in a fraction of a second instead of being created
+# and published batch by batch after its slot (docs/OPERATIONS.md). A slot of fewer jobs is
+# dispatched at the slot, as with 0 s.
+JOBS_DISPATCH_AHEAD_SECONDS = env_float("JOBS_DISPATCH_AHEAD_SECONDS", 10.0, 0)
+JOBS_DISPATCH_AHEAD_MIN_JOBS = env_int("JOBS_DISPATCH_AHEAD_MIN_JOBS", 1000, 1)
 JOBS_MISFIRE_GRACE_SECONDS = env_float("JOBS_MISFIRE_GRACE_SECONDS", 60.0, 0)
 JOBS_LEADER_TTL_SECONDS = env_float("JOBS_LEADER_TTL_SECONDS", 5.0, 1)
 JOBS_LEADER_KEY = env_str("JOBS_LEADER_KEY", "scheduler:leader")

@@ -1,6 +1,7 @@
 """Dispatching ahead of the slot (JOBS_DISPATCH_AHEAD_SECONDS): a run is created waiting a few
 seconds before its slot and queued at it, never before; jobs whose slot depends on the runs active
-at the slot are left to the slot itself, and a job paused in between does not run."""
+at the slot are left to the slot itself, and a job paused in between does not run. Only a slot that
+JOBS_DISPATCH_AHEAD_MIN_JOBS jobs share goes ahead; most tests here set that minimum to 1."""
 
 from datetime import timedelta
 
@@ -17,6 +18,7 @@ from jobs.scheduling import dispatch
 from .conftest import wait_for
 
 AHEAD = 10
+EVERY_SLOT_AHEAD = override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD, JOBS_DISPATCH_AHEAD_MIN_JOBS=1)
 
 
 def interval_job(name, every=60, **fields):
@@ -42,7 +44,7 @@ def release(now, capture):
 
 
 @pytest.mark.django_db
-@override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD)
+@EVERY_SLOT_AHEAD
 def test_a_run_is_created_ahead_of_its_slot_and_queued_at_it(redis_client, django_capture_on_commit_callbacks):
     job = interval_job("soon")
     slot = due_in(job, 5)
@@ -66,7 +68,7 @@ def test_a_run_is_created_ahead_of_its_slot_and_queued_at_it(redis_client, djang
 
 
 @pytest.mark.django_db(transaction=True)
-@override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD)
+@EVERY_SLOT_AHEAD
 def test_a_burst_larger_than_a_batch_is_queued_and_published_whole(redis_client, django_capture_on_commit_callbacks):
     # Batches of 2, outside a transaction (as the leader calls it): each is published by another
     # thread while the next is released.
@@ -83,7 +85,7 @@ def test_a_burst_larger_than_a_batch_is_queued_and_published_whole(redis_client,
 
 
 @pytest.mark.django_db
-@override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD)
+@EVERY_SLOT_AHEAD
 def test_only_slots_within_the_window_go_ahead(redis_client):
     later = interval_job("later")
     due_in(later, AHEAD + 5)
@@ -100,7 +102,7 @@ def test_only_slots_within_the_window_go_ahead(redis_client):
 
 
 @pytest.mark.django_db
-@override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD)
+@EVERY_SLOT_AHEAD
 @pytest.mark.parametrize("fields", [{"overlap_policy": "skip"}, {"jitter_seconds": 5}], ids=["skip", "jittery"])
 def test_a_job_whose_slot_depends_on_the_moment_waits_for_its_slot(fields, redis_client):
     job = interval_job("depends", **fields)
@@ -116,7 +118,7 @@ def test_a_job_whose_slot_depends_on_the_moment_waits_for_its_slot(fields, redis
 
 
 @pytest.mark.django_db
-@override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD)
+@EVERY_SLOT_AHEAD
 def test_a_job_paused_before_the_slot_does_not_run(redis_client, django_capture_on_commit_callbacks):
     job = interval_job("paused")
     slot = due_in(job, 5)
@@ -131,7 +133,7 @@ def test_a_job_paused_before_the_slot_does_not_run(redis_client, django_capture_
 
 
 @pytest.mark.django_db
-@override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD)
+@EVERY_SLOT_AHEAD
 def test_the_scheduler_wakes_for_the_window_and_for_a_waiting_run(redis_client):
     job = interval_job("later")
     now = timezone.now()
@@ -149,7 +151,7 @@ def test_beat_dispatching_ahead_never_starts_a_run_before_its_slot(processes, le
     job = save_job(Job(name="ahead-e2e", kind="callable", target="test.ledger", kwargs={"path": ledger.path}),
                    {"type": "interval", "every_seconds": 2})
     processes.worker()
-    processes.beat(JOBS_DISPATCH_AHEAD_SECONDS="5")
+    processes.beat(JOBS_DISPATCH_AHEAD_SECONDS="5", JOBS_DISPATCH_AHEAD_MIN_JOBS="1")
 
     wait_for(lambda: job.runs.filter(status=RunStatus.SUCCEEDED).count() >= 4, timeout=40,
              message="four succeeded runs")
@@ -161,3 +163,46 @@ def test_beat_dispatching_ahead_never_starts_a_run_before_its_slot(processes, le
     slots = [run.scheduled_for for run in job.runs.order_by("scheduled_for")]
     assert len(slots) == len(set(slots))
     assert {(b - a).total_seconds() for a, b in zip(slots, slots[1:], strict=False)} == {2.0}
+
+
+@pytest.mark.django_db
+@override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD, JOBS_DISPATCH_AHEAD_MIN_JOBS=3, JOBS_DISPATCH_BATCH=2)
+def test_only_a_slot_many_jobs_share_goes_ahead_and_stays_ahead_while_its_batches_are_made(redis_client):
+    crowd = [interval_job(f"crowd-{i}") for i in range(3)]
+    crowded_slot = [due_in(job, 5) for job in crowd][0]
+    pair = [interval_job(f"pair-{i}") for i in range(2)]
+    quiet_slot = [due_in(job, 7) for job in pair][0]
+    now = timezone.now()
+
+    first = dispatch.dispatch_due(now=now)
+    second = dispatch.dispatch_due(now=now)  # one of the crowd left: with the two made, still three
+
+    assert (first.runs_waiting, second.runs_waiting) == (2, 1)
+    assert [list(job.runs.values_list("status", "scheduled_for")) for job in crowd] == [
+        [(RunStatus.PENDING, crowded_slot)]] * 3
+    assert not any(job.runs.exists() for job in pair)
+    assert dispatch.dispatch_due(now=quiet_slot).runs_created == 2
+
+
+@pytest.mark.django_db
+def test_by_default_a_slot_of_a_few_jobs_is_dispatched_at_the_slot(redis_client):
+    assert (settings.JOBS_DISPATCH_AHEAD_SECONDS, settings.JOBS_DISPATCH_AHEAD_MIN_JOBS) == (10, 1000)
+    job = interval_job("alone")
+    slot = due_in(job, 5)
+
+    assert dispatch.dispatch_due(now=timezone.now()).due_jobs == 0
+    assert dispatch.seconds_until_next_due(now=slot - timedelta(seconds=5)) == pytest.approx(5)
+    assert dispatch.dispatch_due(now=slot).runs_created == 1
+
+
+@pytest.mark.django_db
+@override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD, JOBS_DISPATCH_AHEAD_MIN_JOBS=2)
+def test_the_scheduler_wakes_ahead_of_a_crowded_slot_only(redis_client):
+    now = timezone.now()
+    Job.objects.update(next_run_at=None)
+    alone = interval_job("alone")
+    Job.objects.filter(pk=alone.pk).update(next_run_at=now + timedelta(seconds=12))
+    crowd = [interval_job(f"crowd-{i}") for i in range(2)]
+    Job.objects.filter(pk__in=[job.pk for job in crowd]).update(next_run_at=now + timedelta(seconds=14))
+
+    assert dispatch.seconds_until_next_due(now=now) == pytest.approx(14 - AHEAD)

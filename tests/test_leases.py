@@ -10,7 +10,7 @@ import time_machine
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from jobs import leases
+from jobs import leases, lifecycle
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun, Lease, RunStatus
 from jobs.operations import tasks as operations_tasks
@@ -187,3 +187,45 @@ def test_one_retention_pass_at_a_time(settings, caplog):
     operations_tasks.prune_runs()
     assert "retention: deleted" in caplog.text
     assert leases.state(operations_tasks.RETENTION_LEASE)["holder"] is None  # released after the pass
+
+
+def test_a_scheduler_paused_in_any_transaction_loses_its_locks_after_the_leases_ttl():
+    # The leader's housekeeping (here: skipping the waiting runs of a paused job) locks runs in
+    # transactions of its own; frozen inside one, it kept them from the next leader indefinitely.
+    job = save_job(Job(name="paused-before-its-slot", kind="callable", target="builtin.noop", enabled=False),
+                   {"type": "interval", "every_seconds": 60})
+    slot = timezone.now() - timedelta(seconds=1)
+    run = JobRun.objects.create(job=job, scheduled_for=slot, next_attempt_at=slot, status=RunStatus.PENDING,
+                                reason=dispatch.AHEAD_REASON)
+    connections.close_all()
+    undo = leases.limit_pauses(1)  # what the scheduler does at start, with a TTL of 1 s
+    locked, outcome = threading.Event(), {}
+
+    def pause_once_locked(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if "FOR UPDATE" in sql and not locked.is_set():
+            locked.set()
+            time.sleep(8)
+        return result
+
+    def housekeeping_of_the_paused_leader():
+        try:
+            with connection.execute_wrapper(pause_once_locked):
+                lifecycle.release_timed()
+        except Exception as exc:  # its session was ended while it was paused
+            outcome["error"] = exc
+        finally:
+            connections.close_all()
+
+    paused = threading.Thread(target=housekeeping_of_the_paused_leader)
+    try:
+        paused.start()
+        assert locked.wait(10)
+        wait_for(lambda: lifecycle.release_timed() == 0 and JobRun.objects.get(pk=run.pk).status == RunStatus.SKIPPED,
+                 timeout=5, message="the next leader to skip the run the paused one had locked")
+        paused.join(20)
+    finally:
+        undo()
+
+    assert "error" in outcome
+    assert JobRun.objects.get(pk=run.pk).reason == lifecycle.runs.PAUSED_BEFORE_START

@@ -8,12 +8,13 @@ constraint, which fences a second leader or a restarted one.
 
 import logging
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 
 from .. import clock, leases, lifecycle
 from ..models import ACTIVE_STATUSES, CatchupPolicy, Job, JobRun, OverlapPolicy, RunStatus
@@ -39,6 +40,24 @@ AHEAD_REASON = "dispatched ahead: waiting for its slot"
 
 def goes_ahead(job):
     return job.overlap_policy == OverlapPolicy.ALLOW and not job.jitter_seconds
+
+
+def crowded_slots(now, until):
+    """The slots in (now, until] whose runs are made ahead: those at least
+    JOBS_DISPATCH_AHEAD_MIN_JOBS jobs that may go ahead share (the runs already made ahead for a
+    slot count among them, so a slot stays crowded while its batches are made). None when every
+    slot goes ahead (a minimum of 1)."""
+    if settings.JOBS_DISPATCH_AHEAD_MIN_JOBS <= 1:
+        return None
+    counts = Counter()
+    jobs = (Job.objects.filter(AHEAD_OF_SLOT, enabled=True, next_run_at__gt=now, next_run_at__lte=until)
+            .order_by().values_list("next_run_at").annotate(Count("id")))
+    made = (JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__gt=now, next_attempt_at__lte=until,
+                                  reason=AHEAD_REASON)
+            .order_by().values_list("next_attempt_at").annotate(Count("id")))
+    for slot, number in [*jobs, *made]:
+        counts[slot] += number
+    return {slot for slot, number in counts.items() if number >= settings.JOBS_DISPATCH_AHEAD_MIN_JOBS}
 
 
 @dataclass
@@ -83,11 +102,13 @@ def dispatch_due(now=None, batch=None, lease=None):
     grace = timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS)
     report = TickReport()
     horizon = now + timedelta(seconds=settings.JOBS_DISPATCH_AHEAD_SECONDS)
+    crowded = crowded_slots(now, horizon) if horizon > now else set()
     due = Q(next_run_at__lte=now)
-    if horizon > now:
+    if crowded is None or crowded:
+        ahead_of_slot = AHEAD_OF_SLOT if crowded is None else AHEAD_OF_SLOT & Q(next_run_at__in=crowded)
         # The bound on its own, not only inside the OR: it is the due-jobs index's condition, where
         # an OR alone leaves PostgreSQL to walk the index from its start filtering every job.
-        due = Q(next_run_at__lte=horizon) & (due | AHEAD_OF_SLOT)
+        due = Q(next_run_at__lte=max(crowded) if crowded else horizon) & (due | ahead_of_slot)
     with transaction.atomic():
         if lease is not None:  # before the due jobs are locked (SKIP LOCKED: a standby passes them by)
             leases.limit_pause(settings.JOBS_LEADER_TTL_SECONDS)
@@ -111,7 +132,8 @@ def dispatch_due(now=None, batch=None, lease=None):
             for slot in to_skip:
                 rows.append((job, slot, RunStatus.SKIPPED, f"missed: catch-up policy '{job.catchup_policy}'", None))
             ahead = 0
-            while next_slot is not None and next_slot <= horizon and ahead < MAX_SLOTS_PER_JOB and goes_ahead(job):
+            while (next_slot is not None and next_slot <= horizon and ahead < MAX_SLOTS_PER_JOB and goes_ahead(job)
+                   and (crowded is None or next_slot in crowded)):
                 rows.append((job, next_slot, RunStatus.PENDING, AHEAD_REASON, next_slot))
                 next_slot, ahead = job.slot_after(next_slot), ahead + 1
             job.next_run_at = next_slot
@@ -179,14 +201,18 @@ def plan_each_statement_afresh():
 
 def seconds_until_next_due(now=None):
     """Seconds until the scheduler has something to do: the earliest next slot of an enabled job (from
-    the due-jobs index), that of a job dispatched ahead less JOBS_DISPATCH_AHEAD_SECONDS, and the
-    earliest start time of a waiting run."""
+    the due-jobs index), the earliest slot dispatched ahead less JOBS_DISPATCH_AHEAD_SECONDS (of the
+    crowded ones beat may sleep past), and the earliest start time of a waiting run."""
     now = now or clock.now()
     ahead = timedelta(seconds=settings.JOBS_DISPATCH_AHEAD_SECONDS)
     enabled = Job.objects.filter(enabled=True, next_run_at__isnull=False).order_by("next_run_at")
     moments = [enabled.values_list("next_run_at", flat=True).first()]
     if ahead:
-        first_ahead = enabled.filter(AHEAD_OF_SLOT).values_list("next_run_at", flat=True).first()
+        crowded = crowded_slots(now, now + ahead + timedelta(seconds=settings.CELERY_BEAT_MAX_LOOP_INTERVAL))
+        if crowded is None:
+            first_ahead = enabled.filter(AHEAD_OF_SLOT).values_list("next_run_at", flat=True).first()
+        else:
+            first_ahead = min(crowded, default=None)
         moments.append(first_ahead and first_ahead - ahead)
     moments.append(JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__isnull=False)
                    .order_by("next_attempt_at").values_list("next_attempt_at", flat=True).first())

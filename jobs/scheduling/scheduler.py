@@ -28,6 +28,9 @@ MIN_WAKEUP_SECONDS = 0.1
 
 class JobScheduler(DatabaseScheduler):
     def __init__(self, *args, **kwargs):
+        # A leader paused (SIGSTOP, a stalled host) inside any of its transactions loses its session,
+        # and the rows it locked, once its lease could have passed to a standby.
+        leases.limit_pauses(settings.JOBS_LEADER_TTL_SECONDS)
         self.leadership = leader.Leadership()
         self._next_lease = self._next_housekeeping = self._next_monitor = 0.0
         self._next_slot_check = time.monotonic() + settings.JOBS_SLOT_CHECK_SECONDS
