@@ -189,6 +189,7 @@ def test_one_retention_pass_at_a_time(settings, caplog):
     assert leases.state(operations_tasks.RETENTION_LEASE)["holder"] is None  # released after the pass
 
 
+@pytest.mark.postgres("a session paused in a transaction is ended by PostgreSQL (idle_in_transaction_session_timeout)")
 def test_a_scheduler_paused_in_any_transaction_loses_its_locks_after_the_leases_ttl():
     # The leader's housekeeping (here: skipping the waiting runs of a paused job) locks runs in
     # transactions of its own; frozen inside one, it kept them from the next leader indefinitely.
