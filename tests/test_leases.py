@@ -113,35 +113,44 @@ def test_a_leader_paused_with_due_jobs_locked_loses_them_to_the_next_leader(sett
     slot = timezone.now().replace(microsecond=0) - timedelta(seconds=1)
     Job.objects.filter(pk=job.pk).update(next_run_at=slot)
     leader_a = leases.take("test-leader", "node-a", ttl=1)
-    locked, outcome = threading.Event(), {}
-
-    def pause_once_locked(execute, sql, params, many, context):
-        result = execute(sql, params, many, context)
-        if "FOR UPDATE" in sql and not locked.is_set():
-            locked.set()
-            time.sleep(8)
-        return result
-
-    def tick_of_a():
-        try:
-            with connection.execute_wrapper(pause_once_locked):
-                outcome["report"] = dispatch.dispatch_due(lease=leader_a)
-        except Exception as exc:  # its session was ended while it was paused
-            outcome["error"] = exc
-        finally:
-            connections.close_all()
-
-    paused = threading.Thread(target=tick_of_a)
-    paused.start()
-    assert locked.wait(10)
+    paused, outcome = paused_after_its_first_lock(lambda: dispatch.dispatch_due(lease=leader_a))
     leader_b = wait_for(lambda: leases.take("test-leader", "node-b", ttl=60), timeout=10,
                         message="A's lease to expire and B to take it")
     wait_for(lambda: dispatch.dispatch_due(lease=leader_b).runs_created, timeout=5,
              message="B to dispatch the job A had locked")
     paused.join(20)
 
-    assert "report" not in outcome and "error" in outcome
+    assert "result" not in outcome and "error" in outcome
     assert list(JobRun.objects.filter(job=job).values_list("scheduled_for", flat=True)) == [slot]
+
+
+def paused_after_its_first_lock(work, seconds=8):
+    """``work`` in a thread (and a database session) of its own, paused for ``seconds`` right after
+    its first statement that locks rows, inside its transaction, as a process frozen there (SIGSTOP,
+    a stalled host) would be. Returns once the rows are locked: the thread, and its outcome
+    ({"result": ...} or {"error": ...}, filled when it ends)."""
+    locked, outcome = threading.Event(), {}
+
+    def pause_once_locked(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if "FOR UPDATE" in sql and not locked.is_set():
+            locked.set()
+            time.sleep(seconds)
+        return result
+
+    def run():
+        try:
+            with connection.execute_wrapper(pause_once_locked):
+                outcome["result"] = work()
+        except Exception as exc:  # its session was ended while it was paused
+            outcome["error"] = exc
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert locked.wait(10), "nothing was locked"
+    return thread, outcome
 
 
 def waiting_on_a_lock(statement):
@@ -200,28 +209,8 @@ def test_a_scheduler_paused_in_any_transaction_loses_its_locks_after_the_leases_
                                 reason=dispatch.AHEAD_REASON)
     connections.close_all()
     undo = leases.limit_pauses(1)  # what the scheduler does at start, with a TTL of 1 s
-    locked, outcome = threading.Event(), {}
-
-    def pause_once_locked(execute, sql, params, many, context):
-        result = execute(sql, params, many, context)
-        if "FOR UPDATE" in sql and not locked.is_set():
-            locked.set()
-            time.sleep(8)
-        return result
-
-    def housekeeping_of_the_paused_leader():
-        try:
-            with connection.execute_wrapper(pause_once_locked):
-                lifecycle.release_timed()
-        except Exception as exc:  # its session was ended while it was paused
-            outcome["error"] = exc
-        finally:
-            connections.close_all()
-
-    paused = threading.Thread(target=housekeeping_of_the_paused_leader)
     try:
-        paused.start()
-        assert locked.wait(10)
+        paused, outcome = paused_after_its_first_lock(lifecycle.release_timed)
         wait_for(lambda: lifecycle.release_timed() == 0 and JobRun.objects.get(pk=run.pk).status == RunStatus.SKIPPED,
                  timeout=5, message="the next leader to skip the run the paused one had locked")
         paused.join(20)
