@@ -113,12 +113,17 @@ def test_a_leader_paused_with_due_jobs_locked_loses_them_to_the_next_leader(sett
     slot = timezone.now().replace(microsecond=0) - timedelta(seconds=1)
     Job.objects.filter(pk=job.pk).update(next_run_at=slot)
     leader_a = leases.take("test-leader", "node-a", ttl=1)
-    paused, outcome = paused_after_its_first_lock(lambda: dispatch.dispatch_due(lease=leader_a))
-    leader_b = wait_for(lambda: leases.take("test-leader", "node-b", ttl=60), timeout=10,
-                        message="A's lease to expire and B to take it")
-    wait_for(lambda: dispatch.dispatch_due(lease=leader_b).runs_created, timeout=5,
-             message="B to dispatch the job A had locked")
-    paused.join(20)
+    connections.close_all()
+    undo = leases.limit_pauses(1)  # what the scheduler does at start, with a TTL of 1 s
+    try:
+        paused, outcome = paused_after_its_first_lock(lambda: dispatch.dispatch_due(lease=leader_a))
+        leader_b = wait_for(lambda: leases.take("test-leader", "node-b", ttl=60), timeout=10,
+                            message="A's lease to expire and B to take it")
+        wait_for(lambda: dispatch.dispatch_due(lease=leader_b).runs_created, timeout=5,
+                 message="B to dispatch the job A had locked")
+        paused.join(20)
+    finally:
+        undo()
 
     assert "result" not in outcome and "error" in outcome
     assert list(JobRun.objects.filter(job=job).values_list("scheduled_for", flat=True)) == [slot]

@@ -109,9 +109,9 @@ def dispatch_due(now=None, batch=None, lease=None):
         # The bound on its own, not only inside the OR: it is the due-jobs index's condition, where
         # an OR alone leaves PostgreSQL to walk the index from its start filtering every job.
         due = Q(next_run_at__lte=max(crowded) if crowded else horizon) & (due | ahead_of_slot)
+    # (The scheduler's sessions end when paused past the lease's TTL, leases.limit_pauses: a leader
+    # frozen with the due jobs locked does not keep them from the next one, whose SKIP LOCKED passes them.)
     with transaction.atomic():
-        if lease is not None:  # before the due jobs are locked (SKIP LOCKED: a standby passes them by)
-            leases.limit_pause(settings.JOBS_LEADER_TTL_SECONDS)
         plan_each_statement_afresh()
         jobs = list(
             Job.objects.filter(due, enabled=True)
