@@ -47,17 +47,21 @@ def crowded_slots(now, until):
     JOBS_DISPATCH_AHEAD_MIN_JOBS jobs that may go ahead share (the runs already made ahead for a
     slot count among them, so a slot stays crowded while its batches are made). None when every
     slot goes ahead (a minimum of 1)."""
-    if settings.JOBS_DISPATCH_AHEAD_MIN_JOBS <= 1:
+    minimum = settings.JOBS_DISPATCH_AHEAD_MIN_JOBS
+    if minimum <= 1:
         return None
-    counts = Counter()
+    # Runs are made ahead for crowded slots only, so these are a few slots. The jobs are counted in
+    # the database, and only the slots they crowd alone, or that have runs made ahead, come back:
+    # with 100,000 one-minute jobs on distinct slots that was 17,000 and 25,000 rows, every tick.
+    made = Counter(dict(
+        JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__gt=now, next_attempt_at__lte=until,
+                              reason=AHEAD_REASON)
+        .order_by().values_list("next_attempt_at").annotate(Count("id"))))
     jobs = (Job.objects.filter(AHEAD_OF_SLOT, enabled=True, next_run_at__gt=now, next_run_at__lte=until)
-            .order_by().values_list("next_run_at").annotate(Count("id")))
-    made = (JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__gt=now, next_attempt_at__lte=until,
-                                  reason=AHEAD_REASON)
-            .order_by().values_list("next_attempt_at").annotate(Count("id")))
-    for slot, number in [*jobs, *made]:
-        counts[slot] += number
-    return {slot for slot, number in counts.items() if number >= settings.JOBS_DISPATCH_AHEAD_MIN_JOBS}
+            .order_by().values_list("next_run_at").annotate(number=Count("id"))
+            .filter(Q(number__gte=minimum) | Q(next_run_at__in=list(made))))
+    counts = made + Counter(dict(jobs))
+    return {slot for slot, number in counts.items() if number >= minimum}
 
 
 @dataclass
