@@ -206,3 +206,16 @@ def test_the_scheduler_wakes_ahead_of_a_crowded_slot_only(redis_client):
     Job.objects.filter(pk__in=[job.pk for job in crowd]).update(next_run_at=now + timedelta(seconds=14))
 
     assert dispatch.seconds_until_next_due(now=now) == pytest.approx(14 - AHEAD)
+
+
+@pytest.mark.django_db
+@override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD, JOBS_DISPATCH_AHEAD_MIN_JOBS=2)
+def test_once_a_crowded_slots_runs_are_made_the_scheduler_sleeps_until_the_slot(redis_client):
+    Job.objects.update(next_run_at=None)
+    crowd = [interval_job(f"crowd-{i}") for i in range(2)]
+    slot = [due_in(job, 5) for job in crowd][0]
+    now = timezone.now()
+
+    assert dispatch.dispatch_due(now=now).runs_waiting == 2
+    # Its runs wait for the slot: nothing more to make for it, so no wake-up before the slot.
+    assert dispatch.seconds_until_next_due(now=now) == pytest.approx((slot - now).total_seconds())
