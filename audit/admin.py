@@ -7,11 +7,11 @@ from .models import AuditEntry
 
 @admin.register(AuditEntry)
 class AuditEntryAdmin(admin.ModelAdmin):
-    list_display = ("created_at", "job_name", "action", "actor_name", "source", "remote_addr", "changed_fields")
-    list_filter = ("action", "source")
+    list_display = ("created_at", "subject", "job_name", "action", "actor_name", "source", "remote_addr", "changed_fields")
+    list_filter = ("subject", "action", "source")
     search_fields = ("job_name", "actor_name", "remote_addr")
     date_hierarchy = "created_at"
-    fields = ("created_at", "job", "job_name", "action", "actor", "actor_name", "source", "remote_addr", "run",
+    fields = ("created_at", "subject", "job", "job_name", "action", "actor", "actor_name", "source", "remote_addr", "run",
               "detail", "changes")
     readonly_fields = fields
     list_select_related = ("job",)

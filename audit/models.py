@@ -1,4 +1,5 @@
-"""The audit trail: who did what to which job, when, from where, and what changed."""
+"""The audit trail: who did what to which job, workflow, channel or rule, when, from where, and what
+changed."""
 
 from django.conf import settings
 from django.db import models
@@ -15,6 +16,18 @@ class Action(models.TextChoices):
     RUN_NOW = "run_now", "run now"
     CANCEL = "cancel", "cancel a run"
     BACKFILL = "backfill", "backfill"
+    RERUN = "rerun", "rerun"
+    ROTATE = "rotate", "rotate secrets"
+
+
+class Subject(models.TextChoices):
+    """What an entry is about. Entries about a job also link it (``job``); the others keep its name."""
+
+    JOB = "job", "job"
+    WORKFLOW = "workflow", "workflow"
+    CHANNEL = "channel", "channel"
+    RULE = "rule", "rule"
+    SECRETS = "secrets", "secrets"
 
 
 class Source(models.TextChoices):
@@ -27,7 +40,8 @@ class Source(models.TextChoices):
 class AuditEntry(models.Model):
     # The job's name is kept as text so an entry outlives the job it is about (a delete).
     job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="audit")
-    job_name = models.CharField(max_length=200)
+    job_name = models.CharField(max_length=200, help_text="The name of what the entry is about (see subject).")
+    subject = models.CharField(max_length=16, choices=Subject.choices, default=Subject.JOB)
     action = models.CharField(max_length=16, choices=Action.choices)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                               related_name="+")
@@ -46,6 +60,7 @@ class AuditEntry(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(action__in=Action.values), name="audit_action_valid"),
             models.CheckConstraint(condition=Q(source__in=Source.values), name="audit_source_valid"),
+            models.CheckConstraint(condition=Q(subject__in=Subject.values), name="audit_subject_valid"),
         ]
         indexes = [
             # A job's trail, newest first (the job page), and its pause/resume history (slot accounting):
@@ -56,4 +71,4 @@ class AuditEntry(models.Model):
         ]
 
     def __str__(self):
-        return f"{self.actor_name} {self.action} {self.job_name} ({self.source})"
+        return f"{self.actor_name} {self.action} {self.subject} {self.job_name} ({self.source})"

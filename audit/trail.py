@@ -10,7 +10,7 @@ from django.conf import settings
 
 import outbound
 
-from .models import Action, AuditEntry, Source
+from .models import Action, AuditEntry, Source, Subject
 
 
 def client_address(request):
@@ -59,3 +59,15 @@ def entry_of(job, action, source, *, actor_name, user=None, address="", changes=
         job_name=(name if name is not None else getattr(job, "name", ""))[:200], action=Action(action), actor=user, actor_name=actor_name[:255],
         source=Source(source), remote_addr=address[:255], changes=changes or {}, run=run, detail=detail[:255],
     )
+
+
+def record_about(subject, name, action, source, *, actor_name, user=None, address="", changes=None, detail=""):
+    """Write one audit entry about something that is not a job: a workflow, a channel, a rule, or the
+    secrets (``secrets rotate``), named by ``name``."""
+    entry = AuditEntry(
+        subject=Subject(subject), job_name=str(name)[:200], action=Action(action), actor=user,
+        actor_name=actor_name[:255], source=Source(source), remote_addr=address[:255], changes=changes or {},
+        detail=detail[:255],
+    )
+    entry.save()
+    return entry
