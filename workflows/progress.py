@@ -171,7 +171,7 @@ def _finish_step(step, status, reason, now):
 def _start_step(step, wf_run, now):
     try:
         with transaction.atomic():
-            run = create_step_run(step.job, wf_run, now)
+            run = create_step_run(step, wf_run, now)
             if not WorkflowStep.objects.filter(pk=step.pk, status=StepStatus.WAITING).update(
                     status=StepStatus.ACTIVE, run=run, started_at=now):
                 raise AlreadyStarted  # rolls the run (and its publishing) back
@@ -185,9 +185,24 @@ class AlreadyStarted(Exception):
     pass
 
 
-def create_step_run(job, wf_run, now):
-    """A queued run of ``job`` for this workflow run, published on commit."""
-    return lifecycle.create_run(job, RunTrigger.WORKFLOW, user=wf_run.triggered_by)
+def create_step_run(step, wf_run, now):
+    """A queued run of the step's job for this workflow run, published on commit. In a re-run it
+    keeps the idempotency key of the step's run in the workflow run re-run (or the one before)."""
+    return lifecycle.create_run(step.job, RunTrigger.WORKFLOW, user=wf_run.triggered_by,
+                                key_slot=rerun_key_slot(step, wf_run))
+
+
+def rerun_key_slot(step, wf_run):
+    """The slot whose key a re-run step keeps: that of the step's first run in the workflow runs
+    this one re-runs; None when it is no re-run, or the step never ran before."""
+    earlier = wf_run.rerun_of_id
+    while earlier is not None:
+        before = (WorkflowStep.objects.filter(workflow_run_id=earlier, node_id=step.node_id, run__isnull=False)
+                  .values_list("run__key_slot", "run__scheduled_for").first())
+        if before is not None:
+            return before[0] or before[1]
+        earlier = WorkflowRun.objects.filter(pk=earlier).values_list("rerun_of_id", flat=True).first()
+    return None
 
 
 def _finish(wf_run, steps, now):
