@@ -112,8 +112,20 @@ def cancel(wf_run, user=None, reason=""):
     Returns whether this call cancelled it."""
     reason = reason or (f"Cancelled by {user.get_username()}" if user else "Cancelled")
     with transaction.atomic():
-        moved = WorkflowRun.objects.filter(pk=wf_run.pk, status=WorkflowRunStatus.RUNNING,
-                                           cancel_requested=False).update(cancel_requested=True, reason=reason[:255])
+        moved = request_cancel(wf_run, reason)
+    stop_steps(wf_run, reason)
+    return moved
+
+
+def request_cancel(wf_run, reason):
+    """The first half of ``cancel``, in the caller's transaction (which commits before
+    ``stop_steps``): mark a running workflow run cancelled. Returns whether this call did."""
+    return bool(WorkflowRun.objects.filter(pk=wf_run.pk, status=WorkflowRunStatus.RUNNING, cancel_requested=False)
+                .update(cancel_requested=True, reason=reason[:255]))
+
+
+def stop_steps(wf_run, reason):
+    """The second half of ``cancel``: cancel the active step runs and end the workflow run."""
     # The run rows are locked before the workflow run's by every hook (the run ends, then the hook
     # locks the workflow run); cancelling them one by one, outside a workflow-run lock, keeps that order.
     for run in JobRun.objects.filter(workflow_steps__workflow_run=wf_run, workflow_steps__status=StepStatus.ACTIVE):
@@ -123,7 +135,6 @@ def cancel(wf_run, user=None, reason=""):
         if not locked.is_terminal:
             advance(locked)
     wf_run.refresh_from_db()
-    return bool(moved)
 
 
 def advance(wf_run):
