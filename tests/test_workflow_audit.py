@@ -6,6 +6,7 @@ import socket
 from io import StringIO
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
@@ -141,3 +142,52 @@ def test_a_refused_workflow_action_writes_no_entry(people):
 
     assert people.client(people.runner).post(f"/api/workflows/{workflow.pk}/run/").status_code == 202
     assert trail.new() == [("workflow", "etl", "run_now", "api", people.runner.pk, "runner")]
+
+
+def test_jobs_apply_writes_an_entry_per_workflow_created_changed_or_pruned(tmp_path):
+    from .test_workflows_as_code import FILE
+
+    def apply(text, *options):
+        path = tmp_path / "jobs.yaml"
+        path.write_text(text)
+        call_command("jobs", "apply", str(path), *options, stdout=StringIO())
+
+    def workflow_entries():
+        return [(e.action, e.job_name, e.source, e.changes.get("description"))
+                for e in AuditEntry.objects.filter(subject="workflow").order_by("id")]
+
+    changed = FILE.replace("Nightly ETL.", "Nightly ETL, loaded.")
+    apply(FILE)
+    assert workflow_entries() == [("create", "etl", "cli", [None, "Nightly ETL."])]
+    apply(changed)
+    assert workflow_entries()[1:] == [("change", "etl", "cli", ["Nightly ETL.", "Nightly ETL, loaded."])]
+    apply(changed)  # nothing to change: no entry
+    assert len(workflow_entries()) == 2
+    apply(FILE.split("workflows:")[0] + "workflows: []\n", "--prune")
+    assert workflow_entries()[2:] == [("delete", "etl", "cli", ["Nightly ETL, loaded.", None])]
+    assert not Workflow.objects.exists()
+
+
+def test_changing_and_deleting_a_workflow_in_the_admin_writes_one_entry_each(people, admin_client):
+    from django.urls import reverse
+
+    people.client(people.owner).post("/api/workflows/", ETL, format="json")
+    workflow = Workflow.objects.get()
+    trail = Trail()
+    trail.new()
+    admin = User.objects.get(username="admin")
+
+    form = {"name": "etl", "description": "from the admin", "owner": people.owner.pk, "group": people.team.pk,
+            "enabled": "", "on_upstream_failure": "run"}
+    form.update({f"{prefix}-{key}": value for prefix in ("nodes", "edges")
+                 for key, value in (("TOTAL_FORMS", "0"), ("INITIAL_FORMS", "0"))})
+    changed = admin_client.post(reverse("admin:workflows_workflow_change", args=[workflow.pk]), form)
+    assert changed.status_code == 302, changed.content.decode()[:2000]
+    assert trail.new() == [("workflow", "etl", "change", "admin", admin.pk, "admin")]
+    assert AuditEntry.objects.get(action="change").changes == {
+        "description": ["", "from the admin"], "enabled": [True, False], "on_upstream_failure": ["skip", "run"]}
+
+    deleted = admin_client.post(reverse("admin:workflows_workflow_delete", args=[workflow.pk]), {"post": "yes"})
+    assert deleted.status_code == 302
+    assert trail.new() == [("workflow", "etl", "delete", "admin", admin.pk, "admin")]
+    assert not Workflow.objects.exists()

@@ -1,6 +1,6 @@
 """JSON shapes of workflows and workflow runs. A workflow's graph is ``nodes`` (job names) and
 ``edges`` ({"from": job, "to": job, "on_failure": "skip"|"run"}); it is checked by
-``definitions.parse_graph`` (cycles named) and saved by ``definitions.save_workflow``."""
+``definitions.parse_graph`` (cycles named) and saved by ``workflows.actions`` (which writes the audit entry)."""
 
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
