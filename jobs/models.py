@@ -1,7 +1,7 @@
 """Jobs, their runs, and the attempts of each run: the record of what is due and what ran."""
 
 import math
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -404,6 +404,13 @@ class Job(models.Model):
         return None
 
 
+def idempotency_key(job_id, slot):
+    """The key job code receives: the job and the slot, the same on every attempt and every re-run
+    of a run, "<job id>:<slot in UTC, ISO 8601 to the microsecond>" (a manual run's slot is the
+    moment it was made)."""
+    return f"{job_id}:{slot.astimezone(UTC):%Y-%m-%dT%H:%M:%S.%fZ}"
+
+
 class JobRun(models.Model):
     # Every index is written again by every status change (status is indexed, so no update of a run
     # is HOT): job_id is served by run_one_per_slot (job, scheduled_for), triggered_by by a partial
@@ -412,6 +419,11 @@ class JobRun(models.Model):
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING)
     trigger = models.CharField(max_length=16, choices=RunTrigger.choices, default=RunTrigger.SCHEDULE)
     scheduled_for = models.DateTimeField()
+    # A workflow step run again by a re-run of its workflow run has a slot of its own (one run per
+    # slot) but keeps the idempotency key of the run it re-runs: that run's slot is kept here.
+    key_slot = models.DateTimeField(
+        null=True, blank=True,
+        help_text="The slot the idempotency key names when it is not the run's own: that of the run this one re-runs.")
     attempt = models.PositiveIntegerField(default=1)
     max_attempts = models.PositiveIntegerField(default=1)
     # Attempts lost to the infrastructure: they spend the job's lost budget, not max_attempts.
@@ -479,7 +491,7 @@ class JobRun(models.Model):
 
     @property
     def idempotency_key(self):
-        return f"{self.pk}:{self.attempt}"
+        return idempotency_key(self.job_id, self.key_slot or self.scheduled_for)
 
     @property
     def is_terminal(self):

@@ -1,7 +1,6 @@
 """jobsctl's commands. Every command takes --json (the API's answer as JSON on stdout); errors are
 one line on stderr, and the exit code says which (``errors``)."""
 
-import functools
 import re
 import sys
 import time
@@ -10,15 +9,16 @@ from pathlib import Path
 
 import click
 
-from . import __version__, config, output
+from . import __version__, config, output, workflows
 from .client import Api
 from .errors import INTERRUPTED, NOT_FOUND, OK, REJECTED, RUN_FAILED, USAGE, WAIT_TIMED_OUT, CliError
+from .subcommands import subcommand
 from .tailing import TERMINAL, Follower
 
 RELATIVE = re.compile(r"^(\d+)([smhd])$")
 UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 EXIT_CODES = """\b
-Exit codes: 0 ok; 1 the run failed (run --wait, tail) or a slot is missing (slots); 2 usage or
+Exit codes: 0 ok; 1 the run or workflow run failed (--wait, tail) or a slot is missing (slots); 2 usage or
 configuration; 3 not found; 4 no token, a refused token or not allowed; 5 server unreachable;
 6 input refused (a bad value, a file with errors); 7 still running after --timeout; 8 server error;
 130 interrupted (Ctrl-C)."""
@@ -41,16 +41,8 @@ class Context:
 
 
 def command(name=None, **attrs):
-    """A subcommand with --json, receiving the Context and whether to answer in JSON."""
-    def wrap(function):
-        @cli.command(name, **attrs)
-        @click.option("--json", "as_json", is_flag=True, help="Print the API's answer as JSON.")
-        @click.pass_obj
-        @functools.wraps(function)
-        def run(ctx, as_json, **kwargs):
-            return function(ctx, as_json or ctx.json, **kwargs)
-        return run
-    return wrap
+    """A top-level subcommand with --json (``subcommands.subcommand``)."""
+    return subcommand(cli, name, **attrs)
 
 
 @click.group(epilog=EXIT_CODES, context_settings={"help_option_names": ["-h", "--help"]})
@@ -68,6 +60,9 @@ def cli(click_ctx, url, config_path, http_timeout, as_json):
 
     The token comes from JOBSCTL_TOKEN or the config file; jobs are named by name or id."""
     click_ctx.obj = Context(url, config_path, http_timeout, as_json)
+
+
+cli.add_command(workflows.group)
 
 
 def main():
@@ -107,6 +102,18 @@ def since_param(text):
         moment = datetime.now(UTC) - timedelta(**{UNITS[match[2]]: int(match[1])})
         return moment.isoformat()
     return text
+
+
+def moment_param(text, option):
+    """``since_param``, checked here: a time that is neither relative nor ISO 8601 is a usage error
+    naming the option."""
+    value = since_param(text)
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError:
+        raise CliError(USAGE, f"{option}: {text!r} is not a time: give ISO 8601 (2026-11-20T03:00Z) "
+                              "or a time before now (30m, 6h, 2d).") from None
+    return value
 
 
 # --- jobs
@@ -218,7 +225,44 @@ def resume(ctx, as_json, job):
         click.echo(f"Resumed {done['name']}; next run {output.when(done['next_run_at'])}.")
 
 
+@command()
+@click.argument("job")
+@click.option("--start", "--from", "start", required=True, metavar="TIME",
+              help="The range's start: ISO 8601 (UTC unless it has an offset) or before now (2d, 6h).")
+@click.option("--end", "--to", "end", required=True, metavar="TIME", help="The range's end, excluded; as --start.")
+@click.option("--dry-run", is_flag=True, help="List the slots and which have a run; create nothing.")
+def backfill(ctx, as_json, job, start, end, dry_run):
+    """Create the runs of a job's past slots in [START, END); a slot with a run is left alone."""
+    body = {"start": moment_param(start, "--start"), "end": moment_param(end, "--end"), "dry_run": dry_run}
+    found = find_job(ctx.api, job)
+    answer = ctx.api.post(f"/api/jobs/{found['id']}/backfill/", body)
+    if as_json:
+        output.emit_json(answer)
+        return
+    existing = sum(slot["run"] is not None for slot in answer["slots"])
+    if dry_run:
+        rows = [(output.when(slot["scheduled_for"]), slot["run"] or "-") for slot in answer["slots"]]
+        click.echo(output.table(["SLOT", "RUN"], rows) if rows else "No slots in the range.")
+        click.echo(f"dry run: {answer['to_create']} run(s) to create, {existing} slot(s) already have one; "
+                   "nothing was created.")
+    else:
+        ids = ", ".join(str(run_id) for run_id in answer["created"]) or "none"
+        click.echo(f"Backfilled {found['name']}: {len(answer['created'])} run(s) queued ({ids}); "
+                   f"{existing} slot(s) already had a run.")
+
+
 # --- runs
+
+@command("cancel")
+@click.argument("run_id", type=int)
+def cancel_run(ctx, as_json, run_id):
+    """Cancel a queued, retrying or running run (a finished one is left as it is)."""
+    answer = ctx.api.post(f"/api/runs/{run_id}/cancel/", not_found=f"no run {run_id} (or it is not yours to see).")
+    if as_json:
+        output.emit_json(answer)
+    else:
+        click.echo(f"run {run_id}: {answer['detail']}")
+
 
 @command()
 @click.argument("job", required=False)

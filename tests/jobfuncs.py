@@ -1,5 +1,6 @@
-"""Job functions used by the tests. Each appends its idempotency key to a ledger file, so a test
-can see how many times a run's side effect happened."""
+"""Job functions used by the tests. Each appends the attempt it is ("<run id>:<attempt>") to a ledger
+file, so a test can see how many times a run's side effect happened; ``test.keys`` appends the
+idempotency key it was given."""
 
 import os
 import time
@@ -15,18 +16,36 @@ def _append(ledger, line):
         os.close(fd)
 
 
+def attempt_of(context):
+    return f"{context.run_id}:{context.attempt}"
+
+
+@job_function("test.keys")
+def keys(path, fail_times=0, hold_first_seconds=0.0, marker=None, context=None):
+    """Appends "key <idempotency key> <attempt> <run id>"; holds its first attempt ``hold_first_seconds``
+    (long enough to kill it), fails its first ``fail_times`` attempts, and fails while ``marker`` exists."""
+    _append(path, f"key {context.idempotency_key} {context.attempt} {context.run_id}")
+    if context.attempt == 1:
+        time.sleep(float(hold_first_seconds))
+    if context.attempt <= int(fail_times):
+        raise RuntimeError(f"failing attempt {context.attempt} on purpose")
+    if marker and os.path.exists(marker):
+        raise RuntimeError(f"failing on purpose while {marker} exists")
+    return {"key": context.idempotency_key}
+
+
 @job_function("test.ledger")
 def ledger(path, seconds=0.0, context=None):
-    _append(path, f"start {context.idempotency_key} {time.time()}")
+    _append(path, f"start {attempt_of(context)} {time.time()}")
     time.sleep(float(seconds))
-    _append(path, f"end {context.idempotency_key} {time.time()}")
-    return {"key": context.idempotency_key}
+    _append(path, f"end {attempt_of(context)} {time.time()}")
+    return {"attempt": attempt_of(context)}
 
 
 @job_function("test.flaky")
 def flaky(fail_times, path=None, context=None):
     if path:
-        _append(path, f"attempt {context.idempotency_key} {time.time()}")
+        _append(path, f"attempt {attempt_of(context)} {time.time()}")
     if context.attempt <= int(fail_times):
         raise RuntimeError(f"failing attempt {context.attempt} on purpose")
     return {"succeeded_on": context.attempt}
@@ -36,11 +55,11 @@ def flaky(fail_times, path=None, context=None):
 def fail_while(marker, path=None, context=None):
     """Fails while the file ``marker`` exists: a job a test can fix between two runs."""
     if path:
-        _append(path, f"start {context.idempotency_key} {time.time()}")
+        _append(path, f"start {attempt_of(context)} {time.time()}")
     if os.path.exists(marker):
         raise RuntimeError(f"failing on purpose while {marker} exists")
     if path:
-        _append(path, f"end {context.idempotency_key} {time.time()}")
+        _append(path, f"end {attempt_of(context)} {time.time()}")
     return {"ok": True}
 
 
@@ -48,7 +67,7 @@ def fail_while(marker, path=None, context=None):
 def barrier(path, tag, parties=2, timeout=30.0, context=None):
     """Waits until ``parties`` runs have reached the barrier ``tag``, then returns at once, so that
     they finish together."""
-    _append(path, f"arrive-{tag} {context.idempotency_key} {time.time()}")
+    _append(path, f"arrive-{tag} {attempt_of(context)} {time.time()}")
     deadline = time.monotonic() + float(timeout)
     while True:
         with open(path) as f:
@@ -57,7 +76,7 @@ def barrier(path, tag, parties=2, timeout=30.0, context=None):
         if time.monotonic() > deadline:
             raise RuntimeError(f"barrier {tag}: the other runs never arrived")
         time.sleep(0.005)
-    _append(path, f"end {context.idempotency_key} {time.time()}")
+    _append(path, f"end {attempt_of(context)} {time.time()}")
     return {"tag": tag}
 
 
@@ -76,16 +95,16 @@ def sleepy(path, seconds, ignore_soft_limit=False, context=None):
     (only the hard limit can end it then)."""
     from celery.exceptions import SoftTimeLimitExceeded
 
-    _append(path, f"start {context.idempotency_key} {time.time()}")
+    _append(path, f"start {attempt_of(context)} {time.time()}")
     deadline = time.monotonic() + float(seconds)
     while time.monotonic() < deadline:
         try:
             time.sleep(0.05)
         except SoftTimeLimitExceeded:
-            _append(path, f"soft-limit {context.idempotency_key} {time.time()}")
+            _append(path, f"soft-limit {attempt_of(context)} {time.time()}")
             if not ignore_soft_limit:
                 raise
-    _append(path, f"end {context.idempotency_key} {time.time()}")
+    _append(path, f"end {attempt_of(context)} {time.time()}")
     return {"slept": seconds}
 
 
@@ -95,10 +114,10 @@ def claim_lost(path, context=None):
     queued again at this attempt, its attempt row gone (tests.test_worker_path)."""
     from jobs.models import JobRun, RunStatus
 
-    _append(path, f"start {context.idempotency_key} {time.time()}")
+    _append(path, f"start {attempt_of(context)} {time.time()}")
     lose_claim(context.run_id, context.attempt)
     assert JobRun.objects.get(pk=context.run_id).status == RunStatus.QUEUED
-    return {"key": context.idempotency_key}
+    return {"attempt": attempt_of(context)}
 
 
 def lose_claim(run_id, attempt):

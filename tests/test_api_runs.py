@@ -99,7 +99,7 @@ def test_it_shows_one_run_with_attempts_output_and_timings(people):
     body = people.client(people.owner).get(f"/api/runs/{run.pk}/").json()
     assert body["job"] == people.job.pk and body["job_name"] == "nightly-report"
     assert (body["output"], body["worker"], body["duration_seconds"]) == ("hello\n", "w1@host", 90.0)
-    assert (body["attempt"], body["max_attempts"], body["idempotency_key"]) == (2, 3, f"{run.pk}:2")
+    assert (body["attempt"], body["max_attempts"], body["idempotency_key"]) == (2, 3, f"{people.job.pk}:2025-03-01T12:00:00.000000Z")
     assert body["result"] == {"ok": True}
     assert [(a["number"], a["outcome"], a["pid"], a["error"]) for a in body["attempts"]] == [
         (1, "failed", 11, "boom"), (2, "succeeded", 12, "")]

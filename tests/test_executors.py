@@ -11,10 +11,13 @@ from django.test import override_settings
 from jobs.executors import JobFailed, JobTimedOut, RunContext, command_kind, http_kind
 from jobs.models import Job
 
+KEY = "12:2026-03-01T06:00:00.000000Z"  # the worker gives the run's key (tests/test_idempotency_key.py)
+
 
 def context(job, timeout=10, cancelled=None):
     job.timeout_seconds = timeout
-    return RunContext(run_id=7, attempt=2, job=job, timeout_seconds=timeout, cancelled=cancelled)
+    return RunContext(run_id=7, attempt=2, job=job, timeout_seconds=timeout, idempotency_key=KEY,
+                      cancelled=cancelled)
 
 
 def command(target, **fields):
@@ -50,9 +53,9 @@ def test_a_non_zero_exit_fails_the_run_with_its_output():
 
 
 def test_a_command_gets_its_environment_and_the_idempotency_key():
-    outcome = command_kind.execute(context(command('echo "$GREETING $JOB_IDEMPOTENCY_KEY"',
+    outcome = command_kind.execute(context(command('echo "$GREETING $JOB_IDEMPOTENCY_KEY $JOB_ATTEMPT"',
                                                    environment={"GREETING": "hello"})))
-    assert outcome.output.strip() == "hello 7:2"
+    assert outcome.output.strip() == f"hello {KEY} 2"
 
 
 def test_a_command_does_not_see_the_services_secrets(monkeypatch):
@@ -103,7 +106,7 @@ def test_an_http_job_sends_its_request_with_the_idempotency_key(http_server):
     outcome = http_kind.execute(context(job))
     path, headers, body = Recorder.seen[0]
     assert (path, body) == ("/hook", b'{"a": 1}')
-    assert headers["Idempotency-Key"] == "7:2" and headers["X-Team"] == "ops"
+    assert headers["Idempotency-Key"] == KEY and headers["X-Team"] == "ops"
     assert outcome.result["status"] == 201 and "Server" in outcome.result["headers"]
 
 

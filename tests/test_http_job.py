@@ -1,7 +1,8 @@
 """An HTTP job through a real worker against a local HTTP server: the request carries the job's
-method, body and an Idempotency-Key of "<run id>:<attempt>", new for each attempt."""
+method, body and an Idempotency-Key of "<job id>:<slot>", the same on each attempt."""
 
 import threading
+from datetime import UTC
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -41,7 +42,7 @@ def endpoint():
     server.server_close()
 
 
-def test_an_http_job_sends_its_idempotency_key_and_retries_with_a_new_one(processes, endpoint, local_http_allowed):
+def test_an_http_job_sends_its_idempotency_key_and_retries_with_the_same_one(processes, endpoint, local_http_allowed):
     job = save_job(Job(name="webhook", kind="http", target=endpoint.url, http_method="POST",
                        http_body='{"report": "nightly"}', max_retries=1, retry_backoff_seconds=0.2,
                        retry_jitter=False), {"type": "manual"})
@@ -53,9 +54,10 @@ def test_an_http_job_sends_its_idempotency_key_and_retries_with_a_new_one(proces
              message="the run to succeed")
 
     run.refresh_from_db()
+    key = f"{job.pk}:{run.scheduled_for.astimezone(UTC):%Y-%m-%dT%H:%M:%S.%fZ}"
     assert [(r["path"], r["key"], r["body"]) for r in endpoint.seen] == [
-        ("/hook", f"{run.pk}:1", b'{"report": "nightly"}'),
-        ("/hook", f"{run.pk}:2", b'{"report": "nightly"}'),
+        ("/hook", key, b'{"report": "nightly"}'),
+        ("/hook", key, b'{"report": "nightly"}'),
     ]
     assert run.attempt == 2
     assert run.output == "HTTP 200\nanswer 2"

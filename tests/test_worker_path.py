@@ -300,7 +300,7 @@ def test_an_outcome_refused_because_the_claim_was_lost_takes_the_claim_back_and_
 
     run.refresh_from_db()
     attempts = list(JobAttempt.objects.filter(run=run).values_list("number", "outcome"))
-    assert (run.status, run.result, attempts) == (RunStatus.SUCCEEDED, {"key": f"{run.pk}:1"},
+    assert (run.status, run.result, attempts) == (RunStatus.SUCCEEDED, {"attempt": f"{run.pk}:1"},
                                                  [(1, AttemptOutcome.SUCCEEDED)])
     assert len(ledger.read_text().splitlines()) == 1
 

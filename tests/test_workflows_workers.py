@@ -28,7 +28,7 @@ def steps(wf_run):
 
 
 def keys_of(ledger, event, job_name):
-    """Idempotency keys ("run:attempt") of the ledger lines of ``event`` written by runs of the job."""
+    """Attempts ("run:attempt") of the ledger lines of ``event`` written by runs of the job."""
     run_ids = {str(pk) for pk in JobRun.objects.filter(job__name=job_name).values_list("pk", flat=True)}
     return [row[1] for row in ledger.lines(event) if row[1].split(":")[0] in run_ids]
 

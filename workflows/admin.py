@@ -4,7 +4,13 @@ A workflow's graph is defined through the API or ``manage.py jobs apply``, where
 whole (cycles named); here it is shown, and the schedule, policy and owner can be changed."""
 
 from django.contrib import admin
+from django.db import transaction
 
+from audit.models import Source
+from jobs.actions import Actor
+from jobs.admin import refused_as_message
+
+from . import actions
 from .models import Workflow, WorkflowEdge, WorkflowNode, WorkflowRun, WorkflowStep
 from .permissions import may_act_on
 
@@ -47,6 +53,30 @@ class WorkflowAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return super().has_delete_permission(request, obj) and (obj is None or may_act_on(request.user, obj))
+
+    # --- saves and deletes: each through workflows.actions (which writes the audit entry)
+
+    def save_model(self, request, obj, form, change):
+        actor = Actor.of_request(request, Source.ADMIN)
+        if change:
+            actions.change(actor, obj)
+        else:
+            actions.create(actor, obj)
+
+    def delete_model(self, request, obj):
+        actions.delete(Actor.of_request(request, Source.ADMIN), obj)
+
+    def delete_queryset(self, request, queryset):
+        actor = Actor.of_request(request, Source.ADMIN)
+        with transaction.atomic():
+            for workflow in queryset.select_related("crontab", "interval", "clocked", "owner", "group"):
+                actions.delete(actor, workflow)
+
+    def changeform_view(self, request, *args, **kwargs):
+        return refused_as_message(self, request, super().changeform_view, request, *args, **kwargs)
+
+    def delete_view(self, request, *args, **kwargs):
+        return refused_as_message(self, request, super().delete_view, request, *args, **kwargs)
 
 
 class StepInline(ReadOnlyInline):

@@ -18,7 +18,7 @@ from jobs.as_code import Plan
 from jobs.models import Job, JobKind
 from jobs.permissions import COMMAND_JOBS_DENIED, may_run_command_jobs
 
-from . import definitions
+from . import actions, definitions
 from .models import FailurePolicy, Workflow
 from .permissions import visible_workflows
 
@@ -183,24 +183,28 @@ def shown(schedule):
 
 
 def delete_pruned(plan, actor):
-    Workflow.objects.filter(pk__in=[w.pk for w in plan.deletions]).delete()
-    return []
+    """Delete the workflows the file no longer has, each with its audit entry."""
+    errors = []
+    for workflow in plan.deletions:
+        try:
+            actions.delete(actor, workflow)
+        except actions.ActionError as exc:
+            errors.append(f"workflows: {workflow.name}: {exc.message}")
+    return errors
 
 
 def apply_changes(plan, actor):
-    """Save every change; returns the error messages (the caller rolls back when there are any)."""
+    """Save every change, each with its audit entry; returns the error messages (the caller rolls
+    back when there are any)."""
     errors = []
     for change in plan.changes:
-        workflow = change.workflow
-        was_enabled = workflow.enabled if not change.is_new else True
-        for key, value in change.values.items():
-            setattr(workflow, key, value)
-        if change.schedule is None:
-            job_definitions.restart_if_reenabled(workflow, was_enabled)
         try:
-            definitions.save_workflow(workflow, change.schedule, change.graph)
-        except ValidationError as exc:
-            errors += [f"{change.entry.where}: {m}" for m in exc.messages]
+            if change.is_new:
+                actions.create(actor, change.workflow, change.schedule, change.graph)
+            else:
+                actions.change(actor, change.workflow, change.values, change.schedule, change.graph)
+        except actions.ActionError as exc:
+            errors += [f"{change.entry.where}: {m}" for messages in exc.fields.values() for m in messages]
         except DatabaseError as exc:
             errors.append(f"{change.entry.where}: {str(exc).strip()}")
     return errors

@@ -6,6 +6,9 @@ from jobs.permissions import may_run_command_jobs, owned_or_shared, sees_everyth
 
 from .models import Workflow, WorkflowRun
 
+COMMAND_JOBS_DENIED = ("This workflow has command jobs: only users with the jobs.run_command_jobs "
+                       "permission may change, delete, run, pause, resume, re-run or cancel it.")
+
 
 def visible_workflows(user):
     return owned_or_shared(Workflow.objects.all(), user)

@@ -112,8 +112,20 @@ def cancel(wf_run, user=None, reason=""):
     Returns whether this call cancelled it."""
     reason = reason or (f"Cancelled by {user.get_username()}" if user else "Cancelled")
     with transaction.atomic():
-        moved = WorkflowRun.objects.filter(pk=wf_run.pk, status=WorkflowRunStatus.RUNNING,
-                                           cancel_requested=False).update(cancel_requested=True, reason=reason[:255])
+        moved = request_cancel(wf_run, reason)
+    stop_steps(wf_run, reason)
+    return moved
+
+
+def request_cancel(wf_run, reason):
+    """The first half of ``cancel``, in the caller's transaction (which commits before
+    ``stop_steps``): mark a running workflow run cancelled. Returns whether this call did."""
+    return bool(WorkflowRun.objects.filter(pk=wf_run.pk, status=WorkflowRunStatus.RUNNING, cancel_requested=False)
+                .update(cancel_requested=True, reason=reason[:255]))
+
+
+def stop_steps(wf_run, reason):
+    """The second half of ``cancel``: cancel the active step runs and end the workflow run."""
     # The run rows are locked before the workflow run's by every hook (the run ends, then the hook
     # locks the workflow run); cancelling them one by one, outside a workflow-run lock, keeps that order.
     for run in JobRun.objects.filter(workflow_steps__workflow_run=wf_run, workflow_steps__status=StepStatus.ACTIVE):
@@ -123,7 +135,6 @@ def cancel(wf_run, user=None, reason=""):
         if not locked.is_terminal:
             advance(locked)
     wf_run.refresh_from_db()
-    return bool(moved)
 
 
 def advance(wf_run):
@@ -171,7 +182,7 @@ def _finish_step(step, status, reason, now):
 def _start_step(step, wf_run, now):
     try:
         with transaction.atomic():
-            run = create_step_run(step.job, wf_run, now)
+            run = create_step_run(step, wf_run, now)
             if not WorkflowStep.objects.filter(pk=step.pk, status=StepStatus.WAITING).update(
                     status=StepStatus.ACTIVE, run=run, started_at=now):
                 raise AlreadyStarted  # rolls the run (and its publishing) back
@@ -185,9 +196,24 @@ class AlreadyStarted(Exception):
     pass
 
 
-def create_step_run(job, wf_run, now):
-    """A queued run of ``job`` for this workflow run, published on commit."""
-    return lifecycle.create_run(job, RunTrigger.WORKFLOW, user=wf_run.triggered_by)
+def create_step_run(step, wf_run, now):
+    """A queued run of the step's job for this workflow run, published on commit. In a re-run it
+    keeps the idempotency key of the step's run in the workflow run re-run (or the one before)."""
+    return lifecycle.create_run(step.job, RunTrigger.WORKFLOW, user=wf_run.triggered_by,
+                                key_slot=rerun_key_slot(step, wf_run))
+
+
+def rerun_key_slot(step, wf_run):
+    """The slot whose key a re-run step keeps: that of the step's first run in the workflow runs
+    this one re-runs; None when it is no re-run, or the step never ran before."""
+    earlier = wf_run.rerun_of_id
+    while earlier is not None:
+        before = (WorkflowStep.objects.filter(workflow_run_id=earlier, node_id=step.node_id, run__isnull=False)
+                  .values_list("run__key_slot", "run__scheduled_for").first())
+        if before is not None:
+            return before[0] or before[1]
+        earlier = WorkflowRun.objects.filter(pk=earlier).values_list("rerun_of_id", flat=True).first()
+    return None
 
 
 def _finish(wf_run, steps, now):

@@ -221,7 +221,9 @@ class RunSerializer(serializers.ModelSerializer):
 
     job_name = serializers.CharField(source="job.name", read_only=True)
     duration_seconds = serializers.SerializerMethodField()
-    idempotency_key = serializers.CharField(read_only=True)
+    idempotency_key = serializers.CharField(
+        read_only=True, help_text="What job code gets to make its side effects safe: \"<job id>:<slot in UTC>\", the "
+                                  "same on every attempt and every re-run of the run (the attempt is `attempt`).")
 
     class Meta:
         model = JobRun

@@ -35,14 +35,12 @@ class RunContext:
     attempt: int
     job: object
     timeout_seconds: float
+    # The run's (JobRun.idempotency_key): the same on every attempt; the worker gives it.
+    idempotency_key: str = ""
     cancelled: object = field(default=None, repr=False)  # a threading.Event set on cancel/lost
     # The attempt's OutputTail, which the worker's heartbeat thread saves while the attempt runs;
     # an executor that finds none keeps its own.
     output: object = field(default=None, repr=False)
-
-    @property
-    def idempotency_key(self):
-        return f"{self.run_id}:{self.attempt}"
 
 
 def get_executor(kind):

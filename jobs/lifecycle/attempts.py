@@ -84,8 +84,9 @@ def past_start_deadline(run, now):
                 and (now - run.scheduled_for).total_seconds() > deadline)
 
 
-# What a claim loads, on every database: the PostgreSQL claim's columns, and the start deadline it checks.
-CLAIM_RUN_FIELDS = [f.name for f in postgres.RUN_FIELDS] + ["scheduled_for"]
+# What a claim loads, on every database: the PostgreSQL claim's columns (the run's slot among them,
+# which the start deadline checks), and the job's start deadline.
+CLAIM_RUN_FIELDS = [f.name for f in postgres.RUN_FIELDS]
 CLAIM_JOB_FIELDS = [f.name for f in postgres.JOB_FIELDS] + ["start_deadline_seconds"]
 
 

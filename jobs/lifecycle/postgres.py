@@ -28,10 +28,11 @@ from ..publishing import task_id_for
 # whenever its statistics said there were few (tests/test_worker_path.py reads the plans).
 
 # The claim returns what running the job needs; the rest stays deferred (loaded if job code asks).
-# Of the run, what says which run and attempt it is: building and converting each column returned
-# costs the worker CPU on every run (not the output, result or error: up to megabytes).
+# Of the run, what says which run and attempt it is, and the slot its idempotency key names: building
+# and converting each column returned costs the worker CPU on every run (not the output, result or
+# error: up to megabytes).
 RUN_FIELDS = tuple(f for f in JobRun._meta.concrete_fields if f.name in {
-    "id", "job", "status", "trigger", "attempt", "worker"})
+    "id", "job", "status", "trigger", "scheduled_for", "key_slot", "attempt", "worker"})
 # (In the model's field order, which Model.from_db expects when fields are deferred.)
 JOB_FIELDS = tuple(f for f in Job._meta.concrete_fields if f.name in {
     "id", "name", "tags", "kind", "target", "args", "kwargs", "environment", "http_method", "http_headers",

@@ -71,10 +71,11 @@ def _publish_messages_logged(messages):
 
 # --- creating runs
 
-def create_run(job, trigger=RunTrigger.MANUAL, user=None):
+def create_run(job, trigger=RunTrigger.MANUAL, user=None, key_slot=None):
     """A run of ``job`` queued now (run now, a workflow step), published once the transaction
     commits. Its slot is the moment it was made; two made in the same microsecond take the next
-    free one (one run per job and slot)."""
+    free one (one run per job and slot). ``key_slot``: the slot of the run this one re-runs, whose
+    idempotency key it keeps (a workflow re-run's step)."""
     now = clock.now()
     with transaction.atomic():
         for offset in range(100):
@@ -84,6 +85,8 @@ def create_run(job, trigger=RunTrigger.MANUAL, user=None):
         else:
             raise RuntimeError(f"no free slot for a run of job {job.pk}")
         run_id = created[0][0]
+        if key_slot is not None:
+            JobRun.objects.filter(pk=run_id).update(key_slot=key_slot)
         # Only ever forward: a tick that made a later run of the job keeps it as the last one.
         Job.objects.filter(Q(last_run__isnull=True) | Q(last_run__lt=run_id), pk=job.pk).update(last_run=run_id)
         publish_on_commit([(run_id, 1, job)])

@@ -38,7 +38,7 @@ def execute_run(self, run_id, attempt):
     tail = OutputTail(settings.JOBS_OUTPUT_MAX_BYTES)
     try:
         with heartbeats.held(run_id, attempt, output=tail, worker=worker) as beat:
-            context = RunContext(run_id=run_id, attempt=attempt, job=run.job,
+            context = RunContext(run_id=run_id, attempt=attempt, job=run.job, idempotency_key=run.idempotency_key,
                                  timeout_seconds=run.job.timeout_seconds, cancelled=beat.stopped, output=tail)
             outcome = get_executor(run.job.kind).execute(context)
     except JobFailed as exc:

@@ -24,7 +24,7 @@ from ..conftest import wait_for
 class Verdict:
     runs: int = 0
     succeeded: int = 0
-    duplicate_executions: int = 0  # the same attempt (idempotency key) started more than once
+    duplicate_executions: int = 0  # the same attempt ("<run id>:<attempt>" in the ledger) started more than once
     duplicate_effects: int = 0  # a run whose effect completed more than once (over all its attempts)
     reruns: int = 0  # runs the ledger saw start more than once (a later attempt after a lost one)
     problems: list = field(default_factory=list)
@@ -106,7 +106,7 @@ def _check_ledger(run, executions, verdict):
     verdict.reruns += len(mine) > 1
     verdict.duplicate_effects += max(0, sum(1 for _, _, end in mine if end) - 1)
     if run.status == RunStatus.SUCCEEDED and not any(
-        key == run.idempotency_key and end for key, _, end in mine
+        key == f"{run.pk}:{run.attempt}" and end for key, _, end in mine
     ):
         verdict.problems.append(f"run {run.pk} succeeded but its effect is not in the ledger")
     # An execution killed before its end line lasted, as far as the system knows, until its

@@ -1,13 +1,12 @@
 """JSON shapes of workflows and workflow runs. A workflow's graph is ``nodes`` (job names) and
 ``edges`` ({"from": job, "to": job, "on_failure": "skip"|"run"}); it is checked by
-``definitions.parse_graph`` (cycles named) and saved by ``definitions.save_workflow``."""
+``definitions.parse_graph`` (cycles named) and saved by ``workflows.actions`` (which writes the audit entry)."""
 
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
-from jobs import definitions as job_definitions
-from jobs.api.serializers import GroupField, ScheduleField, field_errors
+from jobs.api.serializers import GroupField, ScheduleField
 from jobs.models import JobKind
 from jobs.permissions import may_run_command_jobs, sees_everything, visible_jobs
 
@@ -81,26 +80,9 @@ class WorkflowSerializer(serializers.ModelSerializer):
                 f"({', '.join(commands)})."]})
         return attrs
 
-    def create(self, validated_data):
-        schedule = validated_data.pop("schedule", None) or {"type": "manual"}
-        graph = validated_data.pop("graph")
-        return self._save(Workflow(**validated_data), schedule, graph)
-
-    def update(self, workflow, validated_data):
-        schedule = validated_data.pop("schedule", None)
-        graph = validated_data.pop("graph", None)
-        was_enabled = workflow.enabled
-        for name, value in validated_data.items():
-            setattr(workflow, name, value)
-        if schedule is None:
-            job_definitions.restart_if_reenabled(workflow, was_enabled)
-        return self._save(workflow, schedule, graph)
-
-    def _save(self, workflow, schedule, graph):
-        try:
-            return definitions.save_workflow(workflow, schedule, graph)
-        except DjangoValidationError as exc:
-            raise serializers.ValidationError(field_errors(exc)) from None
+    def save(self, **kwargs):
+        raise NotImplementedError("A workflow is saved by workflows.actions.create or change, which check the "
+                                  "command-job permission and write the audit entry: pass them the validated data.")
 
 
 class StepSerializer(serializers.ModelSerializer):

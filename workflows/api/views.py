@@ -7,19 +7,15 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
 from jobs.api.views import ApiViewSet, bool_param, choice_param, int_param, text_param
 
-from .. import definitions, progress
+from .. import actions
 from ..models import Workflow, WorkflowRun, WorkflowRunStatus
-from ..permissions import may_act_on, visible_workflow_runs, visible_workflows
+from ..permissions import visible_workflow_runs, visible_workflows
 from .serializers import WorkflowRunDetailSerializer, WorkflowRunSerializer, WorkflowSerializer
-
-COMMAND_JOBS_DENIED = ("This workflow has command jobs: only users with the jobs.run_command_jobs "
-                       "permission may change, delete, run, pause, resume, re-run or cancel it.")
 
 
 def accepted(request, wf_run, context):
@@ -61,52 +57,42 @@ class WorkflowViewSet(ApiViewSet, viewsets.ModelViewSet):
             found = found.filter(enabled=bool_param(params, "enabled"))
         return found
 
-    def create(self, request, *args, **kwargs):
-        with transaction.atomic():
-            return super().create(request, *args, **kwargs)
-
     def perform_create(self, serializer):
-        serializer.save(owner=self.request.user)
+        values = dict(serializer.validated_data)
+        schedule = values.pop("schedule", None) or {"type": "manual"}
+        graph = values.pop("graph")
+        serializer.instance = actions.create(self.actor, Workflow(owner=self.request.user, **values), schedule, graph)
 
+    @transaction.atomic  # the row stays locked (get_queryset) until the change and its entry commit
     def update(self, request, *args, **kwargs):
-        with transaction.atomic():
-            self.check_may_act(self.get_object())
-            return super().update(request, *args, **kwargs)
+        return super().update(request, *args, **kwargs)
 
-    def destroy(self, request, *args, **kwargs):
-        self.check_may_act(self.get_object())
-        return super().destroy(request, *args, **kwargs)
+    def perform_update(self, serializer):
+        values = dict(serializer.validated_data)
+        schedule, graph = values.pop("schedule", None), values.pop("graph", None)
+        serializer.instance = actions.change(self.actor, serializer.instance, values, schedule, graph)
 
-    def check_may_act(self, workflow):
-        if not may_act_on(self.request.user, workflow):
-            raise PermissionDenied(COMMAND_JOBS_DENIED)
+    def perform_destroy(self, workflow):
+        actions.delete(self.actor, workflow)
 
     @extend_schema(request=None, responses={202: WorkflowRunDetailSerializer},
                    description="Start a run of the workflow now; its jobs without upstreams are queued at once. "
                                "The `Location` header points at the new workflow run.")
     @action(detail=True, methods=["post"])
     def run(self, request, pk=None):
-        workflow = self.get_object()
-        self.check_may_act(workflow)
-        wf_run = progress.start(workflow, user=request.user)
+        wf_run = actions.run_now(self.actor, self.get_object())
         return accepted(request, wf_run, self.get_serializer_context())
 
     @extend_schema(request=None, responses=WorkflowSerializer, description="Stop the workflow's schedule.")
     @action(detail=True, methods=["post"])
     def pause(self, request, pk=None):
-        workflow = self.get_object()
-        self.check_may_act(workflow)
-        definitions.pause(workflow)
-        return Response(self.get_serializer(workflow).data)
+        return Response(self.get_serializer(actions.pause(self.actor, self.get_object())).data)
 
     @extend_schema(request=None, responses=WorkflowSerializer,
                    description="Restart the workflow's schedule from now on; missed slots are not run.")
     @action(detail=True, methods=["post"])
     def resume(self, request, pk=None):
-        workflow = self.get_object()
-        self.check_may_act(workflow)
-        definitions.resume(workflow)
-        return Response(self.get_serializer(workflow).data)
+        return Response(self.get_serializer(actions.resume(self.actor, self.get_object())).data)
 
 
 @extend_schema_view(
@@ -140,13 +126,7 @@ class WorkflowRunViewSet(ApiViewSet, viewsets.ReadOnlyModelViewSet):
                                "409 when the run is not failed or cancelled, or was already re-run.")
     @action(detail=True, methods=["post"])
     def rerun(self, request, pk=None):
-        wf_run = self.get_object()
-        if not may_act_on(request.user, wf_run.workflow):
-            raise PermissionDenied(COMMAND_JOBS_DENIED)
-        try:
-            new_run = progress.rerun(wf_run, user=request.user)
-        except progress.NotRerunnable as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        new_run = actions.rerun(self.actor, self.get_object())
         return accepted(request, new_run, self.get_serializer_context())
 
     @extend_schema(request=None, responses=WorkflowRunDetailSerializer,
@@ -155,9 +135,7 @@ class WorkflowRunViewSet(ApiViewSet, viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         wf_run = self.get_object()
-        if not may_act_on(request.user, wf_run.workflow):
-            raise PermissionDenied(COMMAND_JOBS_DENIED)
-        cancelled = progress.cancel(wf_run, user=request.user)
+        cancelled = actions.cancel(self.actor, wf_run)
         data = WorkflowRunDetailSerializer(wf_run, context=self.get_serializer_context()).data
         data["detail"] = "Cancelled." if cancelled else f"The workflow run is already {wf_run.status}; nothing changed."
         return Response(data)

@@ -9,9 +9,9 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
-from jobs.pages.common import page
+from jobs.pages.common import actor, page
 
-from .. import definitions, progress
+from .. import actions, definitions
 from ..permissions import may_act_on, visible_workflow_runs, visible_workflows
 from . import graph
 
@@ -45,18 +45,21 @@ def workflow_detail(request, pk):
     return page(request, "workflows/detail.html", context, "workflows")
 
 
-def workflow_to_act_on(request, pk):
-    workflow = get_object_or_404(visible_workflows(request.user), pk=pk)
-    if not may_act_on(request.user, workflow):
-        raise PermissionDenied("This workflow has command jobs; you may not run it.")
-    return workflow
+def acting(action, request, *args):
+    """``action`` (of workflows.actions) as the page's user; a refusal for want of the right is a 403."""
+    try:
+        return action(actor(request), *args)
+    except actions.ActionError as exc:
+        if exc.kind == actions.ActionError.FORBIDDEN:
+            raise PermissionDenied(exc.message) from None
+        raise
 
 
 @login_required
 @require_POST
 def workflow_run_now(request, pk):
-    workflow = workflow_to_act_on(request, pk)
-    wf_run = progress.start(workflow, user=request.user)
+    workflow = get_object_or_404(visible_workflows(request.user), pk=pk)
+    wf_run = acting(actions.run_now, request, workflow)
     messages.success(request, f"Workflow run #{wf_run.pk} of {workflow.name} started.")
     return redirect(f"{workflow_url(workflow)}?run={wf_run.pk}")
 
@@ -65,11 +68,11 @@ def workflow_run_now(request, pk):
 @require_POST
 def workflow_rerun(request, pk):
     wf_run = get_object_or_404(visible_workflow_runs(request.user).select_related("workflow"), pk=pk)
-    workflow = workflow_to_act_on(request, wf_run.workflow_id)
+    workflow = wf_run.workflow
     try:
-        new_run = progress.rerun(wf_run, user=request.user)
-    except progress.NotRerunnable as exc:
-        messages.error(request, str(exc))
+        new_run = acting(actions.rerun, request, wf_run)
+    except actions.ActionError as exc:
+        messages.error(request, exc.message)
         return redirect(f"{workflow_url(workflow)}?run={wf_run.pk}")
     messages.success(request, f"Workflow run #{new_run.pk} re-runs #{wf_run.pk} from its failed steps.")
     return redirect(f"{workflow_url(workflow)}?run={new_run.pk}")
@@ -79,8 +82,8 @@ def workflow_rerun(request, pk):
 @require_POST
 def workflow_cancel(request, pk):
     wf_run = get_object_or_404(visible_workflow_runs(request.user).select_related("workflow"), pk=pk)
-    workflow = workflow_to_act_on(request, wf_run.workflow_id)
-    if progress.cancel(wf_run, user=request.user):
+    workflow = wf_run.workflow
+    if acting(actions.cancel, request, wf_run):
         messages.success(request, f"Workflow run #{wf_run.pk} is cancelled.")
     else:
         messages.info(request, f"Workflow run #{wf_run.pk} is already {wf_run.status}.")

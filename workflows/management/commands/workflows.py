@@ -1,34 +1,44 @@
-"""manage.py workflows list | show NAME | run NAME [--wait] | rerun ID [--wait] | cancel ID
+"""manage.py workflows [--as USER] list | show NAME | run NAME [--wait] | pause NAME | resume NAME
+| rerun ID [--wait] | cancel ID
 
-Workflows are defined with the API or ``manage.py jobs apply`` (``workflows:`` in the file)."""
+Workflows are defined with the API or ``manage.py jobs apply`` (``workflows:`` in the file). Each
+action goes through ``workflows.actions`` (which writes its audit entry) as the operator, or with
+``--as USER`` as that user (their workflows only, with their permissions)."""
 
 import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs.management.commands.jobs import EXIT_FAILED, EXIT_WAIT_TIMED_OUT, table, when
-from workflows import definitions, progress
+from jobs.actions import Actor
+from jobs.management.commands.jobs import EXIT_FAILED, EXIT_WAIT_TIMED_OUT, resolve_user, table, when
+from workflows import actions, definitions
 from workflows.models import Workflow, WorkflowRun, WorkflowRunStatus
+from workflows.permissions import visible_workflow_runs, visible_workflows
 
 
-def find_workflow(name):
-    workflow = Workflow.objects.select_related("crontab", "interval", "clocked").filter(name=name).first()
+def find_workflow(name, user=None):
+    workflows = visible_workflows(user) if user else Workflow.objects
+    workflow = workflows.select_related("crontab", "interval", "clocked").filter(name=name).first()
     if workflow is None:
         raise CommandError(f"No workflow named {name!r}. See `manage.py workflows list` for the names.")
     return workflow
 
 
-def find_run(run_id):
-    wf_run = WorkflowRun.objects.select_related("workflow").filter(pk=run_id).first()
+def find_run(run_id, user=None):
+    runs = visible_workflow_runs(user) if user else WorkflowRun.objects
+    wf_run = runs.select_related("workflow").filter(pk=run_id).first()
     if wf_run is None:
         raise CommandError(f"No workflow run {run_id}.")
     return wf_run
 
 
 class Command(BaseCommand):
-    help = "List and show workflows; run, re-run and cancel workflow runs."
+    help = "List and show workflows; run, pause and resume them; re-run and cancel workflow runs."
 
     def add_arguments(self, parser):
+        parser.add_argument("--as", dest="acting_user", metavar="USER",
+                            help="Act as this user: their workflows only, with their permissions (default: the "
+                                 "operator, who sees every workflow).")
         sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
         sub.add_parser("list", help="All workflows with their schedule, next run and last run.")
         sub.add_parser("show", help="One workflow: its graph and its last runs with their steps.").add_argument("name")
@@ -39,14 +49,24 @@ class Command(BaseCommand):
             parser_.add_argument("--wait", action="store_true",
                                  help="Wait for the workflow run to end; exit 0 if it succeeded, 1 if not, 2 on timeout.")
             parser_.add_argument("--timeout", type=float, default=3600.0, help="Seconds to wait with --wait.")
+        sub.add_parser("pause", help="Stop a workflow's schedule.").add_argument("name")
+        sub.add_parser("resume", help="Restart a workflow's schedule from now on.").add_argument("name")
         sub.add_parser("cancel", help="Cancel a running workflow run.").add_argument("id", type=int)
 
-    def handle(self, *args, action, **options):
+    def handle(self, *args, action, acting_user=None, **options):
+        self.user = resolve_user(acting_user)
         getattr(self, f"handle_{action}")(**options)
+
+    def act(self, action, *args):
+        try:
+            return action(Actor.command_line(self.user), *args)
+        except actions.ActionError as exc:
+            raise CommandError(exc.message) from None
 
     def handle_list(self, **options):
         rows = []
-        for workflow in definitions.listed(Workflow.objects.order_by("name")):
+        for workflow in definitions.listed((visible_workflows(self.user) if self.user else Workflow.objects)
+                                           .order_by("name")):
             last = workflow.last
             rows.append((workflow.name, workflow.node_count, workflow.describe_schedule(),
                          "yes" if workflow.enabled else "no",
@@ -58,7 +78,7 @@ class Command(BaseCommand):
         self.stdout.write(table(["NAME", "JOBS", "SCHEDULE", "ENABLED", "NEXT RUN", "LAST RUN"], rows))
 
     def handle_show(self, name, **options):
-        workflow = find_workflow(name)
+        workflow = find_workflow(name, self.user)
         nodes, edges = workflow.graph()
         self.stdout.write(f"name                 {workflow.name}")
         self.stdout.write(f"schedule             {workflow.describe_schedule()}")
@@ -85,23 +105,28 @@ class Command(BaseCommand):
             self.stdout.write(f"    {step.job.name}: {step.status} ({run})" + (f" {step.reason}" if step.reason else ""))
 
     def handle_run(self, name, wait, timeout, **options):
-        wf_run = progress.start(find_workflow(name))
+        wf_run = self.act(actions.run_now, find_workflow(name, self.user))
         self.stdout.write(f"Workflow run {wf_run.pk} of {wf_run.workflow.name} started.")
         if wait:
             self.wait_for(wf_run, timeout)
 
+    def handle_pause(self, name, **options):
+        workflow = self.act(actions.pause, find_workflow(name, self.user))
+        self.stdout.write(f"Paused {workflow.name}.")
+
+    def handle_resume(self, name, **options):
+        workflow = self.act(actions.resume, find_workflow(name, self.user))
+        self.stdout.write(f"Resumed {workflow.name}; next run {when(workflow.next_run_at)}.")
+
     def handle_rerun(self, id, wait, timeout, **options):
-        try:
-            wf_run = progress.rerun(find_run(id))
-        except progress.NotRerunnable as exc:
-            raise CommandError(str(exc)) from None
+        wf_run = self.act(actions.rerun, find_run(id, self.user))
         self.stdout.write(f"Workflow run {wf_run.pk} re-runs {id} from its failed steps.")
         if wait:
             self.wait_for(wf_run, timeout)
 
     def handle_cancel(self, id, **options):
-        wf_run = find_run(id)
-        if progress.cancel(wf_run):
+        wf_run = find_run(id, self.user)
+        if self.act(actions.cancel, wf_run):
             self.stdout.write(f"Workflow run {id} cancelled.")
         else:
             self.stdout.write(f"Workflow run {id} is already {wf_run.status}; nothing changed.")

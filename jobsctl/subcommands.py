@@ -1,0 +1,20 @@
+"""The shape every jobsctl command shares: --json, and the Context (``cli.Context``: the settings
+and the API client) passed in."""
+
+import functools
+
+import click
+
+
+def subcommand(group, name=None, **attrs):
+    """A command of ``group`` with --json, receiving the Context and whether to answer in JSON
+    (this --json, or the one before the command)."""
+    def wrap(function):
+        @group.command(name, **attrs)
+        @click.option("--json", "as_json", is_flag=True, help="Print the API's answer as JSON.")
+        @click.pass_obj
+        @functools.wraps(function)
+        def run(ctx, as_json, **kwargs):
+            return function(ctx, as_json or ctx.json, **kwargs)
+        return run
+    return wrap

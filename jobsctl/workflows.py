@@ -1,0 +1,206 @@
+"""``jobsctl workflows …``: the workflow calls of the API (list, show, run, pause, resume, the runs,
+one run with its steps, re-run, cancel). Workflows are named by name or id, their runs by id."""
+
+import sys
+import time
+
+import click
+
+from . import output
+from .errors import NOT_FOUND, RUN_FAILED, WAIT_TIMED_OUT, CliError
+from .subcommands import subcommand
+
+TERMINAL = {"succeeded", "failed", "cancelled"}
+
+
+@click.group("workflows")
+def group():
+    """Workflows: list and show them; run, pause and resume them; follow, re-run and cancel their runs."""
+
+
+def command(name=None, **attrs):
+    return subcommand(group, name, **attrs)
+
+
+def find_workflow(api, ref):
+    """A workflow by name, or by id when none has that name."""
+    found = api.get("/api/workflows/", {"name": ref})["results"]
+    if found:
+        return found[0]
+    missing = f"no workflow named {ref!r}" + (f" and no workflow {ref}" if ref.isdigit() else "") + \
+        " (or it is not yours to see); jobsctl workflows list shows them."
+    if not ref.isdigit():
+        raise CliError(NOT_FOUND, missing)
+    return api.get(f"/api/workflows/{ref}/", not_found=missing)
+
+
+def get_run(api, run_id):
+    return api.get(f"/api/workflow-runs/{run_id}/", not_found=f"no workflow run {run_id} (or it is not yours to see).")
+
+
+def post_run(api, run_id, call):
+    return api.post(f"/api/workflow-runs/{run_id}/{call}/",
+                    not_found=f"no workflow run {run_id} (or it is not yours to see).")
+
+
+def runs_table(runs):
+    return output.table(["ID", "WORKFLOW", "STATUS", "TRIGGER", "CREATED", "FINISHED", "REASON"], [
+        (run["id"], run["workflow_name"], run["status"], run["trigger"], output.when(run["created_at"]),
+         output.when(run["finished_at"]), run["reason"] or "-") for run in runs])
+
+
+def run_lines(run):
+    lines = [f"workflow run {run['id']} of {run['workflow_name']}: {run['status']}"
+             + (f" ({run['reason']})" if run.get("reason") else "")]
+    for step in run["steps"]:
+        ran = f"run {step['run']} {step['run_status']}" if step["run"] else "no run"
+        lines.append(f"  {step['job_name']}: {step['status']} ({ran})" + (f" {step['reason']}" if step["reason"] else ""))
+    return lines
+
+
+def started(ctx, as_json, wf_run, wait, timeout, interval, verb):
+    """Print a workflow run just started (or re-run); with ``wait``, follow it to its end and exit 1
+    unless it succeeded."""
+    if not wait:
+        if as_json:
+            output.emit_json(wf_run)
+        else:
+            click.echo(f"Workflow run {wf_run['id']} of {wf_run['workflow_name']} {verb}.")
+        return
+    if not as_json:
+        click.echo(f"Workflow run {wf_run['id']} of {wf_run['workflow_name']} {verb}; waiting for it to end.", err=True)
+    deadline = time.monotonic() + timeout
+    while wf_run["status"] not in TERMINAL:
+        if time.monotonic() >= deadline:
+            raise CliError(WAIT_TIMED_OUT, f"workflow run {wf_run['id']} is still {wf_run['status']} after "
+                                           f"{timeout:g} s.")
+        time.sleep(interval)
+        wf_run = get_run(ctx.api, wf_run["id"])
+    if as_json:
+        output.emit_json(wf_run)
+    else:
+        click.echo("\n".join(run_lines(wf_run)))
+    if wf_run["status"] != "succeeded":
+        sys.exit(RUN_FAILED)
+
+
+def wait_options(function):
+    function = click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(min=0.1),
+                            help="Seconds between looks with --wait.")(function)
+    function = click.option("--timeout", default=3600.0, show_default=True, type=click.FloatRange(min=0),
+                            help="Seconds to wait with --wait (then exit 7).")(function)
+    return click.option("--wait", is_flag=True,
+                        help="Wait for the workflow run to end; exit 0 if it succeeded, 1 if not.")(function)
+
+
+@command("list")
+def list_workflows(ctx, as_json):
+    """List the workflows you can see."""
+    found = ctx.api.get_all("/api/workflows/")
+    if as_json:
+        output.emit_json(found)
+        return
+    rows = [(w["id"], w["name"], len(w["nodes"]), output.schedule(w["schedule"]), "yes" if w["enabled"] else "no",
+             output.when(w["next_run_at"]) if w["enabled"] else "- (paused)",
+             f"{w['last_run']['status']} (#{w['last_run']['id']})" if w["last_run"] else "-") for w in found]
+    click.echo(output.table(["ID", "NAME", "JOBS", "SCHEDULE", "ENABLED", "NEXT RUN", "LAST RUN"], rows)
+               if rows else "No workflows.")
+
+
+@command()
+@click.argument("workflow")
+def show(ctx, as_json, workflow):
+    """One workflow: its schedule, its graph and its last 5 runs."""
+    found = find_workflow(ctx.api, workflow)
+    runs = ctx.api.get_all("/api/workflow-runs/", {"workflow": found["id"]}, limit=5)
+    if as_json:
+        output.emit_json({"workflow": found, "recent_runs": runs})
+        return
+    fields = [("id", found["id"]), ("name", found["name"]), ("description", found["description"]),
+              ("schedule", output.schedule(found["schedule"])), ("enabled", found["enabled"]),
+              ("on_upstream_failure", found["on_upstream_failure"]),
+              ("next_run_at", output.when(found["next_run_at"]) if found["enabled"] else "- (paused)"),
+              ("owner", found["owner"]), ("group", found["group"]), ("nodes", ", ".join(found["nodes"]))]
+    width = max(len(name) for name, _ in fields)
+    click.echo("\n".join(f"{name.ljust(width)}  {output.shown(value)}" for name, value in fields))
+    click.echo("\nEdges:\n" + ("\n".join(f"  {e['from']} -> {e['to']}" + (f" (on failure: {e['on_failure']})"
+                                                                         if e.get("on_failure") else "")
+                                        for e in found["edges"]) or "  none"))
+    click.echo("\nLast runs:\n" + (runs_table(runs) if runs else "none"))
+
+
+@command()
+@click.argument("workflow")
+@wait_options
+def run(ctx, as_json, workflow, wait, timeout, interval):
+    """Start a run of a workflow now."""
+    found = find_workflow(ctx.api, workflow)
+    started(ctx, as_json, ctx.api.post(f"/api/workflows/{found['id']}/run/"), wait, timeout, interval, "started")
+
+
+@command()
+@click.argument("workflow")
+def pause(ctx, as_json, workflow):
+    """Pause a workflow's schedule (run still works)."""
+    done = ctx.api.post(f"/api/workflows/{find_workflow(ctx.api, workflow)['id']}/pause/")
+    if as_json:
+        output.emit_json(done)
+    else:
+        click.echo(f"Paused {done['name']}.")
+
+
+@command()
+@click.argument("workflow")
+def resume(ctx, as_json, workflow):
+    """Resume a workflow's schedule from now on."""
+    done = ctx.api.post(f"/api/workflows/{find_workflow(ctx.api, workflow)['id']}/resume/")
+    if as_json:
+        output.emit_json(done)
+    else:
+        click.echo(f"Resumed {done['name']}; next run {output.when(done['next_run_at'])}.")
+
+
+@command()
+@click.argument("workflow", required=False)
+@click.option("--status", type=click.Choice(sorted(TERMINAL | {"running"})), help="Only runs in this status.")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="How many, newest first.")
+def runs(ctx, as_json, workflow, status, limit):
+    """Workflow runs, newest first (of one workflow, or of every one you can see)."""
+    params = {"status": status} if status else {}
+    if workflow:
+        params["workflow"] = find_workflow(ctx.api, workflow)["id"]
+    found = ctx.api.get_all("/api/workflow-runs/", params, limit=limit)
+    if as_json:
+        output.emit_json(found)
+    else:
+        click.echo(runs_table(found) if found else "No workflow runs.")
+
+
+@command()
+@click.argument("run_id", type=int)
+def status(ctx, as_json, run_id):
+    """One workflow run with its steps: each job's status and run."""
+    found = get_run(ctx.api, run_id)
+    if as_json:
+        output.emit_json(found)
+    else:
+        click.echo("\n".join(run_lines(found)))
+
+
+@command()
+@click.argument("run_id", type=int)
+@wait_options
+def rerun(ctx, as_json, run_id, wait, timeout, interval):
+    """Re-run a failed or cancelled workflow run from its failed steps."""
+    started(ctx, as_json, post_run(ctx.api, run_id, "rerun"), wait, timeout, interval, f"re-runs {run_id}")
+
+
+@command()
+@click.argument("run_id", type=int)
+def cancel(ctx, as_json, run_id):
+    """Cancel a running workflow run (a finished one is left as it is)."""
+    answer = post_run(ctx.api, run_id, "cancel")
+    if as_json:
+        output.emit_json(answer)
+    else:
+        click.echo(f"workflow run {run_id}: {answer['detail']}")
