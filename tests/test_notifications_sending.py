@@ -60,7 +60,7 @@ def test_it_sends_one_email_and_one_slack_post_for_a_final_failure(smtp_server, 
     assert send_pending() == [DeliveryStatus.SENT, DeliveryStatus.SENT]
     assert send_pending() == []
 
-    run_url = f"https://scheduler.example.com/admin/jobs/jobrun/{run.pk}/change/"
+    run_url = f"https://scheduler.example.com/runs/{run.pk}/"
     [mail] = smtp_server.messages
     assert mail["to"] == ["ops@example.com"]
     assert mail["subject"] == "[scheduler] nightly-report failed after 1 attempt(s)"

@@ -47,9 +47,9 @@ def signature(secret, body):
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def send(channel, delivery):
+def send(config, delivery):
     body = json.dumps(body_for(delivery)).encode()
     headers = {"Content-Type": "application/json"}
-    if channel.config.get("secret"):
-        headers["X-Signature"] = signature(channel.config["secret"], body)
-    post(channel.config["url"], body, headers)
+    if config.get("secret"):
+        headers["X-Signature"] = signature(config["secret"], body)
+    post(config["url"], body, headers)
