@@ -166,3 +166,66 @@ def test_the_api_root_and_the_schema_list_channels_rules_and_jobs_as_code(people
     for path in ("/api/channels/", "/api/channels/{id}/", "/api/channels/{id}/test/", "/api/rules/",
                  "/api/rules/{id}/", "/api/jobs-as-code/", "/api/jobs/{id}/why/"):
         assert path in schema["paths"], path
+
+
+def channel_writes(client, channel):
+    """Each write a channel can get, answered: create, change, test, delete."""
+    return [
+        client.post("/api/channels/", {"name": "new", "kind": "email", "config": {"recipients": ["a@example.com"]}},
+                    format="json").status_code,
+        client.patch(f"/api/channels/{channel.pk}/", {"enabled": False}, format="json").status_code,
+        client.post(f"/api/channels/{channel.pk}/test/").status_code,
+        client.delete(f"/api/channels/{channel.pk}/").status_code,
+    ]
+
+
+def test_staff_without_the_channel_permissions_get_403_and_a_directory(people):
+    bare_staff = people.staff.__class__.objects.create_user("bare-staff", is_staff=True)
+    channel = Channel.objects.create(name="ops", kind="slack", config={"url": SLACK_URL})
+    client = people.client(bare_staff)
+
+    assert channel_writes(client, channel) == [403, 403, 403, 403]
+    denied = client.post("/api/channels/", {"name": "x", "kind": "slack", "config": {"url": SLACK_URL}}, format="json")
+    assert denied.json()["detail"] == ("You may not create channels: that needs the notifications.add_channel "
+                                       "permission (channels serve everyone's jobs).")
+    assert client.get(f"/api/channels/{channel.pk}/").json() == {"id": channel.pk, "name": "ops", "kind": "slack",
+                                                                 "enabled": True}
+    channel.refresh_from_db()
+    assert list(Channel.objects.values_list("name", flat=True)) == ["ops"] and channel.enabled
+
+
+def test_each_permission_allows_its_own_action_to_a_user_who_is_not_staff(people, http_server, local_http_allowed):
+    channel = Channel.objects.create(name="ops", kind="webhook", config={"url": f"{http_server.url}/in",
+                                                                         "secret": "k3y"})
+    client = people.client(people.owner)
+    grant_channel_permissions(people.owner, "view")
+    assert client.get(f"/api/channels/{channel.pk}/").json()["config"] == {"url": f"{http_server.url}/in",
+                                                                            "secret": MASK}
+    assert channel_writes(client, channel) == [403, 403, 403, 403]
+
+    grant_channel_permissions(people.owner, "add")
+    assert channel_writes(client, channel) == [201, 403, 403, 403]
+    grant_channel_permissions(people.owner, "change")
+    assert channel_writes(client, channel)[1:] == [200, 200, 403]
+    assert len(http_server.requests) == 1  # the test message
+    grant_channel_permissions(people.owner, "delete")
+    assert client.delete(f"/api/channels/{channel.pk}/").status_code == 204
+    assert list(Channel.objects.values_list("name", flat=True)) == ["new"]
+
+
+def test_the_channels_page_follows_the_permissions(people, client, http_server, local_http_allowed):
+    channel = Channel.objects.create(name="ops hook", kind="webhook", config={"url": f"{http_server.url}/in"})
+    bare_staff = people.staff.__class__.objects.create_user("bare-staff", is_staff=True)
+    client.force_login(bare_staff)
+    assert client.get("/channels/").status_code == 404
+    assert client.post(f"/channels/{channel.pk}/test/").status_code == 404
+
+    client.force_login(grant_channel_permissions(people.owner, "view"))  # not staff
+    page = client.get("/channels/")
+    assert page.status_code == 200 and "ops hook" in page.content.decode()
+    assert "Send a test notification" not in page.content.decode()
+    assert client.post(f"/channels/{channel.pk}/test/").status_code == 404
+    grant_channel_permissions(people.owner, "change")
+    answer = client.post(f"/channels/{channel.pk}/test/", follow=True)
+    assert "Sent a test notification to ops hook." in answer.content.decode()
+    assert len(http_server.requests) == 1

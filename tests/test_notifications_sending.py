@@ -249,3 +249,52 @@ def test_it_times_deliveries_by_the_databases_clock_not_the_hosts(http_server):
         assert send_delivery(delivery.pk) == DeliveryStatus.PENDING  # sent at once, retried after a backoff
     delivery.refresh_from_db()
     assert clock.now() < delivery.next_attempt_at < clock.now() + timedelta(minutes=1)
+
+
+SPOOFING_NAME = "<!channel> <https://evil|Open run>"
+
+
+def test_a_slack_message_quotes_a_job_name_and_an_error_without_mentioning_or_linking(http_server, settings):
+    settings.SITE_URL = "https://scheduler.example.com"
+    job = make_job(name=SPOOFING_NAME)
+    channel_with_rule("slack", {"url": f"{http_server.url}/hook"}, ["failed"])
+    error = "boom```\n<!here> & <https://evil2|click>\n```"  # tries to close the code block, then mention
+    run = make_run(job, status=RunStatus.FAILED, error=error)
+    record_event(run, "failed")
+
+    assert send_pending() == [DeliveryStatus.SENT]
+
+    text = http_server.json_bodies()[0]["text"]
+    run_link = f"<https://scheduler.example.com/runs/{run.pk}/|Open run #{run.pk}>"
+    assert "*&lt;!channel&gt; &lt;https://evil|Open run&gt; failed after 1 attempt(s)*" in text
+    assert "Job: &lt;!channel&gt; &lt;https://evil|Open run&gt; ·" in text
+    assert "&lt;!here&gt; &amp; &lt;https://evil2|click&gt;" in text
+    # Slack reads "<…>" as a mention or a link: the only one left is the message's own link.
+    assert text.count("<") == 1 and text.count(">") == 1 and run_link in text
+    assert text.count("```") == 2  # the block's own fences: the error cannot close it
+
+
+def test_a_lost_run_notifies_with_a_link_its_owner_can_open(http_server, smtp_server, settings, redis_client,
+                                                          client, django_user_model):
+    settings.SITE_URL = "https://scheduler.example.com"
+    settings.JOBS_MAX_LOST_ATTEMPTS = 0
+    owner = django_user_model.objects.create_user("owner")  # not staff: the admin is closed to them
+    job = make_job(owner=owner)
+    channel_with_rule("slack", {"url": f"{http_server.url}/hook"}, ["lost"])
+    channel_with_rule("email", {"recipients": ["ops@example.com"]}, ["lost"])
+    run = lifecycle.create_run(job)
+    assert lifecycle.claim(run.pk, 1, "w1@host", 4321) is not None
+
+    assert lifecycle.record_failure(run.pk, 1, "Lost: no heartbeat", lost=True) == RunStatus.LOST
+    assert send_pending() == [DeliveryStatus.SENT, DeliveryStatus.SENT]
+
+    link = f"https://scheduler.example.com/runs/{run.pk}/"
+    text = http_server.json_bodies()[0]["text"]
+    assert "*nightly-report was lost: its worker stopped 1 time(s) in a row*" in text
+    assert f"<{link}|Open run #{run.pk}>" in text
+    [mail] = smtp_server.messages
+    assert link in mail["text"] and f'href="{link}"' in mail["html"]
+    assert "/admin/" not in text + mail["text"] + mail["html"]
+    client.force_login(owner)
+    page = client.get(link.removeprefix(settings.SITE_URL))
+    assert page.status_code == 200 and f"Run #{run.pk}" in page.content.decode()
