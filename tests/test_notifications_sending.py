@@ -138,7 +138,7 @@ def test_it_fails_a_404_at_once_and_disables_the_channel(http_server):
     assert len(http_server.requests) == 1
 
 
-def test_it_signs_webhook_bodies_with_hmac_sha256(http_server):
+def test_it_signs_webhook_bodies_with_hmac_sha256(http_server, settings):
     channel = channel_with_rule("webhook", {"url": f"{http_server.url}/in", "secret": "s3cret"}, ["timed_out"])
     run = make_run(make_job(), status=RunStatus.RUNNING, max_attempts=1)
     lifecycle.record_failure(run.pk, 1, "Timed out after 60 s", timed_out=True)
@@ -150,7 +150,9 @@ def test_it_signs_webhook_bodies_with_hmac_sha256(http_server):
     [body] = http_server.json_bodies()
     assert body["event"] == "timed_out"
     assert body["job"] == {"id": run.job_id, "name": "nightly-report"}
-    assert set(body["run"]) == {"id", "status", "attempt", "scheduled_for", "started_at", "finished_at", "error"}
+    assert set(body["run"]) == {"id", "status", "attempt", "scheduled_for", "started_at", "finished_at", "error",
+                                "url"}
+    assert body["run"]["url"] == f"{settings.SITE_URL}/runs/{run.pk}/"  # the run's page, not the admin's
     assert (body["run"]["id"], body["run"]["status"], body["run"]["error"]) == (run.pk, "timed_out",
                                                                                "Timed out after 60 s")
     assert "sent_at" in body
