@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import ProtectedError
 
 from audit import trail
-from audit.models import Action, Source
+from audit.models import Action, Source, Subject
 
 from . import definitions, lifecycle, permissions, secrets
 from .models import Job, JobKind
@@ -354,7 +354,7 @@ def rotate_secrets(actor):
                 counts[name] = rotate_all()
         except secrets.SecretsUnavailable as exc:
             raise ActionError(f"{exc} Nothing was changed.") from None
-        trail.record_about("secrets", "JOBS_SECRETS_KEYS", Action.ROTATE, actor.source, actor_name=actor.name,
+        trail.record_about(Subject.SECRETS, "JOBS_SECRETS_KEYS", Action.ROTATE, actor.source, actor_name=actor.name,
                            user=actor.user, address=actor.address,
                            detail="encrypted again with the first key: " + ", ".join(
                                f"{count} {name}" for name, count in counts.items()))

@@ -27,11 +27,14 @@ class ChannelForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["config"].help_text += SECRETS_HELP
-        self.initial["config"] = channel_secrets.masked(self.instance.kind, self.instance.config)
+        if "config" in self.fields:  # not for who may only view the channel (ChannelAdmin.get_fields)
+            self.fields["config"].help_text += SECRETS_HELP
+            self.initial["config"] = channel_secrets.masked(self.instance.kind, self.instance.config)
 
     def clean(self):
         cleaned = super().clean()
+        if "config" not in self.fields:
+            return cleaned
         stored = Channel.objects.filter(pk=self.instance.pk).values_list("config", flat=True).first() or {}
         config, unknown = channel_secrets.kept(cleaned.get("kind"), cleaned.get("config"), stored)
         if unknown:

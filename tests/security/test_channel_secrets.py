@@ -12,7 +12,7 @@ from io import StringIO
 import pytest
 from cryptography.fernet import Fernet
 from django.contrib.auth.models import User
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
@@ -241,3 +241,29 @@ def test_the_migration_encrypts_secrets_stored_in_clear_and_redacts_the_errors_t
     assert stored.last_error == f"could not reach {secrets.MASK}: refused"
     assert Delivery.objects.get().last_error == f"Max retries exceeded with url: {secrets.MASK}"
     assert opened_config(stored) == {"url": url}
+
+
+def test_rotate_changes_nothing_when_a_channel_secret_cannot_be_decrypted(people, settings):
+    old = settings.JOBS_SECRETS_KEYS[0]
+    channel = Channel.objects.create(name="ops-slack", kind="slack", config={"url": f"https://hooks.slack.com{HOOK_PATH}"})
+    before = stored_configs()
+    settings.JOBS_SECRETS_KEYS = [secrets.new_key()]  # the key it was stored with is gone
+
+    with pytest.raises(CommandError, match=f"channel {channel.pk}: .* Nothing was changed."):
+        call_command("secrets", "rotate", stdout=StringIO())
+
+    assert stored_configs() == before
+    assert not AuditEntry.objects.filter(subject="secrets").exists()
+    settings.JOBS_SECRETS_KEYS = [old]
+    assert opened_config(channel) == {"url": f"https://hooks.slack.com{HOOK_PATH}"}
+
+
+def test_staff_who_may_only_view_a_channel_see_its_secret_masked_in_the_admin(people, client):
+    channel = Channel.objects.create(name="ops-slack", kind="slack", config={"url": f"https://hooks.slack.com{HOOK_PATH}"})
+    client.force_login(grant_channel_permissions(people.staff, "view"))
+
+    for url in ("/admin/notifications/channel/", f"/admin/notifications/channel/{channel.pk}/change/"):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert_no_secret(response.content.decode(), url)
+    assert secrets.MASK in client.get(f"/admin/notifications/channel/{channel.pk}/change/").content.decode()
