@@ -134,7 +134,7 @@ def fragments(kind, config):
         if "://" in value:
             parts = urlsplit(value)
             path = parts.path + (f"?{parts.query}" if parts.query else "")
-            if len(parts.path) > 1:
+            if len(parts.path) >= TOKEN_SEGMENT_CHARS:  # a short path gives nothing away, and is common text
                 found.update({path, parts.path})
             found.update(segment for segment in parts.path.split("/") if len(segment) >= TOKEN_SEGMENT_CHARS)
             if parts.query:

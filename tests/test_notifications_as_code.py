@@ -180,3 +180,22 @@ def test_a_user_applies_rules_for_their_own_jobs_and_no_channels(people):
     ]:
         answer = post(owner, jobs + extra)
         assert answer.status_code == 400 and message in answer.json()["errors"][0]["text"], answer.json()
+
+
+def test_a_file_applies_channels_with_the_channel_permissions_not_staff(people):
+    people.owner.user_permissions.add(Permission.objects.get(codename="add_job", content_type__app_label="jobs"))
+    owner = people.client(grant_channel_permissions(people.owner, "view", "add"))  # not staff
+    text = "jobs: []\nchannels:\n- {name: ops-mail, kind: email, config: {recipients: [ops@example.com]}}\n"
+
+    created = post(owner, text)
+    assert created.status_code == 200, created.json()
+    assert list(Channel.objects.values_list("name", flat=True)) == ["ops-mail"]
+    assert "ops-mail" in owner.get("/api/jobs-as-code/").json()["text"]
+
+    changed = post(owner, text.replace("ops@", "oncall@"))
+    assert changed.status_code == 400
+    assert "needs the notifications.change_channel permission" in changed.json()["errors"][0]["text"]
+    pruned = post(owner, "jobs: []\nchannels: []\n", prune=True)
+    assert pruned.status_code == 400
+    assert "needs the notifications.delete_channel permission" in pruned.json()["errors"][0]["text"]
+    assert Channel.objects.get().config == {"recipients": ["ops@example.com"]}

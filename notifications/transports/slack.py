@@ -3,7 +3,9 @@
 Every text the message quotes (a job's name, a run's error, a worker's name) is escaped as Slack
 asks (``&``, ``<`` and ``>`` as ``&amp;``, ``&lt;`` and ``&gt;``), so a job named ``<!channel>`` or
 ``<https://evil|Open run>`` cannot mention everyone or make a link; and a run's error, shown in a
-code block, cannot close it: no two backticks are left side by side in it.
+code block, cannot close it: no two backticks are left side by side in it. Slack decodes only those
+three entities (https://api.slack.com/reference/surfaces/formatting#escaping): nothing else is
+encoded.
 """
 
 import json
@@ -15,7 +17,6 @@ from ..render import context_for
 from .http import post
 
 SLACK_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-# Links the message makes itself: their URLs are the site's (SITE_URL), escaped as text anyway.
 BACKTICKS_IN_A_ROW = re.compile(r"`(?=`)")
 
 
