@@ -130,12 +130,13 @@ def config_changes(kind, old, new):
     """What changed in a config, secret values named and never shown."""
     out = []
     for key in sorted(set(old) | set(new), key=str):
-        if key in channel_secrets.secret_keys(kind):
-            if key in old and key in new and channel_secrets.same_secrets(kind, {key: old[key]}, {key: new[key]}):
-                continue  # the same value, given in clear or as the mask, against the stored one
-        elif old.get(key) == new.get(key):
+        secret = key in channel_secrets.secret_keys(kind)
+        if secret and key in old and key in new and channel_secrets.same_secrets(kind, {key: old[key]},
+                                                                                 {key: new[key]}):
+            continue  # the stored (encrypted) value, given again in clear or as the mask
+        if not secret and old.get(key) == new.get(key):
             continue
-        if key in channel_secrets.secret_keys(kind):
+        if secret:
             out.append(f"config.{key} (secret) {'changed' if key in old and key in new else 'set' if key in new else 'removed'}")
         else:
             out.append(f"config.{key}: {show(old.get(key))} -> {show(new.get(key))}")
