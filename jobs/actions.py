@@ -1,5 +1,5 @@
 """What a person does to a job, one function per action: create, edit, delete, clone, run now, pause,
-resume, cancel a run, backfill.
+resume, cancel a run, backfill; and ``rotate_secrets``.
 
 Every interface calls these (the admin, the pages, the API, ``manage.py jobs|runs`` and ``jobs
 apply``) with an ``Actor``: who acts, through which interface, from where. Each action checks the
@@ -19,9 +19,9 @@ from django.db import transaction
 from django.db.models import ProtectedError
 
 from audit import trail
-from audit.models import Action, Source
+from audit.models import Action, Source, Subject
 
-from . import definitions, lifecycle, permissions
+from . import definitions, lifecycle, permissions, secrets
 from .models import Job, JobKind
 from .operations import backfill as backfills
 from .snapshot import created, diff, snapshot
@@ -334,3 +334,43 @@ def backfill(actor, job, start, end, dry_run=False):
                 f"{len(found.created)} run(s) for the slots from {start.isoformat()} to {end.isoformat()} "
                 f"({len(found.existing)} already had a run)"))
     return found
+
+
+# --- the secrets of every app
+
+
+def rotate_secrets(actor):
+    """Encrypt every stored secret value again with the first key of JOBS_SECRETS_KEYS: the jobs'
+    and those of the apps registered with ``secrets.register_holder`` (channels), all or none.
+    Returns {what: rows changed}; an ActionError, with nothing changed, when a value cannot be
+    decrypted with any key."""
+    if secrets.fernet() is None:
+        raise ActionError("JOBS_SECRETS_KEYS is not set.")
+    counts = {}
+    with transaction.atomic():
+        try:
+            counts["jobs"] = _rotate_job_secrets()
+            for name, rotate_all in secrets.HOLDERS.items():
+                counts[name] = rotate_all()
+        except secrets.SecretsUnavailable as exc:
+            raise ActionError(f"{exc} Nothing was changed.") from None
+        trail.record_about(Subject.SECRETS, "JOBS_SECRETS_KEYS", Action.ROTATE, actor.source, actor_name=actor.name,
+                           user=actor.user, address=actor.address,
+                           detail="encrypted again with the first key: " + ", ".join(
+                               f"{count} {name}" for name, count in counts.items()))
+    return counts
+
+
+def _rotate_job_secrets():
+    count = 0
+    for job in Job.objects.select_for_update().only("pk", *secrets.FIELDS).order_by("pk"):
+        values = {name: getattr(job, name) for name in secrets.FIELDS}
+        if not any(values.values()):
+            continue
+        try:
+            rotated = {name: secrets.rotate(value) for name, value in values.items()}
+        except secrets.SecretsUnavailable as exc:
+            raise secrets.SecretsUnavailable(f"job {job.pk}: {exc}") from None
+        Job.objects.filter(pk=job.pk).update(**rotated)
+        count += 1
+    return count

@@ -19,6 +19,15 @@ from django.core.exceptions import ImproperlyConfigured, ValidationError
 MASK = "********"
 FIELDS = ("secret_environment", "secret_http_headers")
 
+# Other apps' secret values, encrypted with the same keys, by name ("channels"): a function that
+# encrypts them all again with the first key and says how many rows it changed. The apps register
+# it in their AppConfig.ready, so ``secrets rotate`` covers them without jobs importing them.
+HOLDERS = {}
+
+
+def register_holder(name, rotate_all):
+    HOLDERS[name] = rotate_all
+
 
 class SecretsUnavailable(Exception):
     """A stored secret cannot be decrypted (no key, or not one of its keys)."""

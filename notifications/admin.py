@@ -1,21 +1,86 @@
+"""Channels, rules and deliveries in the admin. Saves and deletes go through
+``notifications.actions`` (permission, audit entry); a channel's secret values are shown as the
+mask, which saved back keeps them."""
+
 from django import forms
 from django.contrib import admin, messages
+from django.db import transaction
 
+from audit.models import Source
+from jobs.actions import Actor
+
+from . import actions, channel_secrets
 from .models import RULE_EVENTS, Channel, Delivery, Rule
-from .sending import send_test_notification
+
+SECRETS_HELP = (f' Secret values (a Slack URL, a webhook secret) are shown as "{channel_secrets.MASK}": leave it to '
+                "keep the stored value, or give a new one.")
+
+
+def admin_actor(request):
+    return Actor.of_request(request, Source.ADMIN)
+
+
+class ChannelForm(forms.ModelForm):
+    class Meta:
+        model = Channel
+        fields = ["name", "kind", "config", "enabled"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "config" in self.fields:  # not for who may only view the channel (ChannelAdmin.get_fields)
+            self.fields["config"].help_text += SECRETS_HELP
+            self.initial["config"] = channel_secrets.masked(self.instance.kind, self.instance.config)
+
+    def clean(self):
+        cleaned = super().clean()
+        if "config" not in self.fields:
+            return cleaned
+        stored = Channel.objects.filter(pk=self.instance.pk).values_list("config", flat=True).first() or {}
+        config, unknown = channel_secrets.kept(cleaned.get("kind"), cleaned.get("config"), stored)
+        if unknown:
+            self.add_error("config", [f"{key}: there is no stored value to keep; give the value itself."
+                                      for key in unknown])
+        cleaned["config"] = config
+        return cleaned
 
 
 @admin.register(Channel)
 class ChannelAdmin(admin.ModelAdmin):
+    form = ChannelForm
     list_display = ["name", "kind", "enabled", "last_error", "disabled_reason"]
     list_filter = ["kind", "enabled"]
     search_fields = ["name"]
     actions = ["send_test"]
+    readonly_fields = ["last_error", "disabled_reason", "created_at", "shown_config"]
+
+    def get_fields(self, request, obj=None):
+        # Who may only view a channel sees its configuration masked, not the stored form.
+        config = "config" if self.has_change_permission(request, obj) or obj is None else "shown_config"
+        return ["name", "kind", config, "enabled", "last_error", "disabled_reason", "created_at"]
+
+    @admin.display(description="config")
+    def shown_config(self, channel):
+        return channel_secrets.masked(channel.kind, channel.config)
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            actions.edit_channel(admin_actor(request), obj)
+        else:
+            actions.create_channel(admin_actor(request), obj)
+
+    def delete_model(self, request, obj):
+        actions.delete_channel(admin_actor(request), obj)
+
+    def delete_queryset(self, request, queryset):
+        actor = admin_actor(request)
+        with transaction.atomic():
+            for channel in queryset:
+                actions.delete_channel(actor, channel)
 
     @admin.action(description="Send a test notification", permissions=["change"])
     def send_test(self, request, queryset):
         for channel in queryset:
-            sent, text = send_test_notification(channel)
+            sent, text = actions.send_test(admin_actor(request), channel)
             self.message_user(request, text, messages.SUCCESS if sent else messages.ERROR)
 
 
@@ -33,6 +98,21 @@ class RuleAdmin(admin.ModelAdmin):
     list_display = ["__str__", "channel", "scope", "enabled"]
     list_filter = ["enabled", "scope", "channel"]
     autocomplete_fields = ["job"]
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            actions.edit_rule(admin_actor(request), obj)
+        else:
+            actions.create_rule(admin_actor(request), obj)
+
+    def delete_model(self, request, obj):
+        actions.delete_rule(admin_actor(request), obj)
+
+    def delete_queryset(self, request, queryset):
+        actor = admin_actor(request)
+        with transaction.atomic():
+            for rule in queryset.select_related("channel", "job"):
+                actions.delete_rule(actor, rule)
 
 
 @admin.register(Delivery)

@@ -6,12 +6,12 @@ class NotificationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from jobs import metrics
+        from jobs import metrics, secrets
         from jobs.lifecycle import events
         from jobs.scheduling import duties
         from jobs.worker import watchdog
 
-        from . import as_code, outbox, sending, watch
+        from . import actions, as_code, outbox, sending, watch
         from . import metrics as notification_metrics
 
         events.subscribe(
@@ -27,4 +27,5 @@ class NotificationsConfig(AppConfig):
         # While no scheduler runs its monitor, the workers' watchdog sends what waits for a retry.
         watchdog.register("notifications.send_due", sending.send_due)
         metrics.register("notifications", notification_metrics.deliveries_by_status)
-        as_code.register_sections()  # channels: and rules: in jobs-as-code files
+        as_code.register_sections()
+        secrets.register_holder("channels", actions.rotate_channel_secrets)  # manage.py secrets rotate  # channels: and rules: in jobs-as-code files

@@ -14,6 +14,10 @@ A rule is ``channel`` (a channel's name), ``events``, ``scope`` with its ``tag``
 name) and ``enabled``. Its identity is what it watches and where it sends (channel, scope, tag or
 job): a file lists each once, and a change of its events or enabled updates it. Channels and the
 rules for all jobs or a tag are staff's; another user's file may hold rules for their own jobs.
+Channels follow the model permissions (``notifications.actions``): creating one needs
+``add_channel``, changing one ``change_channel``, pruning one ``delete_channel``, and the export
+lists them to holders of ``view_channel`` or ``change_channel``. Every change goes through
+``notifications.actions`` (one audit entry each).
 """
 
 import os
@@ -23,18 +27,20 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError
 
 from audit.models import Source
+from jobs.actions import ActionError
 from jobs.as_code import Plan, Section, messages_of, register, show
 from jobs.models import Job
 from jobs.permissions import sees_everything, visible_jobs
 
-from . import channel_secrets
+from . import actions, channel_secrets
 from .api.serializers import ChannelSerializer
 from .models import RULE_EVENTS, Channel, Rule, RuleScope
 
 CHANNEL_FIELDS = ["name", "kind", "config", "enabled"]
 RULE_FIELDS = ["channel", "events", "scope", "tag", "job", "enabled"]
 ENV_SUFFIX = "_env"
-STAFF_ONLY = "only staff may apply channels (they serve everyone's jobs)."
+NO_CHANNEL_PERMISSION = ("you may not apply channels: that needs the notifications.add_channel, change_channel "
+                         "or delete_channel permission (channels serve everyone's jobs).")
 
 
 def staff(actor):
@@ -86,7 +92,7 @@ def rule_label(identity):
 
 
 def export_channels(actor):
-    if not staff(actor):
+    if not actions.may(actor, "view"):
         return []
     entries = []
     for channel in Channel.objects.order_by("name", "id"):
@@ -124,9 +130,13 @@ def config_changes(kind, old, new):
     """What changed in a config, secret values named and never shown."""
     out = []
     for key in sorted(set(old) | set(new), key=str):
-        if old.get(key) == new.get(key):
+        secret = key in channel_secrets.secret_keys(kind)
+        if secret and key in old and key in new and channel_secrets.same_secrets(kind, {key: old[key]},
+                                                                                 {key: new[key]}):
+            continue  # the stored (encrypted) value, given again in clear or as the mask
+        if not secret and old.get(key) == new.get(key):
             continue
-        if key in channel_secrets.secret_keys(kind):
+        if secret:
             out.append(f"config.{key} (secret) {'changed' if key in old and key in new else 'set' if key in new else 'removed'}")
         else:
             out.append(f"config.{key}: {show(old.get(key))} -> {show(new.get(key))}")
@@ -135,8 +145,8 @@ def config_changes(kind, old, new):
 
 def plan_channels(entries, actor, prune, earlier):
     existing = {channel.name: channel for channel in Channel.objects.order_by("id")}
-    if not staff(actor):
-        return SectionPlan([], [], 0, noun="channel", names_after=set(existing)), [f"channels: {STAFF_ONLY}"]
+    if not any(actions.may(actor, permission) for permission in ("add", "change", "delete")):
+        return SectionPlan([], [], 0, noun="channel", names_after=set(existing)), [f"channels: {NO_CHANNEL_PERMISSION}"]
     errors, changes, seen, unchanged = [], [], {}, 0
     for entry in entries:
         data = entry.data
@@ -165,16 +175,22 @@ def plan_channels(entries, actor, prune, earlier):
             continue
         values = {key: serializer.validated_data[key] for key in CHANNEL_FIELDS}
         if channel is None:
+            if not actions.may(actor, "add"):
+                errors.append(f"{entry.where}: {actions.denied_message('add')}")
             changes.append(Change(entry, Channel(), values, values["name"]))
             continue
         changed = [f"{key}: {show(getattr(channel, key))} -> {show(values[key])}"
                    for key in ("kind", "enabled") if getattr(channel, key) != values[key]]
         changed += config_changes(values["kind"], channel.config or {}, values["config"])
+        if changed and not actions.may(actor, "change"):
+            errors.append(f"{entry.where}: {actions.denied_message('change')}")
         if changed:
             changes.append(Change(entry, channel, values, channel.name, changed))
         else:
             unchanged += 1
     deletions = [channel for name, channel in sorted(existing.items()) if name not in seen] if prune else []
+    if deletions and not actions.may(actor, "delete"):
+        errors.append(f"channels: - delete {', '.join(c.name for c in deletions)}: {actions.denied_message('delete')}")
     names_after = set(seen) | (set(existing) - {channel.name for channel in deletions})
     return SectionPlan(changes, deletions, unchanged, noun="channel", names_after=names_after), errors
 
@@ -183,22 +199,26 @@ def apply_channels(plan, actor):
     errors = []
     for change in plan.changes:
         channel = change.obj
-        if change.values["enabled"] and not channel.enabled:
-            channel.disabled_reason = ""  # enabled again by a person: the reason no longer holds
         for key, value in change.values.items():
             setattr(channel, key, value)
         try:
             channel.full_clean()
-            channel.save()
+            if change.is_new:
+                actions.create_channel(actor, channel, detail="jobs apply")
+            else:
+                actions.edit_channel(actor, channel, detail="jobs apply")
         except ValidationError as exc:
             errors += [f"{change.entry.where}: {line}" for line in messages_of(exc.message_dict)]
+        except ActionError as exc:
+            errors.append(f"{change.entry.where}: {exc.message}")
         except DatabaseError as exc:
             errors.append(f"{change.entry.where}: {str(exc).strip()}")
     return errors
 
 
 def delete_channels(plan, actor):
-    Channel.objects.filter(pk__in=[channel.pk for channel in plan.deletions]).delete()
+    for channel in plan.deletions:
+        actions.delete_channel(actor, channel, detail="jobs apply --prune")
     return []
 
 
@@ -318,14 +338,18 @@ def apply_rules(plan, actor):
         rule.events, rule.enabled = values["events"], values["enabled"]
         try:
             rule.full_clean()
-            rule.save()
+            if change.is_new:
+                actions.create_rule(actor, rule, detail="jobs apply")
+            else:
+                actions.edit_rule(actor, rule, detail="jobs apply")
         except ValidationError as exc:
             errors += [f"{change.entry.where}: {line}" for line in messages_of(exc.message_dict)]
     return errors
 
 
 def delete_rules(plan, actor):
-    Rule.objects.filter(pk__in=[rule.pk for rule in plan.deletions]).delete()
+    for rule in plan.deletions:
+        actions.delete_rule(actor, rule, detail="jobs apply --prune")
     return []
 
 

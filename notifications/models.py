@@ -9,6 +9,8 @@ from django.utils import timezone
 
 import outbound
 
+from . import channel_secrets
+
 
 class ChannelKind(models.TextChoices):
     EMAIL = "email", "Email"
@@ -70,10 +72,19 @@ class Channel(models.Model):
     def __str__(self):
         return f"{self.name} ({self.kind})"
 
+    def save(self, *args, **kwargs):
+        # Secret values never reach the database in clear, whichever interface saves the channel.
+        self.config = channel_secrets.sealed(self.kind, self.config)
+        super().save(*args, **kwargs)
+
     def clean(self):
         config = self.config if isinstance(self.config, dict) else None
         if config is None:
             raise ValidationError({"config": "Must be a JSON object."})
+        try:
+            config = channel_secrets.opened(self.kind, config)
+        except channel_secrets.SecretsUnavailable as exc:
+            raise ValidationError({"config": f"{exc} Give the secret values again."}) from None
         if self.kind == ChannelKind.EMAIL:
             recipients = config.get("recipients")
             if not isinstance(recipients, list) or not recipients or not all(
@@ -90,6 +101,7 @@ class Channel(models.Model):
                 raise ValidationError({"config": f"url: {exc}"}) from None
             if "secret" in config and not isinstance(config["secret"], str):
                 raise ValidationError({"config": "The webhook secret must be a string."})
+        channel_secrets.sealed(self.kind, config)  # refused without a key to encrypt with
 
 
 class RuleScope(models.TextChoices):

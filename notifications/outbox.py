@@ -46,7 +46,7 @@ def on_run_event(event, run=None, job=None, **details):
 def record_event(run, event, **details):
     """Record that ``event`` happened to ``run``, inside the caller's transaction.
 
-    Events: failed, attempt_failed, timed_out, succeeded (from jobs.lifecycle), sla_overrun,
+    Events: failed, attempt_failed, timed_out, lost, succeeded (from jobs.lifecycle), sla_overrun,
     finished_late, missed (from notifications.watch). Returns the number of deliveries planned.
     """
     try:

@@ -3,12 +3,14 @@
 from datetime import datetime
 
 from django.conf import settings
+from django.urls import reverse
 
 DIGEST_LISTED = 50
 
 
 def run_url(run_id):
-    return f"{settings.SITE_URL}/admin/jobs/jobrun/{run_id}/change/"
+    """The run's own page, which whoever can see the job can open (the admin is for staff only)."""
+    return f"{settings.SITE_URL}{reverse('pages:run', args=[run_id])}"
 
 
 def seconds_text(seconds):

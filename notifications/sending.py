@@ -1,6 +1,8 @@
 """Send deliveries: claim one with a conditional update, call its channel's transport, record the
 outcome. Transient errors are retried with exponential backoff up to ``MAX_ATTEMPTS``; permanent
-ones fail the delivery at once and disable the channel with the reason shown on it."""
+ones fail the delivery at once and disable the channel with the reason shown on it. Error texts
+come from ``transports.send`` with the channel's secrets redacted: they are stored, logged and shown
+as they are."""
 
 import logging
 from datetime import timedelta
@@ -10,9 +12,10 @@ from django.utils import timezone
 
 from jobs import clock
 
+from . import transports
 from .models import Channel, Delivery, DeliveryStatus
 from .queueing import enqueue
-from .transports import TransportError, get_transport
+from .transports import TransportError
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +44,7 @@ def send_delivery(delivery_id, now=None):
     try:
         if not channel.enabled:
             raise TransportError(f"channel disabled: {channel.disabled_reason or 'by a person'}", permanent=True)
-        get_transport(channel.kind).send(channel, delivery)
+        transports.send(channel, delivery)
     except TransportError as exc:
         return _record_error(delivery, exc.message, exc.permanent, clock.now())
     except Exception as exc:
@@ -113,7 +116,7 @@ def test_delivery(channel):
 def send_test_notification(channel):
     """Send a test message to ``channel`` now; (sent, a sentence saying what happened)."""
     try:
-        get_transport(channel.kind).send(channel, test_delivery(channel))
+        transports.send(channel, test_delivery(channel))
     except TransportError as exc:
         Channel.objects.filter(pk=channel.pk).update(last_error=exc.message)
         return False, f"Could not send a test notification to {channel.name}: {exc.message}"

@@ -11,7 +11,7 @@ from notifications import channel_secrets
 from notifications.models import Channel, Rule
 
 from .api_personas import make_personas
-from .test_notifications_support import RecordingHTTPServer
+from .test_notifications_support import RecordingHTTPServer, grant_channel_permissions, opened_config
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +21,9 @@ SLACK_URL = "https://hooks.slack.com/services/T000/B000/very-secret-token"
 
 @pytest.fixture
 def people():
-    return make_personas()
+    personas = make_personas()
+    grant_channel_permissions(personas.staff)  # staff who manage channels
+    return personas
 
 
 @pytest.fixture
@@ -38,7 +40,7 @@ def test_it_creates_a_webhook_channel_and_never_answers_its_secret(people):
     assert response.status_code == 201, response.json()
     assert response.json()["config"] == {"url": "https://example.org/hook", "secret": MASK}
     channel = Channel.objects.get(pk=response.json()["id"])
-    assert channel.config["secret"] == "s3cret!"
+    assert opened_config(channel)["secret"] == "s3cret!"
     for path in ("/api/channels/", f"/api/channels/{channel.pk}/"):
         assert "s3cret!" not in staff.get(path).content.decode()
 
@@ -51,13 +53,14 @@ def test_a_slack_channels_url_is_masked_and_kept_when_the_mask_is_sent_back(peop
     renamed = staff.put(f"/api/channels/{created['id']}/", {"name": "alerts-2", "kind": "slack",
                                                             "config": {"url": MASK}}, format="json")
     assert renamed.status_code == 200, renamed.json()
-    assert Channel.objects.get(pk=created["id"]).config == {"url": SLACK_URL}
-    assert Channel.objects.get(pk=created["id"]).name == "alerts-2"
+    channel = Channel.objects.get(pk=created["id"])
+    assert opened_config(channel) == {"url": SLACK_URL}
+    assert channel.name == "alerts-2"
     patched = staff.patch(f"/api/channels/{created['id']}/", {"enabled": False}, format="json")
-    assert patched.status_code == 200 and Channel.objects.get(pk=created["id"]).config == {"url": SLACK_URL}
+    assert patched.status_code == 200 and opened_config(channel) == {"url": SLACK_URL}
     new_url = "https://hooks.slack.com/services/T000/B000/another"
     staff.patch(f"/api/channels/{created['id']}/", {"config": {"url": new_url}}, format="json")
-    assert Channel.objects.get(pk=created["id"]).config == {"url": new_url}
+    assert opened_config(channel) == {"url": new_url}
 
 
 def test_a_webhook_secret_can_be_kept_replaced_or_removed(people):
@@ -65,14 +68,11 @@ def test_a_webhook_secret_can_be_kept_replaced_or_removed(people):
     channel = Channel.objects.create(name="hook", kind="webhook", config={"url": "https://a.example/h", "secret": "one"})
     path = f"/api/channels/{channel.pk}/"
     staff.patch(path, {"config": {"url": "https://b.example/h", "secret": MASK}}, format="json")
-    channel.refresh_from_db()
-    assert channel.config == {"url": "https://b.example/h", "secret": "one"}
+    assert opened_config(channel) == {"url": "https://b.example/h", "secret": "one"}
     staff.patch(path, {"config": {"url": "https://b.example/h", "secret": "two"}}, format="json")
-    channel.refresh_from_db()
-    assert channel.config["secret"] == "two"
+    assert opened_config(channel)["secret"] == "two"
     staff.patch(path, {"config": {"url": "https://b.example/h"}}, format="json")
-    channel.refresh_from_db()
-    assert channel.config == {"url": "https://b.example/h"}
+    assert opened_config(channel) == {"url": "https://b.example/h"}
 
 
 def test_the_mask_without_a_stored_value_is_refused(people):
@@ -112,7 +112,7 @@ def test_users_who_are_not_staff_see_a_directory_and_change_nothing(people):
         owner.post(f"/api/channels/{channel.pk}/test/"),
     ]
     assert [r.status_code for r in denied] == [403, 403, 403, 403]
-    assert "Only staff" in denied[0].json()["detail"]
+    assert "needs the notifications.add_channel permission" in denied[0].json()["detail"]
     assert list(Channel.objects.values_list("name", flat=True)) == ["ops"]
     assert APIClient().get("/api/channels/").status_code == 401
 
@@ -166,3 +166,66 @@ def test_the_api_root_and_the_schema_list_channels_rules_and_jobs_as_code(people
     for path in ("/api/channels/", "/api/channels/{id}/", "/api/channels/{id}/test/", "/api/rules/",
                  "/api/rules/{id}/", "/api/jobs-as-code/", "/api/jobs/{id}/why/"):
         assert path in schema["paths"], path
+
+
+def channel_writes(client, channel):
+    """Each write a channel can get, answered: create, change, test, delete."""
+    return [
+        client.post("/api/channels/", {"name": "new", "kind": "email", "config": {"recipients": ["a@example.com"]}},
+                    format="json").status_code,
+        client.patch(f"/api/channels/{channel.pk}/", {"enabled": False}, format="json").status_code,
+        client.post(f"/api/channels/{channel.pk}/test/").status_code,
+        client.delete(f"/api/channels/{channel.pk}/").status_code,
+    ]
+
+
+def test_staff_without_the_channel_permissions_get_403_and_a_directory(people):
+    bare_staff = people.staff.__class__.objects.create_user("bare-staff", is_staff=True)
+    channel = Channel.objects.create(name="ops", kind="slack", config={"url": SLACK_URL})
+    client = people.client(bare_staff)
+
+    assert channel_writes(client, channel) == [403, 403, 403, 403]
+    denied = client.post("/api/channels/", {"name": "x", "kind": "slack", "config": {"url": SLACK_URL}}, format="json")
+    assert denied.json()["detail"] == ("You may not create channels: that needs the notifications.add_channel "
+                                       "permission (channels serve everyone's jobs).")
+    assert client.get(f"/api/channels/{channel.pk}/").json() == {"id": channel.pk, "name": "ops", "kind": "slack",
+                                                                 "enabled": True}
+    channel.refresh_from_db()
+    assert list(Channel.objects.values_list("name", flat=True)) == ["ops"] and channel.enabled
+
+
+def test_each_permission_allows_its_own_action_to_a_user_who_is_not_staff(people, http_server, local_http_allowed):
+    channel = Channel.objects.create(name="ops", kind="webhook", config={"url": f"{http_server.url}/in",
+                                                                         "secret": "k3y"})
+    client = people.client(people.owner)
+    grant_channel_permissions(people.owner, "view")
+    assert client.get(f"/api/channels/{channel.pk}/").json()["config"] == {"url": f"{http_server.url}/in",
+                                                                            "secret": MASK}
+    assert channel_writes(client, channel) == [403, 403, 403, 403]
+
+    grant_channel_permissions(people.owner, "add")
+    assert channel_writes(client, channel) == [201, 403, 403, 403]
+    grant_channel_permissions(people.owner, "change")
+    assert channel_writes(client, channel)[1:] == [200, 200, 403]
+    assert len(http_server.requests) == 1  # the test message
+    grant_channel_permissions(people.owner, "delete")
+    assert client.delete(f"/api/channels/{channel.pk}/").status_code == 204
+    assert list(Channel.objects.values_list("name", flat=True)) == ["new"]
+
+
+def test_the_channels_page_follows_the_permissions(people, client, http_server, local_http_allowed):
+    channel = Channel.objects.create(name="ops hook", kind="webhook", config={"url": f"{http_server.url}/in"})
+    bare_staff = people.staff.__class__.objects.create_user("bare-staff", is_staff=True)
+    client.force_login(bare_staff)
+    assert client.get("/channels/").status_code == 404
+    assert client.post(f"/channels/{channel.pk}/test/").status_code == 404
+
+    client.force_login(grant_channel_permissions(people.owner, "view"))  # not staff
+    page = client.get("/channels/")
+    assert page.status_code == 200 and "ops hook" in page.content.decode()
+    assert "Send a test notification" not in page.content.decode()
+    assert client.post(f"/channels/{channel.pk}/test/").status_code == 404
+    grant_channel_permissions(people.owner, "change")
+    answer = client.post(f"/channels/{channel.pk}/test/", follow=True)
+    assert "Sent a test notification to ops hook." in answer.content.decode()
+    assert len(http_server.requests) == 1

@@ -13,6 +13,7 @@ from jobs.models import Job
 from notifications.models import Channel, Rule
 
 from .api_personas import make_personas
+from .test_notifications_support import grant_channel_permissions, opened_config
 
 pytestmark = pytest.mark.django_db
 
@@ -69,7 +70,7 @@ def test_it_plans_applies_and_reapplies_channels_and_rules_with_the_secret_from_
     assert "+ create rule job nightly -> ops-mail" in applied
     assert applied.splitlines()[-1] == "applied: 5 created, 0 updated, 0 deleted."
     slack = Channel.objects.get(name="ops-slack")
-    assert (slack.kind, slack.config) == ("slack", {"url": SLACK})
+    assert (slack.kind, opened_config(slack)) == ("slack", {"url": SLACK})
     rule = Rule.objects.get(channel__name="ops-mail")
     assert (rule.scope, rule.job.name, rule.events) == ("job", "nightly", ["missed"])
     assert run("apply", path).splitlines()[-1] == "no changes"
@@ -91,7 +92,7 @@ def test_a_changed_secret_is_named_and_never_shown(tmp_path, slack_url, monkeypa
     assert "~ update channel ops-slack: config.url (secret) changed" in output
     assert '~ update rule all -> ops-slack: events: ["failed", "timed_out"] -> ["failed"]' in output
     assert "secret-token" not in output and "another-secret" not in output
-    assert Channel.objects.get(name="ops-slack").config == {"url": OTHER_SLACK}
+    assert opened_config(Channel.objects.get(name="ops-slack")) == {"url": OTHER_SLACK}
 
 
 def test_prune_deletes_the_channels_and_rules_missing_from_the_file(tmp_path, slack_url):
@@ -131,7 +132,9 @@ def test_a_missing_environment_variable_is_an_error_and_a_secret_in_an_error_is_
 
 @pytest.fixture
 def people():
-    return make_personas()
+    personas = make_personas()
+    grant_channel_permissions(personas.staff)  # staff who manage channels
+    return personas
 
 
 def post(client, text, **options):
@@ -146,7 +149,7 @@ def test_staff_apply_channels_and_rules_through_the_api_and_never_read_the_secre
 
     assert answer.status_code == 200, answer.json()
     assert "+ create channel ops-slack" in answer.json()["plan"] and "very-secret" not in answer.content.decode()
-    assert Channel.objects.get(name="ops-slack").config == {"url": SLACK}
+    assert opened_config(Channel.objects.get(name="ops-slack")) == {"url": SLACK}
     exported = staff.get("/api/jobs-as-code/").json()["text"]
     assert "very-secret" not in exported and "ops-slack" in exported
     assert post(staff, exported, prune=True).json()["applied"] is False
@@ -173,7 +176,26 @@ def test_a_user_applies_rules_for_their_own_jobs_and_no_channels(people):
          'job: no job named "theirs" that you can see'),
         ("rules:\n- {channel: ops-mail, events: [failed]}\n", "scope: Only staff may add rules for all jobs"),
         ("channels:\n- {name: mine, kind: email, config: {recipients: [me@example.com]}}\n",
-         "channels: only staff may apply channels"),
+         "channels: you may not apply channels: that needs the notifications.add_channel"),
     ]:
         answer = post(owner, jobs + extra)
         assert answer.status_code == 400 and message in answer.json()["errors"][0]["text"], answer.json()
+
+
+def test_a_file_applies_channels_with_the_channel_permissions_not_staff(people):
+    people.owner.user_permissions.add(Permission.objects.get(codename="add_job", content_type__app_label="jobs"))
+    owner = people.client(grant_channel_permissions(people.owner, "view", "add"))  # not staff
+    text = "jobs: []\nchannels:\n- {name: ops-mail, kind: email, config: {recipients: [ops@example.com]}}\n"
+
+    created = post(owner, text)
+    assert created.status_code == 200, created.json()
+    assert list(Channel.objects.values_list("name", flat=True)) == ["ops-mail"]
+    assert "ops-mail" in owner.get("/api/jobs-as-code/").json()["text"]
+
+    changed = post(owner, text.replace("ops@", "oncall@"))
+    assert changed.status_code == 400
+    assert "needs the notifications.change_channel permission" in changed.json()["errors"][0]["text"]
+    pruned = post(owner, "jobs: []\nchannels: []\n", prune=True)
+    assert pruned.status_code == 400
+    assert "needs the notifications.delete_channel permission" in pruned.json()["errors"][0]["text"]
+    assert Channel.objects.get().config == {"recipients": ["ops@example.com"]}

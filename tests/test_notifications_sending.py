@@ -60,7 +60,7 @@ def test_it_sends_one_email_and_one_slack_post_for_a_final_failure(smtp_server, 
     assert send_pending() == [DeliveryStatus.SENT, DeliveryStatus.SENT]
     assert send_pending() == []
 
-    run_url = f"https://scheduler.example.com/admin/jobs/jobrun/{run.pk}/change/"
+    run_url = f"https://scheduler.example.com/runs/{run.pk}/"
     [mail] = smtp_server.messages
     assert mail["to"] == ["ops@example.com"]
     assert mail["subject"] == "[scheduler] nightly-report failed after 1 attempt(s)"
@@ -138,7 +138,7 @@ def test_it_fails_a_404_at_once_and_disables_the_channel(http_server):
     assert len(http_server.requests) == 1
 
 
-def test_it_signs_webhook_bodies_with_hmac_sha256(http_server):
+def test_it_signs_webhook_bodies_with_hmac_sha256(http_server, settings):
     channel = channel_with_rule("webhook", {"url": f"{http_server.url}/in", "secret": "s3cret"}, ["timed_out"])
     run = make_run(make_job(), status=RunStatus.RUNNING, max_attempts=1)
     lifecycle.record_failure(run.pk, 1, "Timed out after 60 s", timed_out=True)
@@ -150,7 +150,9 @@ def test_it_signs_webhook_bodies_with_hmac_sha256(http_server):
     [body] = http_server.json_bodies()
     assert body["event"] == "timed_out"
     assert body["job"] == {"id": run.job_id, "name": "nightly-report"}
-    assert set(body["run"]) == {"id", "status", "attempt", "scheduled_for", "started_at", "finished_at", "error"}
+    assert set(body["run"]) == {"id", "status", "attempt", "scheduled_for", "started_at", "finished_at", "error",
+                                "url"}
+    assert body["run"]["url"] == f"{settings.SITE_URL}/runs/{run.pk}/"  # the run's page, not the admin's
     assert (body["run"]["id"], body["run"]["status"], body["run"]["error"]) == (run.pk, "timed_out",
                                                                                "Timed out after 60 s")
     assert "sent_at" in body
@@ -249,3 +251,52 @@ def test_it_times_deliveries_by_the_databases_clock_not_the_hosts(http_server):
         assert send_delivery(delivery.pk) == DeliveryStatus.PENDING  # sent at once, retried after a backoff
     delivery.refresh_from_db()
     assert clock.now() < delivery.next_attempt_at < clock.now() + timedelta(minutes=1)
+
+
+SPOOFING_NAME = "<!channel> <https://evil|Open run>"
+
+
+def test_a_slack_message_quotes_a_job_name_and_an_error_without_mentioning_or_linking(http_server, settings):
+    settings.SITE_URL = "https://scheduler.example.com"
+    job = make_job(name=SPOOFING_NAME)
+    channel_with_rule("slack", {"url": f"{http_server.url}/hook"}, ["failed"])
+    error = "boom```\n<!here> & <https://evil2|click>\n```"  # tries to close the code block, then mention
+    run = make_run(job, status=RunStatus.FAILED, error=error)
+    record_event(run, "failed")
+
+    assert send_pending() == [DeliveryStatus.SENT]
+
+    text = http_server.json_bodies()[0]["text"]
+    run_link = f"<https://scheduler.example.com/runs/{run.pk}/|Open run #{run.pk}>"
+    assert "*&lt;!channel&gt; &lt;https://evil|Open run&gt; failed after 1 attempt(s)*" in text
+    assert "Job: &lt;!channel&gt; &lt;https://evil|Open run&gt; ·" in text
+    assert "&lt;!here&gt; &amp; &lt;https://evil2|click&gt;" in text
+    # Slack reads "<…>" as a mention or a link: the only one left is the message's own link.
+    assert text.count("<") == 1 and text.count(">") == 1 and run_link in text
+    assert text.count("```") == 2  # the block's own fences: the error cannot close it
+
+
+def test_a_lost_run_notifies_with_a_link_its_owner_can_open(http_server, smtp_server, settings, redis_client,
+                                                          client, django_user_model):
+    settings.SITE_URL = "https://scheduler.example.com"
+    settings.JOBS_MAX_LOST_ATTEMPTS = 0
+    owner = django_user_model.objects.create_user("owner")  # not staff: the admin is closed to them
+    job = make_job(owner=owner)
+    channel_with_rule("slack", {"url": f"{http_server.url}/hook"}, ["lost"])
+    channel_with_rule("email", {"recipients": ["ops@example.com"]}, ["lost"])
+    run = lifecycle.create_run(job)
+    assert lifecycle.claim(run.pk, 1, "w1@host", 4321) is not None
+
+    assert lifecycle.record_failure(run.pk, 1, "Lost: no heartbeat", lost=True) == RunStatus.LOST
+    assert send_pending() == [DeliveryStatus.SENT, DeliveryStatus.SENT]
+
+    link = f"https://scheduler.example.com/runs/{run.pk}/"
+    text = http_server.json_bodies()[0]["text"]
+    assert "*nightly-report was lost: its worker stopped 1 time(s) in a row*" in text
+    assert f"<{link}|Open run #{run.pk}>" in text
+    [mail] = smtp_server.messages
+    assert link in mail["text"] and f'href="{link}"' in mail["html"]
+    assert "/admin/" not in text + mail["text"] + mail["html"]
+    client.force_login(owner)
+    page = client.get(link.removeprefix(settings.SITE_URL))
+    assert page.status_code == 200 and f"Run #{run.pk}" in page.content.decode()

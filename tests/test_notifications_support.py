@@ -9,11 +9,13 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from aiosmtpd.controller import Controller
+from django.contrib.auth.models import Permission
 from django.test import override_settings
 from django.utils import timezone
 
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun, RunStatus
+from notifications import channel_secrets
 from notifications.models import Channel, Delivery, DeliveryStatus, Rule
 from notifications.sending import send_delivery
 
@@ -124,3 +126,22 @@ def send_pending(now=None):
     """What the worker would do: send every pending delivery that is due."""
     due = Delivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now or timezone.now())
     return [send_delivery(pk, now=now) for pk in due.order_by("pk").values_list("pk", flat=True)]
+
+
+CHANNEL_PERMISSIONS = ("view", "add", "change", "delete")
+
+
+def grant_channel_permissions(user, *names):
+    """Give ``user`` notifications.<name>_channel for each name (all four by default)."""
+    for name in names or CHANNEL_PERMISSIONS:
+        user.user_permissions.add(Permission.objects.get(codename=f"{name}_channel",
+                                                         content_type__app_label="notifications"))
+    for cache in ("_perm_cache", "_user_perm_cache"):
+        user.__dict__.pop(cache, None)
+    return user
+
+
+def opened_config(channel):
+    """A channel's config as stored, its secret values decrypted."""
+    channel.refresh_from_db()
+    return channel_secrets.opened(channel.kind, channel.config)

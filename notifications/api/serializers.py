@@ -1,5 +1,6 @@
 """JSON shapes of channels and rules. A channel's secret parts are write-only: masked when read,
-and an update that sends the mask back keeps the stored value (``channel_secrets``)."""
+and an update that sends the mask back keeps the stored value (``channel_secrets``); they are
+stored encrypted, and error texts never hold them (``transports.send`` redacts them)."""
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema_field
@@ -71,8 +72,6 @@ class ChannelSerializer(serializers.ModelSerializer):
             candidate.clean()
         except DjangoValidationError as exc:
             raise serializers.ValidationError(model_errors(exc)) from None
-        if attrs.get("enabled") and not channel.enabled:
-            attrs["disabled_reason"] = ""  # enabled again by a person: the reason no longer holds
         return attrs
 
 

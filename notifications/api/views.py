@@ -1,60 +1,73 @@
 """Channels and rules in the API.
 
-Channels serve everyone's jobs, so only staff create, change, delete or test them and read their
-configuration; other users see a directory (id, name, kind, enabled) to point their rules at.
-Staff manage every rule; another user manages the rules of the jobs they can see (scope job),
-and sees only those.
+Channels serve everyone's jobs, so they follow the model permissions (``notifications.actions``):
+``add_channel`` to create one, ``change_channel`` to change or test one, ``delete_channel`` to
+delete one, ``view_channel`` or ``change_channel`` to read its configuration (secrets masked) and
+errors; other users see a directory (id, name, kind, enabled) to point their rules at. Staff manage
+every rule; another user manages the rules of the jobs they can see (scope job), and sees only
+those. Every change goes through ``notifications.actions``, which writes the audit entry.
 """
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
 from jobs.api.views import ApiViewSet, int_param
 from jobs.permissions import sees_everything, visible_jobs
 
-from .. import channel_secrets
+from .. import actions
 from ..models import Channel, Rule, RuleScope
-from ..sending import send_test_notification
 from .serializers import ChannelDirectorySerializer, ChannelSerializer, ChannelTestSerializer, RuleSerializer
 
-STAFF_ONLY = "Only staff may create, change, delete or test channels: they serve everyone's jobs."
+# The permission (notifications.<name>_channel) each action on channels needs.
+CHANNEL_PERMISSIONS = {"create": "add", "update": "change", "partial_update": "change", "destroy": "delete",
+                       "test": "change"}
 
 
 @extend_schema_view(
-    list=extend_schema(description="Every channel. Staff see each one's configuration (secrets masked) and "
-                                   "errors; other users see id, name, kind and enabled."),
-    create=extend_schema(description="Add a channel (staff)."),
-    update=extend_schema(description="Replace a channel (staff). A secret sent as the mask keeps its stored value."),
-    partial_update=extend_schema(description="Change a channel (staff). Without `config` the configuration is "
-                                             "kept; a secret sent as the mask keeps its stored value. Enabling a "
-                                             "channel clears its `disabled_reason`."),
-    destroy=extend_schema(description="Delete a channel with its rules and deliveries (staff)."),
+    list=extend_schema(description="Every channel. Holders of notifications.view_channel or change_channel see "
+                                   "each one's configuration (secrets masked) and errors; other users see id, "
+                                   "name, kind and enabled."),
+    create=extend_schema(description="Add a channel (notifications.add_channel)."),
+    update=extend_schema(description="Replace a channel (notifications.change_channel). A secret sent as the "
+                                     "mask keeps its stored value."),
+    partial_update=extend_schema(description="Change a channel (notifications.change_channel). Without `config` "
+                                             "the configuration is kept; a secret sent as the mask keeps its "
+                                             "stored value. Enabling a channel clears its `disabled_reason`."),
+    destroy=extend_schema(description="Delete a channel with its rules and deliveries "
+                                      "(notifications.delete_channel)."),
 )
 class ChannelViewSet(ApiViewSet, viewsets.ModelViewSet):
     queryset = Channel.objects.order_by("name", "id")
 
     def get_serializer_class(self):
-        if getattr(self, "swagger_fake_view", False) or sees_everything(self.request.user):
+        if getattr(self, "swagger_fake_view", False) or actions.may(self.actor, "view"):
             return ChannelSerializer
         return ChannelDirectorySerializer
 
     def check_permissions(self, request):
         super().check_permissions(request)
-        if self.action not in ("list", "retrieve") and not sees_everything(request.user):
-            raise PermissionDenied(STAFF_ONLY)
+        if self.action in CHANNEL_PERMISSIONS:
+            actions.check(self.actor, CHANNEL_PERMISSIONS[self.action])
+
+    def perform_create(self, serializer):
+        serializer.instance = actions.create_channel(self.actor, Channel(**serializer.validated_data))
+
+    def perform_update(self, serializer):
+        actions.edit_channel(self.actor, serializer.instance, serializer.validated_data)
+
+    def perform_destroy(self, channel):
+        actions.delete_channel(self.actor, channel)
 
     @extend_schema(request=None, responses=ChannelTestSerializer,
-                   description="Send a test notification through the channel now (staff). `sent` says whether "
-                               "the channel took it; `detail` what happened.")
+                   description="Send a test notification through the channel now (notifications.change_channel). "
+                               "`sent` says whether the channel took it; `detail` what happened.")
     @action(detail=True, methods=["post"])
     def test(self, request, pk=None):
-        channel = self.get_object()
-        sent, text = send_test_notification(channel)
-        return Response({"sent": sent, "detail": channel_secrets.redacted(channel.kind, channel.config, text)})
+        sent, text = actions.send_test(self.actor, self.get_object())
+        return Response({"sent": sent, "detail": text})
 
 
 @extend_schema_view(
@@ -82,3 +95,12 @@ class RuleViewSet(ApiViewSet, viewsets.ModelViewSet):
         if "job" in params:
             rules = rules.filter(job_id=int_param(params, "job"))
         return rules
+
+    def perform_create(self, serializer):
+        serializer.instance = actions.create_rule(self.actor, Rule(**serializer.validated_data))
+
+    def perform_update(self, serializer):
+        actions.edit_rule(self.actor, serializer.instance, serializer.validated_data)
+
+    def perform_destroy(self, rule):
+        actions.delete_rule(self.actor, rule)

@@ -10,12 +10,12 @@ from ..render import context_for
 from . import TransportError
 
 
-def send(channel, delivery):
+def send(config, delivery):
     context = context_for(delivery)
     subject = " ".join(render_to_string("notifications/email_subject.txt", context).split())
     text = render_to_string("notifications/email_body.txt", context)
     html = render_to_string("notifications/email_body.html", context)
-    message = EmailMultiAlternatives(subject, text, settings.DEFAULT_FROM_EMAIL, channel.config["recipients"],
+    message = EmailMultiAlternatives(subject, text, settings.DEFAULT_FROM_EMAIL, config["recipients"],
                                      connection=get_connection(fail_silently=False))
     message.attach_alternative(html, "text/html")
     try:

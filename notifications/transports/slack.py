@@ -1,13 +1,48 @@
-"""Slack incoming webhooks: a short readable message rendered from templates/notifications/slack.txt."""
+"""Slack incoming webhooks: a short readable message rendered from templates/notifications/slack.txt.
+
+Every text the message quotes (a job's name, a run's error, a worker's name) is escaped as Slack
+asks (``&``, ``<`` and ``>`` as ``&amp;``, ``&lt;`` and ``&gt;``), so a job named ``<!channel>`` or
+``<https://evil|Open run>`` cannot mention everyone or make a link; and a run's error, shown in a
+code block, cannot close it: no two backticks are left side by side in it. Slack decodes only those
+three entities (https://api.slack.com/reference/surfaces/formatting#escaping): nothing else is
+encoded.
+"""
 
 import json
+import re
 
 from django.template.loader import render_to_string
 
 from ..render import context_for
 from .http import post
 
+SLACK_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+BACKTICKS_IN_A_ROW = re.compile(r"`(?=`)")
 
-def send(channel, delivery):
-    text = render_to_string("notifications/slack.txt", context_for(delivery)).strip()
-    post(channel.config["url"], json.dumps({"text": text}).encode(), {"Content-Type": "application/json"})
+
+def escaped(value):
+    """``value`` (a context: strings, dicts, lists) with each string escaped for Slack."""
+    if isinstance(value, str):
+        return "".join(SLACK_ESCAPES.get(char, char) for char in value)
+    if isinstance(value, dict):
+        return {key: escaped(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [escaped(item) for item in value]
+    return value
+
+
+def in_code_block(text):
+    """``text`` that cannot end the code block it is put in: a zero-width space between backticks,
+    and between the text and the block's own backticks."""
+    text = BACKTICKS_IN_A_ROW.sub("`\u200b", text)
+    return f"\u200b{text}\u200b" if text.startswith("`") or text.endswith("`") else text
+
+
+def message_text(delivery):
+    context = escaped(context_for(delivery))
+    context["error"] = in_code_block(context["error"])
+    return render_to_string("notifications/slack.txt", context).strip()
+
+
+def send(config, delivery):
+    post(config["url"], json.dumps({"text": message_text(delivery)}).encode(), {"Content-Type": "application/json"})

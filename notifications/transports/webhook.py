@@ -5,7 +5,8 @@ Body (UTF-8 JSON)::
     {"event": "failed",
      "job": {"id": 7, "name": "nightly-report"},
      "run": {"id": 42, "status": "failed", "attempt": 3, "scheduled_for": "<ISO 8601>",
-             "started_at": "<ISO 8601>|null", "finished_at": "<ISO 8601>|null", "error": "..."},
+             "started_at": "<ISO 8601>|null", "finished_at": "<ISO 8601>|null", "error": "...",
+             "url": "<SITE_URL>/runs/42/|null"},
      "sent_at": "<ISO 8601>"}
 
 A digest carries ``"runs": [{"event", "job", "run"}, ...]`` instead of ``job`` and ``run``.
@@ -21,7 +22,7 @@ import json
 
 from django.utils import timezone
 
-from ..render import folded_payloads
+from ..render import folded_payloads, run_url
 from .http import post
 
 RUN_FIELDS = ("id", "status", "attempt", "scheduled_for", "started_at", "finished_at", "error")
@@ -37,7 +38,8 @@ def body_for(delivery, now=None):
 
 def _summary(payload):
     run = payload.get("run") or {}
-    summary = {"event": payload.get("event"), "job": payload.get("job"), "run": {k: run.get(k) for k in RUN_FIELDS}}
+    summary = {"event": payload.get("event"), "job": payload.get("job"),
+               "run": {**{k: run.get(k) for k in RUN_FIELDS}, "url": run_url(run["id"]) if run.get("id") else None}}
     if "scheduler" in payload:
         summary["scheduler"] = payload["scheduler"]
     return summary
@@ -47,9 +49,9 @@ def signature(secret, body):
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def send(channel, delivery):
+def send(config, delivery):
     body = json.dumps(body_for(delivery)).encode()
     headers = {"Content-Type": "application/json"}
-    if channel.config.get("secret"):
-        headers["X-Signature"] = signature(channel.config["secret"], body)
-    post(channel.config["url"], body, headers)
+    if config.get("secret"):
+        headers["X-Signature"] = signature(config["secret"], body)
+    post(config["url"], body, headers)

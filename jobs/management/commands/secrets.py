@@ -1,14 +1,13 @@
 """manage.py secrets new-key | rotate
 
-``new-key`` prints a Fernet key for JOBS_SECRETS_KEYS. ``rotate`` encrypts every job's secret
-values again with the first key of JOBS_SECRETS_KEYS: put a new key first, keep the old ones after
-it, run ``rotate``, then remove the old keys."""
+``new-key`` prints a Fernet key for JOBS_SECRETS_KEYS. ``rotate`` encrypts every stored secret
+value again with the first key of JOBS_SECRETS_KEYS (the jobs', and the other apps' registered with
+``jobs.secrets.register_holder``: the notification channels'): put a new key first, keep the old
+ones after it, run ``rotate``, then remove the old keys. The audit trail records each rotation."""
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
 
-from jobs import secrets
-from jobs.models import Job
+from jobs import actions, secrets
 
 
 class Command(BaseCommand):
@@ -17,24 +16,15 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
         sub.add_parser("new-key", help="Print a new Fernet key.")
-        sub.add_parser("rotate", help="Encrypt every job's secret values again with the first key.")
+        sub.add_parser("rotate", help="Encrypt every stored secret value (jobs, channels) again with the first key.")
 
     def handle(self, *args, action, **options):
         if action == "new-key":
             self.stdout.write(secrets.new_key())
             return
-        if secrets.fernet() is None:
-            raise CommandError("JOBS_SECRETS_KEYS is not set.")
-        count = 0
-        with transaction.atomic():
-            for job in Job.objects.select_for_update().only("pk", *secrets.FIELDS):
-                values = {name: getattr(job, name) for name in secrets.FIELDS}
-                if not any(values.values()):
-                    continue
-                try:
-                    rotated = {name: secrets.rotate(value) for name, value in values.items()}
-                except secrets.SecretsUnavailable as exc:
-                    raise CommandError(f"job {job.pk}: {exc} Nothing was changed.") from None
-                Job.objects.filter(pk=job.pk).update(**rotated)
-                count += 1
-        self.stdout.write(f"Encrypted the secret values of {count} job(s) again with the first key.")
+        try:
+            counts = actions.rotate_secrets(actions.Actor.command_line())
+        except actions.ActionError as exc:
+            raise CommandError(exc.message) from None
+        done = ", ".join(f"{count} {'job' if name == 'jobs' else name.rstrip('s')}(s)" for name, count in counts.items())
+        self.stdout.write(f"Encrypted the secret values of {done} again with the first key.")
