@@ -3,14 +3,16 @@ NOTIFICATION_CHANNEL_KINDS, and nothing else: the API, the admin, the channels p
 offer it, its secret is masked and stored encrypted, and the outbox sends through it."""
 
 import json
+import re
 from io import StringIO
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 
 from jobs.models import RunStatus
-from notifications import channel_secrets
+from notifications import channel_secrets, channels
 from notifications.models import Channel, Delivery, DeliveryStatus
 from notifications.outbox import record_event
 
@@ -134,3 +136,14 @@ def test_a_send_the_added_kind_refuses_disables_the_channel_with_its_reason(tmp_
     assert send_pending() == [DeliveryStatus.FAILED]
     channel.refresh_from_db()
     assert not channel.enabled and channel.disabled_reason.startswith(f"cannot write {missing}: ")
+
+
+@pytest.mark.parametrize("path, says", [
+    ("tests.jobfuncs", "tests.jobfuncs exports no CHANNEL (a ChannelKindSpec)"),
+    ("tests.log_channel", "tests.log_channel: the kind's name 'log' is taken"),
+])
+def test_a_misconfigured_kind_list_is_refused_naming_the_package(settings, path, says):
+    settings.NOTIFICATION_CHANNEL_KINDS = [*KINDS, path]
+
+    with pytest.raises(ImproperlyConfigured, match=re.escape(says)):
+        channels.kinds()
