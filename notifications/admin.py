@@ -9,11 +9,8 @@ from django.db import transaction
 from audit.models import Source
 from jobs.actions import Actor
 
-from . import actions, channel_secrets
+from . import actions, channel_secrets, channels
 from .models import RULE_EVENTS, Channel, Delivery, Rule
-
-SECRETS_HELP = (f' Secret values (a Slack URL, a webhook secret) are shown as "{channel_secrets.MASK}": leave it to '
-                "keep the stored value, or give a new one.")
 
 
 def admin_actor(request):
@@ -28,7 +25,9 @@ class ChannelForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         if "config" in self.fields:  # not for who may only view the channel (ChannelAdmin.get_fields)
-            self.fields["config"].help_text += SECRETS_HELP
+            self.fields["config"].help_text = (
+                f"{channels.config_help()}. Secret values ({channels.secrets_help()}) are shown as "
+                f'"{channel_secrets.MASK}": leave it to keep the stored value, or give a new one.')
             self.initial["config"] = channel_secrets.masked(self.instance.kind, self.instance.config)
 
     def clean(self):

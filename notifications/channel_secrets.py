@@ -1,5 +1,5 @@
-"""The secret parts of a channel's configuration, in one place: which keys are secret, how they are
-stored (encrypted with the job secrets' keys, ``jobs.secrets``), how the API, the admin and an
+"""The secret parts of a channel's configuration, in one place: which keys are secret (each kind
+says, ``notifications.channels``), how they are stored (encrypted with the job secrets' keys, ``jobs.secrets``), how the API, the admin and an
 export show them (masked), how an update that sends the mask back keeps the stored value, and how a
 text that may quote a secret (a transport's error) is redacted.
 
@@ -17,10 +17,10 @@ from django.core.exceptions import ValidationError
 
 from jobs import secrets as job_secrets
 
+from . import channels
+
 MASK = job_secrets.MASK
 
-# The config keys that carry a credential: a Slack incoming-webhook URL is itself the credential.
-SECRET_KEYS = {"slack": ("url",), "webhook": ("secret",), "email": ()}
 # A path segment of a secret URL at least this long is a token of its own (Slack's T…/B…/token).
 TOKEN_SEGMENT_CHARS = 12
 FERNET_VERSION = 0x80
@@ -32,7 +32,8 @@ class SecretsUnavailable(job_secrets.SecretsUnavailable):
 
 
 def secret_keys(kind):
-    return SECRET_KEYS.get(kind, ())
+    spec = channels.get(kind)
+    return spec.secret_fields if spec else ()
 
 
 def _secret_items(kind, config):

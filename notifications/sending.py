@@ -1,10 +1,11 @@
-"""Send deliveries: claim one with a conditional update, call its channel's transport, record the
-outcome. Transient errors are retried with exponential backoff up to ``MAX_ATTEMPTS``; permanent
-ones fail the delivery at once and disable the channel with the reason shown on it. Error texts
-come from ``transports.send`` with the channel's secrets redacted: they are stored, logged and shown
-as they are."""
+"""Send deliveries: claim one with a conditional update, have its channel's kind render and send
+it (``transmit``), record the outcome. Transient errors are retried with exponential backoff up to
+``MAX_ATTEMPTS``; permanent ones fail the delivery at once and disable the channel with the reason
+shown on it. Error texts come from ``transmit`` with the channel's secrets redacted: they are
+stored, logged and shown as they are."""
 
 import logging
+import traceback
 from datetime import timedelta
 
 from django.db.models import F, Q
@@ -12,10 +13,10 @@ from django.utils import timezone
 
 from jobs import clock
 
-from . import transports
+from . import channel_secrets, channels
+from .channels.base import TransportError
 from .models import Channel, Delivery, DeliveryStatus
 from .queueing import enqueue
-from .transports import TransportError
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +33,28 @@ def backoff(attempts):
     return timedelta(seconds=min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS ** attempts))
 
 
+def transmit(channel, delivery):
+    """Render ``delivery`` as the channel's kind says and send it with the channel's secrets opened.
+    Whatever goes wrong comes out as a TransportError whose message has them redacted, since it is
+    stored on the delivery and the channel, logged, and shown on the run page."""
+    spec = channels.get(channel.kind)
+    if spec is None:
+        raise TransportError(f"unknown channel kind {channel.kind!r}", permanent=True)
+    try:
+        config = channel_secrets.opened(channel.kind, channel.config)
+    except channel_secrets.SecretsUnavailable as exc:
+        raise TransportError(str(exc), permanent=True) from None
+    try:
+        spec.send(config, spec.render(delivery))
+    except TransportError as exc:
+        raise TransportError(channel_secrets.redacted(channel.kind, config, exc.message), exc.permanent) from None
+    except Exception as exc:
+        logger.error("%s: unexpected error in the %s transport:\n%s", channel.name, channel.kind,
+                     channel_secrets.redacted(channel.kind, config, traceback.format_exc()))
+        message = channel_secrets.redacted(channel.kind, config, f"{type(exc).__name__}: {exc}")
+        raise TransportError(message) from None
+
+
 def send_delivery(delivery_id, now=None):
     """Send one due delivery; returns its new status, or None when it was not ours to send."""
     now = now or clock.now()
@@ -44,7 +67,7 @@ def send_delivery(delivery_id, now=None):
     try:
         if not channel.enabled:
             raise TransportError(f"channel disabled: {channel.disabled_reason or 'by a person'}", permanent=True)
-        transports.send(channel, delivery)
+        transmit(channel, delivery)
     except TransportError as exc:
         return _record_error(delivery, exc.message, exc.permanent, clock.now())
     except Exception as exc:
@@ -116,7 +139,7 @@ def test_delivery(channel):
 def send_test_notification(channel):
     """Send a test message to ``channel`` now; (sent, a sentence saying what happened)."""
     try:
-        transports.send(channel, test_delivery(channel))
+        transmit(channel, test_delivery(channel))
     except TransportError as exc:
         Channel.objects.filter(pk=channel.pk).update(last_error=exc.message)
         return False, f"Could not send a test notification to {channel.name}: {exc.message}"

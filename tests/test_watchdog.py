@@ -7,7 +7,6 @@ from io import StringIO
 import pytest
 from django.conf import settings
 from django.core.management import call_command
-from django.template.loader import render_to_string
 from django.utils import timezone
 
 from jobs import clock, leases
@@ -15,8 +14,8 @@ from jobs.models import Lease, SchedulerOutage
 from jobs.worker import watchdog
 from jobs.worker.watchdog import DOWN, OK, RECOVERED, STALE, STANDBY, Watchdog
 from notifications import render
+from notifications.channels import email, slack, webhook
 from notifications.models import Channel, Delivery, Rule
-from notifications.transports import webhook
 
 pytestmark = pytest.mark.django_db
 
@@ -158,9 +157,9 @@ def test_the_email_and_slack_messages_say_when_the_scheduler_last_ticked():
     ticked = last_tick(STALE_AFTER + 5)
     Watchdog("w1").check()
 
-    context = render.context_for(Delivery.objects.get(channel=channel))
-    text = render_to_string("notifications/email_body.txt", context)
-    slack = render_to_string("notifications/slack.txt", context)
+    delivery = Delivery.objects.get(channel=channel)
+    text = email.CHANNEL.render(delivery).text
+    slack_text = slack.CHANNEL.render(delivery)
     assert f"Last tick: {ticked.isoformat()}" in text and "Noticed:" in text and "by w1" in text
     assert "Job:" not in text  # no run to describe
-    assert slack.startswith("*Scheduler down: no scheduler has ticked since") and "by w1" in slack
+    assert slack_text.startswith("*Scheduler down: no scheduler has ticked since") and "by w1" in slack_text

@@ -1,6 +1,6 @@
 """JSON shapes of channels and rules. A channel's secret parts are write-only: masked when read,
 and an update that sends the mask back keeps the stored value (``channel_secrets``); they are
-stored encrypted, and error texts never hold them (``transports.send`` redacts them)."""
+stored encrypted, and error texts never hold them (``sending.transmit`` redacts them)."""
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema_field
@@ -10,19 +10,16 @@ from jobs.definitions import contains_nul
 from jobs.models import Job
 from jobs.permissions import sees_everything, visible_jobs
 
-from .. import channel_secrets
+from .. import channel_secrets, channels
 from ..models import RULE_EVENTS, Channel, Rule, RuleScope
 
-CONFIG_SCHEMA = {
-    "type": "object",
-    "description": (
-        'email: {"recipients": ["ops@example.com"]}; slack: {"url": "https://hooks.slack.com/..."}; '
-        'webhook: {"url": "https://...", "secret": "optional, signs the body"}. Secret values (a Slack URL, '
-        f'a webhook secret) are answered as "{channel_secrets.MASK}"; send "{channel_secrets.MASK}" back '
-        "to keep the stored value."
-    ),
-    "additionalProperties": True,
-}
+
+def config_description():
+    return (f"{channels.config_help()}. Secret values ({channels.secrets_help()}) are answered as "
+            f'"{channel_secrets.MASK}"; send "{channel_secrets.MASK}" back to keep the stored value.')
+
+
+CONFIG_SCHEMA = {"type": "object", "description": config_description(), "additionalProperties": True}
 
 
 def model_errors(exc):

@@ -12,7 +12,7 @@ from audit.models import Source
 from jobs.actions import Actor
 from jobs.pages.views import page
 
-from .. import actions
+from .. import actions, channels
 from ..models import Channel
 
 
@@ -26,9 +26,9 @@ def actor_allowed(request, permission):
 @login_required
 def channel_list(request):
     actor = actor_allowed(request, "view")
-    channels = Channel.objects.order_by("name")
-    return page(request, "pages/channels.html", {"channels": channels, "may_test": actions.may(actor, "change")},
-                "channels")
+    return page(request, "pages/channels.html", {"channels": Channel.objects.order_by("name"),
+                                                 "kinds": channels.kinds().values(),
+                                                 "may_test": actions.may(actor, "change")}, "channels")
 
 
 @login_required

@@ -1,4 +1,4 @@
-"""Slack incoming webhooks: a short readable message rendered from templates/notifications/slack.txt.
+"""Slack incoming webhooks: a short readable message rendered from message.txt beside this module.
 
 Every text the message quotes (a job's name, a run's error, a worker's name) is escaped as Slack
 asks (``&``, ``<`` and ``>`` as ``&amp;``, ``&lt;`` and ``&gt;``), so a job named ``<!channel>`` or
@@ -11,10 +11,9 @@ encoded.
 import json
 import re
 
-from django.template.loader import render_to_string
-
-from ..render import context_for
-from .http import post
+from ...render import context_for
+from ..base import ChannelKindSpec, render_template
+from ..http import check_url, post
 
 SLACK_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 BACKTICKS_IN_A_ROW = re.compile(r"`(?=`)")
@@ -41,8 +40,13 @@ def in_code_block(text):
 def message_text(delivery):
     context = escaped(context_for(delivery))
     context["error"] = in_code_block(context["error"])
-    return render_to_string("notifications/slack.txt", context).strip()
+    return render_template(__file__, "message.txt", context).strip()
 
 
-def send(config, delivery):
-    post(config["url"], json.dumps({"text": message_text(delivery)}).encode(), {"Content-Type": "application/json"})
+def send(config, text):
+    post(config["url"], json.dumps({"text": text}).encode(), {"Content-Type": "application/json"})
+
+
+# An incoming webhook's URL is itself the credential.
+CHANNEL = ChannelKindSpec(name="slack", label="Slack", config_example={"url": "https://hooks.slack.com/..."},
+                          render=message_text, send=send, validate=check_url, secret_fields=("url",))

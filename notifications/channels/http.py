@@ -1,16 +1,27 @@
-"""The HTTP POST shared by the Slack and webhook transports, through the outbound guard (an
-internal address is refused, outside JOBS_HTTP_ALLOWED_NETWORKS), with the status codes sorted
-into transient and permanent errors."""
+"""For the kinds that POST to a URL (Slack, webhooks): the check of the channel's ``url`` and the
+POST, both through the outbound guard (an internal address is refused, outside
+JOBS_HTTP_ALLOWED_NETWORKS), with the status codes sorted into transient and permanent errors."""
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 
 import outbound
 
-from . import TransportError
+from .base import TransportError
 
 USER_AGENT = "job-scheduler-notifications/1"
 MAX_ANSWER_BYTES = 1024 * 1024
 EXCERPT_BYTES = 200
+
+
+def check_url(config):
+    url = config.get("url")
+    if not isinstance(url, str):
+        raise ValidationError('This channel needs {"url": "https://..."}.')
+    try:
+        outbound.check_url(url, outbound.parse_networks(settings.JOBS_HTTP_ALLOWED_NETWORKS))
+    except outbound.Refused as exc:
+        raise ValidationError(f"url: {exc}") from None
 
 
 def post(url, body, headers=None):

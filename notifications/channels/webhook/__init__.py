@@ -20,10 +20,12 @@ import hashlib
 import hmac
 import json
 
+from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from ..render import folded_payloads, run_url
-from .http import post
+from ...render import folded_payloads, run_url
+from ..base import ChannelKindSpec
+from ..http import check_url, post
 
 RUN_FIELDS = ("id", "status", "attempt", "scheduled_for", "started_at", "finished_at", "error")
 
@@ -49,9 +51,20 @@ def signature(secret, body):
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-def send(config, delivery):
-    body = json.dumps(body_for(delivery)).encode()
+def validate(config):
+    check_url(config)
+    if "secret" in config and not isinstance(config["secret"], str):
+        raise ValidationError("The webhook secret must be a string.")
+
+
+def send(config, document):
+    body = json.dumps(document).encode()
     headers = {"Content-Type": "application/json"}
     if config.get("secret"):
         headers["X-Signature"] = signature(config["secret"], body)
     post(config["url"], body, headers)
+
+
+CHANNEL = ChannelKindSpec(name="webhook", label="Webhook",
+                          config_example={"url": "https://...", "secret": "optional, signs the body"},
+                          render=body_for, send=send, validate=validate, secret_fields=("secret",))
