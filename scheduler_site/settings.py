@@ -189,7 +189,11 @@ SPECTACULAR_SETTINGS = {
 # --- Jobs: limits and the timings of the at-least-once machinery
 JOBS_MAX_TIMEOUT_SECONDS = env_int("JOBS_MAX_TIMEOUT_SECONDS", 6 * 3600, 1)
 JOBS_DEFAULT_QUEUE = env_str("JOBS_DEFAULT_QUEUE", "jobs")
+# What a run stores of an attempt, each capped (jobs.lifecycle.stored): its output (an http job's
+# status line, headers and body together) and its result's JSON at JOBS_OUTPUT_MAX_BYTES, its error
+# and traceback at JOBS_ERROR_MAX_BYTES.
 JOBS_OUTPUT_MAX_BYTES = env_int("JOBS_OUTPUT_MAX_BYTES", 64 * 1024, 1024)
+JOBS_ERROR_MAX_BYTES = env_int("JOBS_ERROR_MAX_BYTES", 8 * 1024, 512)
 JOBS_KILL_GRACE_SECONDS = env_float("JOBS_KILL_GRACE_SECONDS", 5.0, 0)
 JOBS_HEARTBEAT_SECONDS = env_float("JOBS_HEARTBEAT_SECONDS", 2.0, 0.1)
 JOBS_LOST_AFTER_HEARTBEATS = env_int("JOBS_LOST_AFTER_HEARTBEATS", 4, 2)
