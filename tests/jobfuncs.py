@@ -122,3 +122,13 @@ def flood(print_bytes=0, result_bytes=0, error_bytes=0, context=None):
     if error_bytes:
         raise RuntimeError("e" * int(error_bytes))
     return {"blob": "r" * int(result_bytes)}
+
+
+@job_function("test.nul")
+def nul(fail=False, context=None):
+    """Prints "a<NUL>b" and returns it ({"text": ...}), or fails with it as the error."""
+    text = "a\x00b"
+    print(text)
+    if fail:
+        raise RuntimeError(text)
+    return {"text": text}

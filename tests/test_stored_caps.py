@@ -63,3 +63,17 @@ def test_a_function_failing_with_a_megabyte_error_stores_it_capped(processes):
     assert max(run_error, attempt_error, traceback) <= ERROR_CAP
     assert run.error.startswith("RuntimeError: eeee") and run.error.endswith("bytes in all; the rest not kept]")
     assert run.attempts.get().traceback.rstrip().endswith("eeee")
+
+
+def test_a_function_printing_returning_and_raising_nul_characters_stores_its_run(processes):
+    """PostgreSQL's text and jsonb hold no NUL character: each is stored as U+FFFD instead."""
+    printed = save_job(Job(name="nul", kind="callable", target="test.nul"), {"type": "manual"})
+    raised = save_job(Job(name="nul-error", kind="callable", target="test.nul", kwargs={"fail": True}),
+                      {"type": "manual"})
+    processes.worker(concurrency=1)
+
+    ok, failed = finished(printed), finished(raised)
+
+    assert (ok.status, ok.output, ok.result) == (RunStatus.SUCCEEDED, "a\ufffdb\n", {"text": "a\ufffdb"})
+    assert (failed.status, failed.error) == (RunStatus.FAILED, "RuntimeError: a\ufffdb")
+    assert failed.output == "a\ufffdb\n" and failed.attempts.get().traceback.rstrip().endswith("a\ufffdb")
