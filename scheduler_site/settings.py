@@ -241,6 +241,10 @@ JOBS_HTTP_MAX_RESPONSE_BYTES = env_int("JOBS_HTTP_MAX_RESPONSE_BYTES", 10 * 1024
 JOBS_SECRETS_KEYS = env_fernet_keys("JOBS_SECRETS_KEYS", checkout_secret(VAR_DIR, "secrets_key"))
 # Operator tools: backfill and slot accounting are bounded; commands drop root (see command_kind).
 JOBS_BACKFILL_MAX_SLOTS = env_int("JOBS_BACKFILL_MAX_SLOTS", 1000, 1)
+# The largest jobs-as-code file the API takes (a larger request is answered 413); Django reads a
+# request body up to DATA_UPLOAD_MAX_MEMORY_SIZE, raised to let such a file through.
+JOBS_AS_CODE_MAX_BYTES = env_int("JOBS_AS_CODE_MAX_BYTES", 2 * 1024 * 1024, 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, JOBS_AS_CODE_MAX_BYTES + 64 * 1024)
 JOBS_SLOT_REPORT_MAX_SLOTS = env_int("JOBS_SLOT_REPORT_MAX_SLOTS", 1000, 1)
 JOBS_SLOT_CHECK_SECONDS = env_int("JOBS_SLOT_CHECK_SECONDS", 600, 0)  # 0: no periodic check
 JOBS_COMMAND_USER = env_str("JOBS_COMMAND_USER", "nobody")
