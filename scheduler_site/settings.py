@@ -241,6 +241,13 @@ JOBS_HTTP_MAX_RESPONSE_BYTES = env_int("JOBS_HTTP_MAX_RESPONSE_BYTES", 10 * 1024
 JOBS_SECRETS_KEYS = env_fernet_keys("JOBS_SECRETS_KEYS", checkout_secret(VAR_DIR, "secrets_key"))
 # Operator tools: backfill and slot accounting are bounded; commands drop root (see command_kind).
 JOBS_BACKFILL_MAX_SLOTS = env_int("JOBS_BACKFILL_MAX_SLOTS", 1000, 1)
+# Quotas of each user who is not staff (staff, superusers and manage.py without --as have none),
+# checked by jobs.actions for every interface; 0 turns one off. Jobs owned; the shortest interval
+# of a schedule (a cron expression is checked only above 60 s, its finest step); runs created by
+# backfill in any 24 hours.
+JOBS_MAX_JOBS_PER_USER = env_int("JOBS_MAX_JOBS_PER_USER", 1000, 0)
+JOBS_MIN_INTERVAL_SECONDS_NON_STAFF = env_int("JOBS_MIN_INTERVAL_SECONDS_NON_STAFF", 60, 0)
+JOBS_MAX_BACKFILL_RUNS_PER_DAY = env_int("JOBS_MAX_BACKFILL_RUNS_PER_DAY", 1000, 0)
 # The largest jobs-as-code file the API takes (a larger request is answered 413); Django reads a
 # request body up to DATA_UPLOAD_MAX_MEMORY_SIZE, raised to let such a file through.
 JOBS_AS_CODE_MAX_BYTES = env_int("JOBS_AS_CODE_MAX_BYTES", 2 * 1024 * 1024, 1024)
