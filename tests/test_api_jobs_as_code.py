@@ -235,6 +235,13 @@ def test_values_nested_too_deep_are_refused_with_the_line(people):
     assert not Job.objects.filter(name="deep").exists()
 
 
+def test_json_nested_too_deep_is_a_clear_error(people):
+    response = apply(people.client(people.staff), '{"jobs": ' + "[" * 5000 + "]" * 5000 + "}", format="json")
+
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["message"] == "Cannot read the file: it nests values too deeply."
+
+
 def test_the_largest_file_taken_is_a_setting(people, settings):
     settings.JOBS_AS_CODE_MAX_BYTES = 1024 * 1024
     padding = "# " + "x" * 1000 + "\n"
