@@ -13,7 +13,10 @@ interface turns it into its own answer (a 400, 403 or 409, an admin message, a C
 import getpass
 import socket
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import transaction
 from django.db.models import ProtectedError
@@ -21,8 +24,8 @@ from django.db.models import ProtectedError
 from audit import trail
 from audit.models import Action, Source, Subject
 
-from . import definitions, lifecycle, permissions, secrets
-from .models import Job, JobKind
+from . import clock, definitions, lifecycle, permissions, schedules, secrets
+from .models import Job, JobKind, JobRun, RunTrigger
 from .operations import backfill as backfills
 from .snapshot import created, diff, snapshot
 
@@ -114,6 +117,77 @@ def _record(actor, job, action, **fields):
                  **fields)
 
 
+# --- quotas: what one user (not staff, not the command line without --as) may hold and do
+
+
+def _has_quotas(actor):
+    return actor.user is not None and not permissions.sees_everything(actor.user)
+
+
+def _hold_quotas(actor):
+    """Lock the user's row until the transaction ends: two requests of one user are counted one
+    after the other, so together they cannot pass a quota each passes alone."""
+    get_user_model().objects.select_for_update().filter(pk=actor.user.pk).exists()
+
+
+def _jobs_over_quota(actor, adding):
+    """None, or the error when ``adding`` more jobs would give the user more than
+    JOBS_MAX_JOBS_PER_USER (jobs they own; another user's do not count)."""
+    limit = settings.JOBS_MAX_JOBS_PER_USER
+    if not limit or not _has_quotas(actor):
+        return None
+    _hold_quotas(actor)
+    owned = Job.objects.filter(owner=actor.user).count()
+    if owned + adding <= limit:
+        return None
+    message = (f"You own {owned} job(s) and may own at most {limit} (JOBS_MAX_JOBS_PER_USER): "
+               + (f"{adding} more would pass it." if adding > 1 else "delete one first, or ask an administrator."))
+    return ActionError(message, fields={NON_FIELD_ERRORS: [message]})
+
+
+def _check_jobs_quota(actor, adding=1):
+    if refused := _jobs_over_quota(actor, adding):
+        raise refused
+
+
+def _interval_refusal(actor, schedule, stored=None):
+    """None, or the error when a new ``schedule`` (a schedule object) runs more often than
+    JOBS_MIN_INTERVAL_SECONDS_NON_STAFF allows; a schedule kept as it was is not checked again."""
+    shortest = settings.JOBS_MIN_INTERVAL_SECONDS_NON_STAFF
+    if not shortest or schedule is None or not _has_quotas(actor):
+        return None
+    if stored is not None and schedule == definitions.schedule_of(stored):
+        return None
+    key, every = None, None
+    if schedule["type"] == "interval":
+        key, every = "every_seconds", schedule["every_seconds"]
+    elif schedule["type"] == "cron" and shortest > 60:  # a cron expression runs at most once a minute
+        slots = schedules.cron_slots(schedule["cron"], schedule["timezone"], clock.now(), 60)
+        key, every = "cron", min((b - a).total_seconds() for a, b in zip(slots, slots[1:], strict=False))
+    if every is None or every >= shortest:
+        return None
+    message = (f"Runs every {every:g} s; jobs of users who are not staff run at most every {shortest} s "
+               "(JOBS_MIN_INTERVAL_SECONDS_NON_STAFF).")
+    return ActionError(f"{key}: {message}", fields={key: [message]})
+
+
+def _check_interval(actor, schedule, stored=None):
+    if refused := _interval_refusal(actor, schedule, stored):
+        raise refused
+
+
+def backfill_runs_left(actor):
+    """How many runs the actor may still create by backfill today (None: no limit): at most
+    JOBS_MAX_BACKFILL_RUNS_PER_DAY in any 24 hours."""
+    limit = settings.JOBS_MAX_BACKFILL_RUNS_PER_DAY
+    if not limit or not _has_quotas(actor):
+        return None
+    _hold_quotas(actor)
+    made = JobRun.objects.filter(triggered_by=actor.user, trigger=RunTrigger.BACKFILL,
+                                 created_at__gte=clock.now() - timedelta(days=1)).count()
+    return max(limit - made, 0)
+
+
 def _saved(job, schedule):
     try:
         return definitions.save_job(job, schedule)
@@ -128,9 +202,11 @@ def create(actor, job, schedule=None, detail=""):
     """Save a new job (``schedule``: a schedule object, applied when given). Its owner is the actor
     unless one is given (the command line without ``--as`` makes jobs of no one's: staff's)."""
     _check(actor, job.kind)
+    _check_interval(actor, schedule)
     if job.owner_id is None and actor.user is not None:
         job.owner = actor.user
     with transaction.atomic():
+        _check_jobs_quota(actor)
         _saved(job, schedule)
         _record(actor, job, Action.CREATE, changes=created(job), detail=detail)
     return job
@@ -145,6 +221,7 @@ def edit(actor, job, values=None, schedule=None, detail=""):
         stored = (Job.objects.select_for_update(of=("self",))
                   .select_related("crontab", "interval", "clocked", "owner", "group").get(pk=job.pk))
         _check(actor, stored.kind, values.get("kind", job.kind))
+        _check_interval(actor, schedule, stored)
         for name, value in values.items():
             setattr(job, name, value)
         if schedule is None:
@@ -171,6 +248,7 @@ def clone(actor, job):
     """A disabled copy of ``job`` named "<name> (copy)" (or "(copy 2)"…), sharing its schedule rows."""
     _check(actor, job.kind)
     with transaction.atomic():
+        _check_jobs_quota(actor)
         copy = Job.objects.get(pk=job.pk)
         name, n = f"{job.name} (copy)", 1
         while Job.objects.filter(name=name).exists():
@@ -223,6 +301,12 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
         refused.update({("changed", i): exc for i, exc in _refusals(actor, {
             i: [stored[job.pk].kind, values.get("kind", job.kind)] for i, (job, values, _) in enumerate(changed)
             if job.pk in stored}).items()})
+        refused.update({("new", i): exc for i, (_, schedule) in enumerate(new)
+                        if (exc := _interval_refusal(actor, schedule))})
+        refused.update({("changed", i): exc for i, (job, _, schedule) in enumerate(changed)
+                        if job.pk in stored and (exc := _interval_refusal(actor, schedule, stored[job.pk]))})
+        if new and (over := _jobs_over_quota(actor, len(new))):
+            refused.setdefault(("new", 0), over)  # the whole file is refused: said once
         if refused:
             return refused
         items, update_fields = [], set()
@@ -322,11 +406,13 @@ def cancel(actor, run):
 
 
 def backfill(actor, job, start, end, dry_run=False):
-    """Create (or, with ``dry_run``, only list) the runs of the job's past slots in [start, end)."""
+    """Create (or, with ``dry_run``, only list) the runs of the job's past slots in [start, end), as
+    many as the actor's backfill quota leaves (``backfill_runs_left``)."""
     _check(actor, job.kind)
     with transaction.atomic():
         try:
-            found = backfills.backfill(job, start, end, user=actor.user, dry_run=dry_run)
+            found = backfills.backfill(job, start, end, user=actor.user, dry_run=dry_run,
+                                       runs_left=None if dry_run else backfill_runs_left(actor))
         except ValidationError as exc:
             raise ActionError.invalid(exc) from None
         if found.created:

@@ -161,6 +161,8 @@ def read_entries(text, fmt):
         document, root = (json.loads(text), None) if fmt == "json" else load_yaml(text)
     except (ValueError, yaml.YAMLError) as exc:
         raise JobFileError([f"Cannot read the file: {exc}"]) from None
+    except RecursionError:
+        raise JobFileError(["Cannot read the file: it nests values too deeply."]) from None
     if (not isinstance(document, dict) or set(document) - set(SECTIONS)
             or any(key not in document for key, section in SECTIONS.items() if section.required)
             or not all(isinstance(value, list) for value in document.values())):
@@ -170,13 +172,48 @@ def read_entries(text, fmt):
             for key in SECTIONS if key in document}
 
 
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Deeper than any job, workflow or channel needs; libyaml builds nodes recursively, and a document
+# of 200 KB of "[" nested deep enough crashed the process.
+MAX_DEPTH = 100
+
+
 def load_yaml(text):
     """(document, its root node): parsed once (the node gives each entry's line), with libyaml when
-    PyYAML has it (some 10× faster than its Python parser on a file of many jobs)."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    PyYAML has it (some 10× faster than its Python parser on a file of many jobs), after
+    ``check_yaml``: the one YAML reader of every section."""
+    check_yaml(text)
+    loader = YAML_LOADER(text)
     try:
         root = loader.get_single_node()
         return (loader.construct_document(root) if root is not None else None), root
+    finally:
+        loader.dispose()
+
+
+def check_yaml(text):
+    """Refuse, before anything is built, an alias (``*name``: a 500-byte document of aliases of
+    aliases expands to hundreds of millions of values) and nesting deeper than MAX_DEPTH. One
+    pass over the parser's events, a few percent of the load; it stops at the first problem."""
+    loader = YAML_LOADER(text)
+    depth = 0
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, yaml.AliasEvent):
+                raise JobFileError([
+                    f"line {event.start_mark.line + 1}: the alias *{event.anchor} is not accepted: write the value "
+                    "out in full (anchors and aliases are refused: a few of them can make a short file expand to "
+                    "gigabytes)."])
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise JobFileError([f"line {event.start_mark.line + 1}: values nest deeper than {MAX_DEPTH} "
+                                        "levels; this file is not accepted."])
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError as exc:
+        raise JobFileError([f"Cannot read the file: {exc}"]) from None
     finally:
         loader.dispose()
 

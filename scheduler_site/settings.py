@@ -189,7 +189,11 @@ SPECTACULAR_SETTINGS = {
 # --- Jobs: limits and the timings of the at-least-once machinery
 JOBS_MAX_TIMEOUT_SECONDS = env_int("JOBS_MAX_TIMEOUT_SECONDS", 6 * 3600, 1)
 JOBS_DEFAULT_QUEUE = env_str("JOBS_DEFAULT_QUEUE", "jobs")
+# What a run stores of an attempt, each capped (jobs.lifecycle.stored): its output (an http job's
+# status line, headers and body together) and its result's JSON at JOBS_OUTPUT_MAX_BYTES, its error
+# and traceback at JOBS_ERROR_MAX_BYTES.
 JOBS_OUTPUT_MAX_BYTES = env_int("JOBS_OUTPUT_MAX_BYTES", 64 * 1024, 1024)
+JOBS_ERROR_MAX_BYTES = env_int("JOBS_ERROR_MAX_BYTES", 8 * 1024, 512)
 JOBS_KILL_GRACE_SECONDS = env_float("JOBS_KILL_GRACE_SECONDS", 5.0, 0)
 JOBS_HEARTBEAT_SECONDS = env_float("JOBS_HEARTBEAT_SECONDS", 2.0, 0.1)
 JOBS_LOST_AFTER_HEARTBEATS = env_int("JOBS_LOST_AFTER_HEARTBEATS", 4, 2)
@@ -237,6 +241,17 @@ JOBS_HTTP_MAX_RESPONSE_BYTES = env_int("JOBS_HTTP_MAX_RESPONSE_BYTES", 10 * 1024
 JOBS_SECRETS_KEYS = env_fernet_keys("JOBS_SECRETS_KEYS", checkout_secret(VAR_DIR, "secrets_key"))
 # Operator tools: backfill and slot accounting are bounded; commands drop root (see command_kind).
 JOBS_BACKFILL_MAX_SLOTS = env_int("JOBS_BACKFILL_MAX_SLOTS", 1000, 1)
+# Quotas of each user who is not staff (staff, superusers and manage.py without --as have none),
+# checked by jobs.actions for every interface; 0 turns one off. Jobs owned; the shortest interval
+# of a schedule (a cron expression is checked only above 60 s, its finest step); runs created by
+# backfill in any 24 hours.
+JOBS_MAX_JOBS_PER_USER = env_int("JOBS_MAX_JOBS_PER_USER", 1000, 0)
+JOBS_MIN_INTERVAL_SECONDS_NON_STAFF = env_int("JOBS_MIN_INTERVAL_SECONDS_NON_STAFF", 60, 0)
+JOBS_MAX_BACKFILL_RUNS_PER_DAY = env_int("JOBS_MAX_BACKFILL_RUNS_PER_DAY", 1000, 0)
+# The largest jobs-as-code file the API takes (a larger request is answered 413); Django reads a
+# request body up to DATA_UPLOAD_MAX_MEMORY_SIZE, raised to let such a file through.
+JOBS_AS_CODE_MAX_BYTES = env_int("JOBS_AS_CODE_MAX_BYTES", 2 * 1024 * 1024, 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, JOBS_AS_CODE_MAX_BYTES + 64 * 1024)
 JOBS_SLOT_REPORT_MAX_SLOTS = env_int("JOBS_SLOT_REPORT_MAX_SLOTS", 1000, 1)
 JOBS_SLOT_CHECK_SECONDS = env_int("JOBS_SLOT_CHECK_SECONDS", 600, 0)  # 0: no periodic check
 JOBS_COMMAND_USER = env_str("JOBS_COMMAND_USER", "nobody")

@@ -131,3 +131,23 @@ def lose_claim(run_id, attempt):
         JobAttempt.objects.filter(run_id=run_id, number=attempt).delete()
         JobRun.objects.filter(pk=run_id, attempt=attempt).update(status=RunStatus.QUEUED, worker="", started_at=None,
                                                                  heartbeat_at=None)
+
+
+@job_function("test.flood")
+def flood(print_bytes=0, result_bytes=0, error_bytes=0, context=None):
+    """Prints ``print_bytes`` bytes, then fails with an error of ``error_bytes`` (when given) or
+    returns a result of ``result_bytes`` in JSON."""
+    print("p" * int(print_bytes), end="")
+    if error_bytes:
+        raise RuntimeError("e" * int(error_bytes))
+    return {"blob": "r" * int(result_bytes)}
+
+
+@job_function("test.nul")
+def nul(fail=False, context=None):
+    """Prints "a<NUL>b" and returns it ({"text": ...}), or fails with it as the error."""
+    text = "a\x00b"
+    print(text)
+    if fail:
+        raise RuntimeError(text)
+    return {"text": text}

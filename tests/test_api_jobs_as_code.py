@@ -196,3 +196,58 @@ def test_files_up_to_two_megabytes_are_taken_and_larger_ones_refused(people):
     assert too_big.status_code == 413
     assert too_big.json() == {"detail": "The request body is larger than 2048 KB."}
     assert set(Job.objects.values_list("name", flat=True)) == {"nightly-report"}
+
+
+def laughs(section, field):
+    """A billion laughs: 531 bytes whose aliases of aliases expand to 9^9 (387,420,489) strings, in
+    ``field`` of an entry of ``section``."""
+    levels = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    levels += [f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]"
+               for previous, name in zip("abcdefgh", "bcdefghi", strict=True)]
+    return f"{section}:\n- name: laughs\n  kind: webhook\n  {field}:\n    bomb:\n" + "".join(
+        f"      {level}\n" for level in levels)
+
+
+@pytest.mark.timeout(60, method="thread")  # the old reader spent minutes and gigabytes on it
+@pytest.mark.parametrize("section, field", [("jobs", "kwargs"), ("channels", "config"), ("workflows", "nodes")])
+def test_a_billion_laughs_is_refused_at_once_naming_the_first_alias(people, section, field):
+    text = laughs(section, field)
+    assert len(text) < 600
+    first_alias_line = next(n for n, line in enumerate(text.splitlines(), 1) if "*a" in line)
+
+    response = apply(people.client(people.staff), text)
+
+    assert response.status_code == 400
+    [error] = response.json()["errors"]
+    assert error["line"] == first_alias_line and error["entry"] is None
+    assert error["message"].startswith("the alias *a is not accepted: write the value out in full")
+    assert set(Job.objects.values_list("name", flat=True)) == {"nightly-report"}
+
+
+def test_values_nested_too_deep_are_refused_with_the_line(people):
+    deep = "jobs:\n- name: deep\n  kind: callable\n  target: builtin.noop\n  kwargs:\n    x: " + "[" * 150 + "]" * 150 + "\n"
+
+    response = apply(people.client(people.staff), deep)
+
+    assert response.status_code == 400
+    [error] = response.json()["errors"]
+    assert error["line"] == 6 and error["message"] == "values nest deeper than 100 levels; this file is not accepted."
+    assert not Job.objects.filter(name="deep").exists()
+
+
+def test_json_nested_too_deep_is_a_clear_error(people):
+    response = apply(people.client(people.staff), '{"jobs": ' + "[" * 5000 + "]" * 5000 + "}", format="json")
+
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["message"] == "Cannot read the file: it nests values too deeply."
+
+
+def test_the_largest_file_taken_is_a_setting(people, settings):
+    settings.JOBS_AS_CODE_MAX_BYTES = 1024 * 1024
+    padding = "# " + "x" * 1000 + "\n"
+
+    too_big = apply(people.client(people.staff), FILE + padding * 1100)  # 1.1 MB
+
+    assert too_big.status_code == 413
+    assert too_big.json() == {"detail": "The request body is larger than 1024 KB."}
+    assert set(Job.objects.values_list("name", flat=True)) == {"nightly-report"}

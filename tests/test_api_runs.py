@@ -42,6 +42,23 @@ def test_it_lists_runs_newest_first_a_page_at_a_time(people):
     assert first["results"][0]["job_name"] == "nightly-report"
 
 
+def test_the_run_list_leaves_out_outputs_and_results_the_run_itself_carries(people):
+    """20 runs, each with 60 KB of output and a 60 KB result: 2.4 MB the list does not carry."""
+    big_output, big_result = "o" * 60_000, {"rows": "r" * 60_000}
+    runs = [add_run(people.job, m, output=big_output, output_bytes=60_000, result=big_result, error="boom")
+            for m in range(20)]
+    client = people.client(people.owner)
+
+    listed = client.get("/api/runs/?page_size=500")
+
+    assert listed.status_code == 200 and len(listed.json()["results"]) == 20
+    assert all("output" not in run and "result" not in run for run in listed.json()["results"])
+    assert [(run["output_bytes"], run["error"]) for run in listed.json()["results"]] == [(60_000, "boom")] * 20
+    assert len(listed.content) < 20 * 2_000
+    one = client.get(f"/api/runs/{runs[0].pk}/").json()
+    assert (one["output"], one["result"]) == (big_output, big_result)
+
+
 def test_it_filters_runs_by_job_status_and_time(people):
     other = save_job(Job(name="other", kind="callable", target="builtin.noop", owner=people.owner))
     failed = add_run(people.job, 0, RunStatus.FAILED)

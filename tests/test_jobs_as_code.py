@@ -1,6 +1,9 @@
 """manage.py jobs export / jobs apply: jobs kept in a YAML or JSON file."""
 
 import json
+import os
+import subprocess
+import sys
 from dataclasses import dataclass, replace
 from io import StringIO
 from pathlib import Path
@@ -13,6 +16,9 @@ from rest_framework.test import APIClient
 from jobs import as_code
 from jobs.definitions import save_job
 from jobs.models import Job
+
+from .conftest import REPO, database_url
+from .test_api_jobs_as_code import laughs
 
 pytestmark = pytest.mark.django_db
 
@@ -315,3 +321,34 @@ def test_a_registered_section_is_planned_and_saved_after_the_jobs_and_pruned_bef
     assert sorted(Job.objects.values_list("name", flat=True)) == ["hourly", "weekly"]
     with pytest.raises(CommandError, match="line 13: notes\\[0\\]: empty"):
         run_command("apply", write(tmp_path, "empty.yaml", NIGHTLY_YAML + "notes:\n- ''\n"))
+
+
+def manage_apply(path):
+    """``manage.py jobs apply`` as an operator runs it: its own process, bounded in time."""
+    env = {**os.environ, "DATABASE_URL": database_url(), "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "manage.py", "jobs", "apply", path], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("section, field", [("jobs", "kwargs"), ("channels", "config"), ("workflows", "nodes")])
+def test_apply_refuses_a_billion_laughs_at_once_with_the_line_of_the_first_alias(tmp_path, transactional_db,
+                                                                                section, field):
+    text = laughs(section, field)
+    first_alias_line = next(n for n, line in enumerate(text.splitlines(), 1) if "*a" in line)
+
+    done = manage_apply(write(tmp_path, "laughs.yaml", text))
+
+    assert done.returncode != 0
+    assert f"line {first_alias_line}: the alias *a is not accepted: write the value out in full" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not Job.objects.exists()
+
+
+def test_apply_refuses_values_nested_deeper_than_a_hundred_levels(tmp_path, transactional_db):
+    deep = "jobs:\n- name: deep\n  kind: callable\n  target: builtin.noop\n  kwargs:\n    x: " + "[" * 100_000 + "]" * 100_000
+
+    done = manage_apply(write(tmp_path, "deep.yaml", deep))
+
+    assert done.returncode == 1  # not a crash
+    assert "line 6: values nest deeper than 100 levels; this file is not accepted." in done.stderr
+    assert not Job.objects.exists()

@@ -154,10 +154,10 @@ def test_the_follower_prints_only_what_is_new_across_a_cut_tail_and_a_new_attemp
     run = SimpleNamespace(attempt=1, status=RunStatus.RUNNING, output="a\n", output_bytes=2)
     assert follower.follow(run) == "a\n"
     assert follower.follow(run) == ""
-    cut = OutputTail(4)
-    cut.write(b"a\nb\nc\nd\n")
-    run.output, run.output_bytes = cut.snapshot()  # "b\n" was never seen and is not kept
-    assert follower.follow(run) == "[2 bytes not kept]\nc\nd\n"
+    cut = OutputTail(61)  # room for its line saying what was not kept (57 bytes here) and 4 bytes
+    cut.write(b"a\n" + b"b" * 99 + b"\nc\nd\n")
+    run.output, run.output_bytes = cut.snapshot()  # the b's were never seen and are not kept
+    assert follower.follow(run) == "[100 bytes not kept]\nc\nd\n"
 
     run.attempt, run.status = 2, RunStatus.QUEUED  # the run still holds attempt 1's output
     assert follower.follow(run) == "--- attempt 2 ---\n"

@@ -11,6 +11,7 @@ channels in a file are for staff; a user's rules name their own jobs (``notifica
 
 import re
 
+from django.conf import settings
 from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -25,13 +26,14 @@ from .. import actions, as_code
 from ..permissions import sees_everything
 from .views import ApiViewSet, choice_param
 
-MAX_FILE_BYTES = 2 * 1024 * 1024
 APPLY_PERMISSION = "jobs.add_job"
 APPLY_DENIED = f"Applying jobs as code needs staff or the {APPLY_PERMISSION} permission."
 
 # "line 12: jobs[2] (name: nightly): schedule.cron: '61 * * * *' is not ..." in its parts.
 MESSAGE = re.compile(r"^(?:line (?P<line>\d+): )?(?P<entry>(?:jobs|workflows|channels|rules)\[\d+\])(?: \(name: (?P<name>.*?)\))?: "
                      r"(?P<message>.*)$", re.DOTALL)
+# "line 8: the alias *a is not accepted: ..." (about the file, not one of its entries).
+FILE_MESSAGE = re.compile(r"^line (?P<line>\d+): (?P<message>.*)$", re.DOTALL)
 KEYS = {*as_code.file_fields(), *(f"schedule.{part}" for part in ("type", "cron", "timezone", "every_seconds",
                                                                    "run_at")), "nodes", "edges", "on_upstream_failure",
         "config", "channel", "events", "scope", "job"}
@@ -89,7 +91,9 @@ class ExportSerializer(serializers.Serializer):
 def error_parts(text):
     match = MESSAGE.match(text)
     if match is None:
-        return {"text": text, "line": None, "entry": None, "job": None, "key": None, "message": text}
+        about_the_file = FILE_MESSAGE.match(text)
+        line, message = (int(about_the_file["line"]), about_the_file["message"]) if about_the_file else (None, text)
+        return {"text": text, "line": line, "entry": None, "job": None, "key": None, "message": message}
     message, key = match["message"], None
     head, sep, rest = message.partition(": ")
     if sep and head in KEYS:
@@ -114,7 +118,9 @@ def planned(plan):
 
 
 class JobsAsCodeView(ApiViewSet, APIView):
-    max_body_bytes = MAX_FILE_BYTES
+    @property
+    def max_body_bytes(self):
+        return settings.JOBS_AS_CODE_MAX_BYTES
 
     @extend_schema(
         parameters=[OpenApiParameter("file_format", OpenApiTypes.STR, enum=["yaml", "json"],

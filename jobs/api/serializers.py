@@ -217,7 +217,9 @@ class AttemptSerializer(serializers.ModelSerializer):
 
 
 class RunSerializer(serializers.ModelSerializer):
-    """A run in the history list: everything but its output (see the run's own page for that)."""
+    """A run in the history list: everything but its output and result, each up to
+    JOBS_OUTPUT_MAX_BYTES (the run itself carries them, ``RunDetailSerializer``); its error is
+    at most JOBS_ERROR_MAX_BYTES."""
 
     job_name = serializers.CharField(source="job.name", read_only=True)
     duration_seconds = serializers.SerializerMethodField()
@@ -230,7 +232,7 @@ class RunSerializer(serializers.ModelSerializer):
         fields = [
             "id", "job", "job_name", "status", "trigger", "attempt", "max_attempts", "scheduled_for",
             "created_at", "queued_at", "started_at", "finished_at", "duration_seconds", "worker",
-            "output_bytes", "error", "reason", "result", "idempotency_key",
+            "output_bytes", "error", "reason", "idempotency_key",
         ]
         read_only_fields = fields
 
@@ -241,10 +243,11 @@ class RunSerializer(serializers.ModelSerializer):
 
 
 class RunDetailSerializer(RunSerializer):
-    """One run with its output (the kept tail, ``output_bytes`` is what was written) and attempts."""
+    """One run with its result, its output (the kept tail, ``output_bytes`` is what was written) and
+    attempts."""
 
     attempts = AttemptSerializer(many=True, read_only=True)
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "output", "attempts"]
+        fields = [*RunSerializer.Meta.fields, "result", "output", "attempts"]
         read_only_fields = fields

@@ -24,6 +24,9 @@ from . import operator
 from .serializers import JobSerializer, RunDetailSerializer, RunSerializer, field_errors
 
 MAX_BODY_BYTES = 256 * 1024
+# What a job's answer does not show of its last run (``LastRunSerializer``), each up to
+# JOBS_OUTPUT_MAX_BYTES: not read.
+LAST_RUN_UNSHOWN = ("last_run__output", "last_run__result", "last_run__error", "last_run__reason")
 
 
 class RequestTooLarge(APIException):
@@ -157,7 +160,7 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
         if getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the types
             return Job.objects.none()
         jobs = visible_jobs(self.request.user).select_related(
-            "owner", "group", "last_run", "crontab", "interval", "clocked")
+            "owner", "group", "last_run", "crontab", "interval", "clocked").defer(*LAST_RUN_UNSHOWN)
         if self.action in ("update", "partial_update"):
             # Held until the edit commits: the scheduler skips a locked job (SKIP LOCKED) and run
             # now waits, so neither's write to next_run_at or last_run is overwritten by the edit.
@@ -274,7 +277,7 @@ RUN_ORDERINGS = [f"{sign}{field}" for field in ("created_at", "scheduled_for", "
 @extend_schema_view(
     list=extend_schema(
         description="Run history of the jobs you can see, newest first. The list leaves out each run's "
-                    "`output` and `attempts`: read them on the run itself.",
+                    "`output`, `result` and `attempts`: read them on the run itself.",
         parameters=[
             OpenApiParameter("job", OpenApiTypes.INT, description="A job's id."),
             OpenApiParameter("status", OpenApiTypes.STR, enum=RunStatus.values),
@@ -285,7 +288,7 @@ RUN_ORDERINGS = [f"{sign}{field}" for field in ("created_at", "scheduled_for", "
                              description="Sort order; default -created_at (newest first)."),
         ],
     ),
-    retrieve=extend_schema(description="One run, with its output, error, worker, timings and attempts."),
+    retrieve=extend_schema(description="One run, with its output, result, error, worker, timings and attempts."),
 )
 class RunViewSet(ApiViewSet, viewsets.ReadOnlyModelViewSet):
     def get_serializer_class(self):
@@ -297,6 +300,7 @@ class RunViewSet(ApiViewSet, viewsets.ReadOnlyModelViewSet):
         found = visible_runs(self.request.user).select_related("job")
         if self.action != "list":
             return found.prefetch_related("attempts")
+        found = found.defer("output", "result")  # not in the list: not read
         params = self.request.query_params
         if "job" in params:
             found = found.filter(job_id=int_param(params, "job"))

@@ -1,6 +1,7 @@
 """HTTP calls, through the outbound guard: a literal internal address is refused when the job is
 saved, a name that resolves inside when the attempt runs (outside JOBS_HTTP_ALLOWED_NETWORKS)."""
 
+import json
 import re
 
 from django.conf import settings
@@ -10,6 +11,7 @@ import outbound
 
 from .. import secrets
 from . import JobFailed, JobTimedOut, Outcome
+from .output import first_bytes
 
 METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
 # An RFC 9110 field name.
@@ -82,11 +84,37 @@ def execute(context):
         raise JobFailed(f"Refused: {exc}") from None
     except outbound.UnsafeRequest as exc:
         raise JobFailed(f"Request failed: {exc}") from None
-    output = f"HTTP {response.status}\n" + response.body.decode("utf-8", errors="replace")
     ok = response.status in job.http_ok_statuses if job.http_ok_statuses else 200 <= response.status < 300
+    output, result = stored_answer(response, settings.JOBS_OUTPUT_MAX_BYTES)
     if not ok:
         raise JobFailed(f"Unexpected status {response.status}", output, response.size)
-    # The status and headers are the run's result (the run page shows them above the body); cookies
-    # the server sets are not kept.
-    shown = {name: value for name, value in response.headers.items() if name.lower() != "set-cookie"}
-    return Outcome(output=output, output_bytes=response.size, result={"status": response.status, "headers": shown})
+    return Outcome(output=output, output_bytes=response.size, result=result)
+
+
+def stored_answer(response, limit):
+    """(output, result) of an answer, together at most ``limit`` bytes (as UTF-8 text and JSON).
+
+    The status and headers are the result (the run page shows them above the body), the status
+    line and the body the output. Cookies the server sets are not kept. Headers are kept whole, in
+    order, up to a quarter of the limit (a server can send megabytes of them); the body takes the
+    room left, its first bytes."""
+    headers, dropped, used = {}, 0, 0
+    for name, value in response.headers.items():
+        if name.lower() == "set-cookie":
+            continue
+        size = len(json.dumps({name: value}, ensure_ascii=False).encode())
+        if dropped or used + size > limit // 4:
+            dropped += 1
+            continue
+        headers[name], used = value, used + size
+    result = {"status": response.status, "headers": headers}
+    if dropped:
+        result["headers_not_kept"] = (f"{dropped} more header(s) not kept: headers are kept up to {limit // 4} bytes "
+                                      "(a quarter of JOBS_OUTPUT_MAX_BYTES)")
+    status_line = f"HTTP {response.status}\n"
+    room = limit - len(json.dumps(result, ensure_ascii=False).encode()) - len(status_line)
+    body = response.body.decode("utf-8", errors="replace")
+    if response.size == len(response.body) and len(body.encode()) <= room:
+        return status_line + body, result
+    note = f"… [the body was {response.size} bytes; the rest not kept]"
+    return status_line + first_bytes(body, room - len(note.encode()), note=False) + note, result

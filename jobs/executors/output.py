@@ -29,14 +29,39 @@ class OutputTail:
         """(text, total bytes written) at one moment."""
         with self._lock:
             kept, total = bytes(self._buffer[-self.limit :]), self.total
-        body = kept.decode("utf-8", errors="replace")
-        dropped = total - len(kept)
-        if dropped > 0:
-            return f"[{dropped} earlier bytes of {total} not kept; the last {len(kept)} follow]\n{body}", total
-        return body, total
+        return last_bytes(kept, total, self.limit), total
 
     def text(self):
         return self.snapshot()[0]
+
+
+def last_bytes(data, total, limit):
+    """The end of ``data`` (bytes: the last of ``total`` written) as text of at most ``limit``
+    bytes in UTF-8, led by a line saying how much was not kept when anything was not."""
+    if total <= limit and len(data) == total:
+        text = data.decode("utf-8", errors="replace")
+        if len(text.encode()) <= limit:
+            return text
+    room = max(limit - len(_not_kept(total, total, total)), 0)
+    # Decoded first (an invalid byte becomes U+FFFD, three bytes), then cut: only the first
+    # character can be split by the cut, and it is dropped.
+    kept = data[-room:].decode("utf-8", errors="replace").encode()[-room:].decode("utf-8", errors="ignore") if room else ""
+    return _not_kept(total - len(kept.encode()), total, len(kept.encode())) + kept
+
+
+def first_bytes(text, limit, note=True):
+    """``text`` cut to at most ``limit`` bytes in UTF-8, ending with a note of its size when cut
+    (unless ``note`` is false)."""
+    data = text.encode("utf-8", errors="replace")
+    if len(data) <= limit:
+        return text
+    note = f"… [{len(data)} bytes in all; the rest not kept]" if note else ""
+    room = max(limit - len(note.encode()), 0)
+    return data[:room].decode("utf-8", errors="ignore") + note
+
+
+def _not_kept(dropped, total, kept):
+    return f"[{dropped} earlier bytes of {total} not kept; the last {kept} follow]\n"
 
 
 _capturing = threading.local()

@@ -17,7 +17,7 @@ from django.db.models.functions import Now
 from .. import clock
 from ..models import AttemptOutcome, DeliveryCounter, Job, JobAttempt, JobRun, RunStatus, RunTrigger, backoff_delay
 from ..publishing import task_id_for
-from . import events, postgres
+from . import events, postgres, stored
 from .runs import miss_if_past_deadline, publish_on_commit
 
 logger = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ def _process_alive(pid):
 def heartbeat(run_id, attempt, output=None, output_bytes=0):
     """Refresh the attempt's heartbeat, and save the tail of its ``output`` so far when given;
     False when the run is no longer this attempt's to run."""
-    fields = {"heartbeat_at": Now()} if output is None else {"heartbeat_at": Now(), "output": output,
+    fields = {"heartbeat_at": Now()} if output is None else {"heartbeat_at": Now(), "output": stored.output(output),
                                                               "output_bytes": output_bytes}
     alive = JobRun.objects.filter(pk=run_id, attempt=attempt, status__of=[RunStatus.RUNNING]).update(**fields)
     if alive:
@@ -141,7 +141,9 @@ def heartbeat(run_id, attempt, output=None, output_bytes=0):
 # --- how the attempt ended
 
 def record_success(run_id, attempt, output="", output_bytes=0, result=None):
-    """The attempt succeeded: the run is over. False when it was no longer this attempt's."""
+    """The attempt succeeded: the run is over. False when it was no longer this attempt's. The output
+    and result are stored capped (``stored``)."""
+    output, result = stored.output(output), stored.result(result)
     if connection.vendor == "postgresql":
         wanted_sql = events.wanted_sql("succeeded")
         if wanted_sql is not None:
@@ -171,7 +173,9 @@ def record_failure(run_id, attempt, error, traceback="", output="", output_bytes
 
     A ``lost`` attempt (its worker died or was cut off) is not the job's failure: it spends the
     run's lost budget instead of max_retries, and the run is queued again at once, with no
-    backoff; past that budget the run ends ``lost``."""
+    backoff; past that budget the run ends ``lost``. The error, traceback and output are stored
+    capped (``stored``)."""
+    error, traceback, output = stored.error(error), stored.traceback(traceback), stored.output(output)
     now = clock.now()
     outcome = AttemptOutcome.LOST if lost else AttemptOutcome.TIMED_OUT if timed_out else AttemptOutcome.FAILED
     with transaction.atomic():
@@ -200,8 +204,8 @@ def _lose(run, attempt, now, fields):
                        queued_at=now, next_attempt_at=None, **fields)
         publish_on_commit([(run.pk, attempt + 1, run.job)])
         return
-    fields["error"] = (f"{fields['error']}; lost {lost} times, more than the {allowed} allowed "
-                       "(max_lost_attempts, JOBS_MAX_LOST_ATTEMPTS)")
+    fields["error"] = stored.error(fields["error"], then=f"; lost {lost} times, more than the {allowed} allowed "
+                                                        "(max_lost_attempts, JOBS_MAX_LOST_ATTEMPTS)")
     run.transition(RunStatus.LOST, frm=[RunStatus.RUNNING], lost_attempts=lost, finished_at=now, **fields)
     events.emit("lost", run=run)
 

@@ -72,8 +72,9 @@ def runs_by_slot(job, slots, end, known_runs=None):
     return by_slot
 
 
-def backfill(job, start, end, user=None, dry_run=False, now=None):
-    """Create (or, with ``dry_run``, only list) the runs of the job's slots in [start, end)."""
+def backfill(job, start, end, user=None, dry_run=False, now=None, runs_left=None):
+    """Create (or, with ``dry_run``, only list) the runs of the job's slots in [start, end); none
+    when there would be more than ``runs_left`` (the user's backfill quota, None: no limit)."""
     now = now or timezone.now()
     slots = check_range(job, start, end, settings.JOBS_BACKFILL_MAX_SLOTS, now=now, past_only=True)
     found = Backfill(slots=slots)
@@ -84,6 +85,11 @@ def backfill(job, start, end, user=None, dry_run=False, now=None):
         found.existing = {slot: run.pk for slot, run in runs_by_slot(job, slots, end).items()} if slots else {}
         if dry_run or not found.missing:
             return found
+        if runs_left is not None and len(found.missing) > runs_left:
+            raise ValidationError({"end": (
+                f"The range would create {len(found.missing)} runs; you may create {runs_left} more by backfill "
+                f"today (JOBS_MAX_BACKFILL_RUNS_PER_DAY: {settings.JOBS_MAX_BACKFILL_RUNS_PER_DAY} in any 24 "
+                "hours). Make the range shorter, or ask an administrator.")})
         rows = [(job, slot, RunStatus.QUEUED, "", None) for slot in found.missing]
         created = lifecycle.create_runs(rows, now, trigger=RunTrigger.BACKFILL, user=user)
         found.created = [run_id for run_id, _job_id, _status in created]

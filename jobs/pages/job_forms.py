@@ -434,7 +434,13 @@ def job_edit(request, pk):
 @refused_is_forbidden
 def job_clone(request, pk):
     original = editable_job(request, pk)
-    copy = actions.clone(actor(request), original)
+    try:
+        copy = actions.clone(actor(request), original)
+    except actions.ActionError as exc:
+        if exc.kind == actions.ActionError.FORBIDDEN:
+            raise
+        messages.error(request, exc.message)  # over the user's quota of jobs
+        return redirect("pages:job", pk=original.pk)
     messages.success(request, f"{copy.name} is a paused copy of {original.name}: change what differs, save, "
                               "and resume it when it is ready.")
     return redirect("pages:job-edit", pk=copy.pk)

@@ -12,6 +12,7 @@ from django.db import InterfaceError, OperationalError, close_old_connections, c
 from .. import lifecycle
 from ..executors import JobFailed, JobTimedOut, RunContext, get_executor
 from ..executors.output import OutputTail
+from ..lifecycle import stored
 from ..publishing import TASK_NAME
 from . import heartbeats
 
@@ -61,9 +62,10 @@ def execute_run(self, run_id, attempt):
         # The job may have run for hours: re-check the connection (health check) before recording,
         # so a database restart meanwhile does not lose the outcome.
         close_old_connections()
-    record_outcome(lifecycle.record_success, run_id, attempt, outcome.output, outcome.output_bytes, outcome.result,
+    result = stored.result(outcome.result)  # also what a django-celery-results row keeps (JOBS_TASK_RESULTS)
+    record_outcome(lifecycle.record_success, run_id, attempt, outcome.output, outcome.output_bytes, result,
                    worker=worker)
-    return {"run_id": run_id, "attempt": attempt, "result": outcome.result}
+    return {"run_id": run_id, "attempt": attempt, "result": result}
 
 
 def record_outcome(record, run_id, attempt, *args, worker, **kwargs):

@@ -134,7 +134,8 @@ class Command(BaseCommand):
 
     def handle_list(self, **options):
         jobs = (visible_jobs(self.user) if self.user else Job.objects).select_related(
-            "crontab", "interval", "clocked", "last_run").order_by("name")
+            "crontab", "interval", "clocked", "last_run").defer(
+            "last_run__output", "last_run__result", "last_run__error").order_by("name")
         rows = [
             (job.name, job.kind, job.describe_schedule(), "yes" if job.enabled else "no",
              when(job.next_run_at) if job.enabled else "- (paused)",
@@ -188,7 +189,7 @@ class Command(BaseCommand):
             self.stdout.write("  none" + ("" if job.enabled else " (paused)"))
 
         self.stdout.write("\nLast 5 runs:")
-        recent = list(job.runs.order_by("-created_at", "-id")[:5])
+        recent = list(job.runs.defer("output", "result").order_by("-created_at", "-id")[:5])
         if not recent:
             self.stdout.write("  none")
             return

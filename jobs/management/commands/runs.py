@@ -90,7 +90,7 @@ class Command(BaseCommand):
         self.stderr.write(f"{ended}.")
 
     def handle_list(self, job=None, status=None, since=None, limit=50, **options):
-        runs = JobRun.objects.select_related("job").order_by("-created_at", "-id")
+        runs = JobRun.objects.select_related("job").defer("output", "result").order_by("-created_at", "-id")
         if job is not None:
             if not Job.objects.filter(name=job).exists():
                 raise CommandError(f"No job named {job!r}. See `manage.py jobs list` for the names.")
