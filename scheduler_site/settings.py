@@ -127,9 +127,14 @@ elif _db["ENGINE"] == "django.db.backends.postgresql":
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Also checked for Flower's FLOWER_BASIC_AUTH (scheduler_site.flower). A similarity of 0.5 (Django's
+# default is 0.7) refuses a password that is its user name twice ("admin:adminadmin").
 AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator",
+     "OPTIONS": {"max_similarity": 0.5}},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
 LANGUAGE_CODE = "en-us"
