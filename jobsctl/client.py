@@ -41,7 +41,7 @@ class Api:
         settings = self.settings
         if not settings.token:
             raise CliError(AUTH, f"no token: set JOBSCTL_TOKEN, or token in {settings.config_path} "
-                                 "(make one with manage.py drf_create_token USER).")
+                                 "(make one on the pages' API tokens page, or with manage.py tokens create USER).")
         url = path if path.startswith(("http://", "https://")) else f"{self.base}{path}"
         try:
             response = self.session.request(method, url, params=params, json=body, timeout=self.timeout,
@@ -56,6 +56,9 @@ class Api:
             raise CliError(AUTH, f"the server refused the token from {settings.token_from}: {detail(answer)}")
         if status == 403:
             raise CliError(AUTH, f"not allowed: {detail(answer)}")
+        if status == 429:  # too many refused tokens or logins from this address
+            text = detail(answer) if isinstance(answer, dict) else response.text.strip()[:200]
+            raise CliError(AUTH, f"locked out for a while: {text}")
         if status == 404:
             raise CliError(NOT_FOUND, not_found or f"not found: {method} {path}")
         if status in (400, 409, 413):

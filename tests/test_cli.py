@@ -9,8 +9,8 @@ import pytest
 import yaml
 from django.contrib.auth.models import Group, Permission, User
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
+from jobs import tokens as api_tokens
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun, RunStatus
 from jobs.permissions import COMMAND_RUNNERS_GROUP
@@ -30,8 +30,7 @@ def people(transactional_db):
     owner = User.objects.create_user("owner")
     outsider = User.objects.create_user("outsider")
     owner.groups.add(team)
-    tokens = {user.username: Token.objects.create(user=user).key for user in (staff, owner, outsider)}
-    return tokens
+    return {user.username: api_tokens.create(user)[1] for user in (staff, owner, outsider)}
 
 
 def make_job(name, schedule=None, owner="owner", **fields):

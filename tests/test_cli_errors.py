@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
 
+from jobs import tokens as api_tokens
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun, RunStatus
 
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.timeout(300)
 def token(transactional_db):
     user = User.objects.create_user("owner")
     save_job(Job(name="mine", kind="callable", target="builtin.noop", owner=user), {"type": "manual"})
-    return Token.objects.create(user=user).key
+    return api_tokens.create(user)[1]
 
 
 class AnsweringServer:
