@@ -25,6 +25,9 @@ class Api:
     def post(self, path, body=None, not_found=None, rejected=None):
         return self.request("POST", path, body=body, not_found=not_found, rejected=rejected)
 
+    def delete(self, path, not_found=None):
+        return self.request("DELETE", path, not_found=not_found)
+
     def get_all(self, path, params=None, limit=None):
         """Every item of a paginated list (at most ``limit``), following its ``next`` links."""
         params = {**(params or {}), "page_size": min(limit or PAGE_SIZE, PAGE_SIZE)}
@@ -67,6 +70,8 @@ class Api:
             raise CliError(REJECTED, f"refused: {detail(answer)}")
         if status >= 500 or not 200 <= status < 300:
             raise CliError(SERVER_ERROR, f"{self.base} failed: HTTP {status} for {method} {path}.")
+        if status == 204:
+            return None
         if answer is None:
             kind = response.headers.get("Content-Type", "no content type")
             raise CliError(SERVER_ERROR, f"{self.base} answered {kind}, not the job scheduler's API: is the URL "

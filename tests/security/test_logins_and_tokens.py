@@ -135,3 +135,16 @@ def test_the_clear_keys_of_the_old_tokens_keep_working_once_hashed(owner):
     assert AuthToken.objects.get().expiry is not None
     assert not User.objects.filter(auth_token_set__digest=key).exists()
     assert [t.token_key for t in tokens.of_user(owner)] == [key[:15]]
+
+
+def test_the_api_lists_and_revokes_the_callers_tokens_only(owner, people):
+    key, outsiders = made_key(owner), made_key(people.outsider)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    listed = client.get("/api/tokens/").json()
+    assert [(t["prefix"], t["current"]) for t in listed] == [(key[:15], True)]
+    assert key not in str(listed)
+    assert client.delete(f"/api/tokens/{outsiders[:15]}/").status_code == 404
+    assert api_status(outsiders) == 200
+    assert client.delete(f"/api/tokens/{key[:15]}/").status_code == 204
+    assert api_status(key) == 401
