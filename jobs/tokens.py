@@ -25,9 +25,17 @@ from rest_framework.authentication import get_authorization_header
 TOKEN_CREDENTIALS = {"username": "(API token)"}  # the name axes counts refused tokens under
 
 
+class TooManyTokens(Exception):
+    pass
+
+
 def create(user, days=None):
     """A new token of ``user``: (the token, its key). ``days``: its lifetime (0: none), else
-    API_TOKEN_TTL_DAYS'."""
+    API_TOKEN_TTL_DAYS'. A user holds at most API_TOKENS_PER_USER live tokens: a session taken
+    over cannot mint keys without end."""
+    if of_user(user).count() >= settings.API_TOKENS_PER_USER:
+        raise TooManyTokens(f"{user.get_username()} already has {settings.API_TOKENS_PER_USER} tokens (the most "
+                            "API_TOKENS_PER_USER allows): revoke one first.")
     days = settings.API_TOKEN_TTL_DAYS if days is None else days
     return AuthToken.objects.create(user, expiry=timedelta(days=days) if days else None)
 

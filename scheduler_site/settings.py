@@ -158,6 +158,7 @@ AXES_ENABLE_ADMIN = False
 # API tokens (Authorization: Token <key>) are kept as SHA-512 hashes (django-rest-knox) and expire
 # after API_TOKEN_TTL_DAYS (0: never); jobs.tokens.
 API_TOKEN_TTL_DAYS = env_int("API_TOKEN_TTL_DAYS", 90, 0)
+API_TOKENS_PER_USER = env_int("API_TOKENS_PER_USER", 20, 1)
 REST_KNOX = {
     "TOKEN_TTL": timedelta(days=API_TOKEN_TTL_DAYS) if API_TOKEN_TTL_DAYS else None,
     "AUTH_HEADER_PREFIX": "Token",

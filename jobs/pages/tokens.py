@@ -20,7 +20,11 @@ def token_list(request, new_key=None):
 @require_POST
 def token_create(request):
     # The key is in this answer only: it is never stored (nor kept in the session to show later).
-    _, key = tokens.create(request.user)
+    try:
+        _, key = tokens.create(request.user)
+    except tokens.TooManyTokens as refused:
+        messages.error(request, str(refused))
+        return redirect("pages:tokens")
     return token_list(request, new_key=key)
 
 

@@ -11,7 +11,7 @@ import pytest
 import time_machine
 from django.apps import apps
 from django.contrib.auth.models import User
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test import Client
 from django.utils import timezone
@@ -148,3 +148,15 @@ def test_the_api_lists_and_revokes_the_callers_tokens_only(owner, people):
     assert api_status(outsiders) == 200
     assert client.delete(f"/api/tokens/{key[:15]}/").status_code == 204
     assert api_status(key) == 401
+
+
+def test_a_session_cannot_mint_tokens_without_end(owner, settings):
+    settings.API_TOKENS_PER_USER = 3
+    pages = Client()
+    pages.force_login(owner)
+    made = [pages.post("/accounts/tokens/new/") for _ in range(4)]
+    assert [answer.status_code for answer in made] == [200, 200, 200, 302]
+    assert "already has 3 tokens" in pages.get("/accounts/tokens/").content.decode()
+    assert AuthToken.objects.filter(user=owner).count() == 3
+    with pytest.raises(CommandError, match="revoke one first"):
+        made_key(owner)

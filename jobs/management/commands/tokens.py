@@ -40,7 +40,10 @@ class Command(BaseCommand):
         elif action == "create":
             if options["days"] is not None and options["days"] < 0:
                 raise CommandError("--days must be 0 (never expires) or more.")
-            token, key = tokens.create(user, options["days"])
+            try:
+                token, key = tokens.create(user, options["days"])
+            except tokens.TooManyTokens as refused:
+                raise CommandError(str(refused)) from None
             self.stdout.write(key)
             self.stderr.write(f"A token for {user.get_username()}, expires {when(token.expiry)}. The key is shown "
                               "this once: keep it in JOBSCTL_TOKEN or jobsctl's config file.")
