@@ -70,9 +70,10 @@ class TokenAuthentication(auth.TokenAuthentication):
         if not AxesProxyHandler.is_allowed(client, TOKEN_CREDENTIALS):
             raise exceptions.Throttled(
                 wait=settings.AXES_COOLOFF_TIME.total_seconds(),
-                detail="Too many refused tokens from this address: it is locked out for a while.")
+                detail="Too many refused tokens from this address: it is locked out.")
         try:
             return super().authenticate(request)
         except exceptions.AuthenticationFailed:
             user_login_failed.send(sender=__name__, credentials=TOKEN_CREDENTIALS, request=client)
+            client.axes_locked_out = False  # this answer stays the API's 401, not axes' HTML page
             raise

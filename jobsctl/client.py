@@ -61,7 +61,7 @@ class Api:
             raise CliError(AUTH, f"not allowed: {detail(answer)}")
         if status == 429:  # too many refused tokens or logins from this address
             text = detail(answer) if isinstance(answer, dict) else response.text.strip()[:200]
-            raise CliError(AUTH, f"locked out for a while: {text}")
+            raise CliError(AUTH, f"the server refused the token from {settings.token_from}: {text}")
         if status == 404:
             raise CliError(NOT_FOUND, not_found or f"not found: {method} {path}")
         if status in (400, 409, 413):

@@ -155,6 +155,7 @@ AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "audit.trail.client_address"  # the client behind TRUSTED_PROXIES
 # Not in the admin (its bulk action declares no permission): `manage.py axes_list_attempts`, `axes_reset`.
 AXES_ENABLE_ADMIN = False
+AXES_LOCKOUT_TEMPLATE = "pages/locked_out.html"
 # API tokens (Authorization: Token <key>) are kept as SHA-512 hashes (django-rest-knox) and expire
 # after API_TOKEN_TTL_DAYS (0: never); jobs.tokens.
 API_TOKEN_TTL_DAYS = env_int("API_TOKEN_TTL_DAYS", 90, 0)

@@ -74,6 +74,16 @@ def test_a_bad_token_exits_4_naming_where_it_came_from(jobsctl, token):
     assert result.stderr == "jobsctl: the server refused the token from JOBSCTL_TOKEN: Invalid token.\n"
 
 
+def test_after_refused_tokens_even_a_good_one_exits_4_saying_it_is_locked_out(jobsctl, token, settings):
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        assert jobsctl("list", token="0" * 64).returncode == 4
+    result = jobsctl("list", token=token)
+    assert result.returncode == 4
+    seconds = settings.AXES_COOLOFF_TIME.total_seconds()
+    assert result.stderr == ("jobsctl: the server refused the token from JOBSCTL_TOKEN: Too many refused tokens "
+                             f"from this address: it is locked out. Expected available in {seconds:.0f} seconds.\n")
+
+
 def test_an_unreachable_server_exits_5(jobsctl, token):
     port = free_port()
     result = jobsctl("--url", f"http://127.0.0.1:{port}", "list", token=token)
