@@ -19,6 +19,7 @@ from django.db.models import Q
 from django.utils import timezone
 from knox import auth
 from knox.models import AuthToken
+from knox.settings import CONSTANTS
 from rest_framework import exceptions
 from rest_framework.authentication import get_authorization_header
 
@@ -51,8 +52,9 @@ def of_user(user):
 
 
 def revoke(prefix, user=None):
-    """Revoke the tokens whose key starts with ``prefix`` (``user``'s only, if given): how many."""
-    tokens = AuthToken.objects.filter(token_key=prefix.strip())
+    """Revoke the token named by ``prefix``, its key's first 15 characters (or the whole key), and
+    ``user``'s only if given: how many were."""
+    tokens = AuthToken.objects.filter(token_key=prefix.strip()[:CONSTANTS.TOKEN_KEY_LENGTH])
     if user is not None:
         tokens = tokens.filter(user=user)
     return tokens.delete()[1].get(AuthToken._meta.label, 0)
