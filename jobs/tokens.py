@@ -7,9 +7,11 @@ for anyone. Refused tokens count as failed logins in django-axes (under the name
 client address that sends LOGIN_FAILURE_LIMIT of them is refused (429) for LOGIN_LOCKOUT_MINUTES,
 even with a good token.
 
-Tokens are not in the audit trail: its subjects are jobs, workflows, channels, rules and secrets.
+Tokens are not in the audit trail (its subjects are jobs, workflows, channels, rules and secrets):
+making and revoking one is logged instead (logger ``jobs.tokens``), with the prefix, never the key.
 """
 
+import logging
 from datetime import timedelta
 
 from axes.handlers.proxy import AxesProxyHandler
@@ -23,6 +25,7 @@ from knox.settings import CONSTANTS
 from rest_framework import exceptions
 from rest_framework.authentication import get_authorization_header
 
+log = logging.getLogger(__name__)
 TOKEN_CREDENTIALS = {"username": "(API token)"}  # the name axes counts refused tokens under
 
 
@@ -38,7 +41,9 @@ def create(user, days=None):
         raise TooManyTokens(f"{user.get_username()} already has {settings.API_TOKENS_PER_USER} tokens (the most "
                             "API_TOKENS_PER_USER allows): revoke one first.")
     days = settings.API_TOKEN_TTL_DAYS if days is None else days
-    return AuthToken.objects.create(user, expiry=timedelta(days=days) if days else None)
+    token, key = AuthToken.objects.create(user, expiry=timedelta(days=days) if days else None)
+    log.info("API token %s made for %s, expires %s", token.token_key, user.get_username(), token.expiry or "never")
+    return token, key
 
 
 def live(tokens=None):
@@ -57,7 +62,11 @@ def revoke(prefix, user=None):
     tokens = AuthToken.objects.filter(token_key=prefix.strip()[:CONSTANTS.TOKEN_KEY_LENGTH])
     if user is not None:
         tokens = tokens.filter(user=user)
-    return tokens.delete()[1].get(AuthToken._meta.label, 0)
+    revoked = [(token.token_key, token.user.get_username()) for token in tokens.select_related("user")]
+    tokens.delete()
+    for prefix, username in revoked:
+        log.info("API token %s of %s revoked", prefix, username)
+    return len(revoked)
 
 
 class TokenAuthentication(auth.TokenAuthentication):
