@@ -35,6 +35,26 @@ def _within(address, networks):
     return ip is not None and any(ip.version == net.version and ip in net for net in networks)
 
 
+def shown_actor(entry):
+    """Who acted, as anyone but staff is shown it: on the command line not the OS user (only the
+    user of ``--as USER``, else "an operator")."""
+    if entry.source != Source.CLI:
+        return entry.actor_name
+    if entry.actor_id is not None:
+        return entry.actor_name.split(" (", 1)[0]  # "alice (root (OS user))"; a user name has no " ("
+    return "an operator"
+
+
+def shown_to(user, entries):
+    """``entries`` (a list) as ``user`` may see them: staff see all; others not the client's address
+    nor the host, nor the OS user of command-line entries. The entries are changed in memory only."""
+    entries = list(entries)
+    if not user.is_staff:
+        for entry in entries:
+            entry.actor_name, entry.remote_addr = shown_actor(entry), ""
+    return entries
+
+
 def record(job, action, source, *, actor_name, user=None, address="", changes=None, run=None, detail=""):
     """Write one audit entry about ``job`` (or a job being deleted) by ``user`` (None on the
     command line, where ``actor_name`` names the OS user and ``address`` the host)."""

@@ -15,6 +15,7 @@ from .errors import INTERRUPTED, NOT_FOUND, OK, REJECTED, RUN_FAILED, USAGE, WAI
 from .subcommands import subcommand
 from .tailing import TERMINAL, Follower
 
+TOKEN_PREFIX_LENGTH = 15  # the server names a token by its key's first 15 characters
 RELATIVE = re.compile(r"^(\d+)([smhd])$")
 UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 EXIT_CODES = """\b
@@ -427,6 +428,31 @@ def why(ctx, as_json, job, at):
         output.emit_json(answer)
     else:
         click.echo(answer["explanation"])
+
+
+@command("tokens")
+def list_tokens(ctx, as_json):
+    """Your API tokens: the first characters of each, when made, when it expires; * marks this one."""
+    found = ctx.api.get("/api/tokens/")
+    if as_json:
+        output.emit_json(found)
+    else:
+        click.echo(output.table(["", "token", "made", "expires"], [
+            ["*" if token["current"] else "", f"{token['prefix']}…", output.when(token["created"]),
+             output.when(token["expires"]) if token["expires"] else "never"] for token in found]))
+
+
+@command("revoke-token")
+@click.argument("prefix", required=False)
+def revoke_token(ctx, as_json, prefix):
+    """Revoke one of your API tokens, named by its first characters (jobsctl tokens lists them); without
+    PREFIX, the token jobsctl uses now: after that it is refused."""
+    prefix = prefix or (ctx.settings.token or "")[:TOKEN_PREFIX_LENGTH]
+    ctx.api.delete(f"/api/tokens/{prefix}/", not_found=f"you have no token {prefix}… (jobsctl tokens lists them).")
+    if as_json:
+        output.emit_json({"revoked": prefix})
+    else:
+        click.echo(f"Revoked {prefix}…: it is refused from now on.")
 
 
 @command("config")

@@ -25,6 +25,9 @@ class Api:
     def post(self, path, body=None, not_found=None, rejected=None):
         return self.request("POST", path, body=body, not_found=not_found, rejected=rejected)
 
+    def delete(self, path, not_found=None):
+        return self.request("DELETE", path, not_found=not_found)
+
     def get_all(self, path, params=None, limit=None):
         """Every item of a paginated list (at most ``limit``), following its ``next`` links."""
         params = {**(params or {}), "page_size": min(limit or PAGE_SIZE, PAGE_SIZE)}
@@ -41,7 +44,7 @@ class Api:
         settings = self.settings
         if not settings.token:
             raise CliError(AUTH, f"no token: set JOBSCTL_TOKEN, or token in {settings.config_path} "
-                                 "(make one with manage.py drf_create_token USER).")
+                                 "(make one on the pages' API tokens page, or with manage.py tokens create USER).")
         url = path if path.startswith(("http://", "https://")) else f"{self.base}{path}"
         try:
             response = self.session.request(method, url, params=params, json=body, timeout=self.timeout,
@@ -56,6 +59,9 @@ class Api:
             raise CliError(AUTH, f"the server refused the token from {settings.token_from}: {detail(answer)}")
         if status == 403:
             raise CliError(AUTH, f"not allowed: {detail(answer)}")
+        if status == 429:  # too many refused tokens or logins from this address
+            text = detail(answer) if isinstance(answer, dict) else response.text.strip()[:200]
+            raise CliError(AUTH, f"the server refused the token from {settings.token_from}: {text}")
         if status == 404:
             raise CliError(NOT_FOUND, not_found or f"not found: {method} {path}")
         if status in (400, 409, 413):
@@ -64,6 +70,8 @@ class Api:
             raise CliError(REJECTED, f"refused: {detail(answer)}")
         if status >= 500 or not 200 <= status < 300:
             raise CliError(SERVER_ERROR, f"{self.base} failed: HTTP {status} for {method} {path}.")
+        if status == 204:
+            return None
         if answer is None:
             kind = response.headers.get("Content-Type", "no content type")
             raise CliError(SERVER_ERROR, f"{self.base} answered {kind}, not the job scheduler's API: is the URL "

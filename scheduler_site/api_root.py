@@ -9,6 +9,7 @@ ROUTES = {
     "jobs": "api:job-list",
     "runs": "api:run-list",
     "jobs-as-code": "api:jobs-as-code",
+    "tokens": "api:token-list",
     "workflows": "workflows-api:workflow-list",
     "workflow-runs": "workflows-api:workflow-run-list",
     "channels": "notifications-api:channel-list",

@@ -12,6 +12,9 @@
 process at start with a message naming the variable to fix.
 """
 
+import re
+from urllib.parse import urlsplit
+
 from django.core.exceptions import ImproperlyConfigured
 from redis.backoff import NoBackoff
 from redis.retry import Retry
@@ -20,12 +23,30 @@ REDIS, SENTINEL, AMQP = "redis", "sentinel", "amqp"
 SCHEMES = {"redis": REDIS, "rediss": REDIS, "sentinel": SENTINEL, "amqp": AMQP, "amqps": AMQP, "pyamqp": AMQP}
 
 
+# The password of a URL, up to its last "@": what an error message must not show.
+_PASSWORD = re.compile(r"(?P<user>(?:^|//)[^:@/;]*):(?!//)[^;]*@")
+
+
+def redacted(url):
+    """The URL with each password replaced by ***, for error messages (the URL may not even parse)."""
+    return _PASSWORD.sub(r"\g<user>:***@", url)
+
+
 def kind_of(url, variable="CELERY_BROKER_URL"):
-    """REDIS, SENTINEL or AMQP for a broker URL; a clear error for anything else."""
+    """REDIS, SENTINEL or AMQP for a broker URL; a clear error for anything else, naming the
+    variable and never showing the URL's password."""
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme not in SCHEMES:
         expected = ", ".join(f"{s}://" for s in SCHEMES if s != "pyamqp")
-        raise ImproperlyConfigured(f"{variable} must be a broker URL starting with one of {expected}; got {url!r}")
+        raise ImproperlyConfigured(
+            f"{variable} must be a broker URL starting with one of {expected}; got {redacted(url)!r}")
+    for part in url.split(";") if SCHEMES[scheme] == SENTINEL else [url]:
+        try:
+            urlsplit(part.strip()).port  # noqa: B018 - reading it checks the port is a number in range
+        except ValueError as exc:
+            # urllib's message may quote the URL; the reason alone is kept.
+            reason = str(exc).replace(part, redacted(part))
+            raise ImproperlyConfigured(f"{variable} is not a valid URL ({reason}): {redacted(url)!r}") from None
     return SCHEMES[scheme]
 
 
@@ -52,7 +73,7 @@ def celery_settings(url, *, variable, master_name, visibility_timeout, max_timeo
     if kind == SENTINEL:
         if not master_name:
             raise ImproperlyConfigured(
-                f"{variable} is a Sentinel URL ({url!r}): set CELERY_SENTINEL_MASTER_NAME to the name of the "
+                f"{variable} is a Sentinel URL ({redacted(url)!r}): set CELERY_SENTINEL_MASTER_NAME to the name of the "
                 "master the sentinels watch"
             )
         # A sentinel that does not answer is skipped for the next one at once: redis-py's default

@@ -1,5 +1,6 @@
 """Settings for the job orchestration service. Every value can come from the environment."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -59,7 +60,8 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "django_celery_results",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
+    "axes",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "jobs",
@@ -77,6 +79,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last: turns a login that django-axes refused (locked out) into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "scheduler_site.urls"
@@ -127,10 +131,40 @@ elif _db["ENGINE"] == "django.db.backends.postgresql":
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Also checked for Flower's FLOWER_BASIC_AUTH (scheduler_site.flower). A similarity of 0.5 (Django's
+# default is 0.7) refuses a password that is its user name twice ("admin:adminadmin").
 AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator",
+     "OPTIONS": {"max_similarity": 0.5}},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# --- Logins and API tokens. django-axes counts failed logins (the admin's, the pages', and refused
+# API tokens) in the database, per client address and user name together by default: after
+# LOGIN_FAILURE_LIMIT of them that pair is refused (429) for LOGIN_LOCKOUT_MINUTES.
+# `manage.py axes_reset` lifts every lockout. Refused tokens count under the name "(API token)".
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, 1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, 1))
+# Axes' lockout parameters: "," between alternatives, "+" within a combination.
+AXES_LOCKOUT_PARAMETERS = [item.split("+") if "+" in item else item
+                           for item in env_list("LOGIN_LOCKOUT_BY", ["ip_address+username"])]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "audit.trail.client_address"  # the client behind TRUSTED_PROXIES
+# Not in the admin (its bulk action declares no permission): `manage.py axes_list_attempts`, `axes_reset`.
+AXES_ENABLE_ADMIN = False
+AXES_LOCKOUT_TEMPLATE = "pages/locked_out.html"
+# API tokens (Authorization: Token <key>) are kept as SHA-512 hashes (django-rest-knox) and expire
+# after API_TOKEN_TTL_DAYS (0: never); jobs.tokens.
+API_TOKEN_TTL_DAYS = env_int("API_TOKEN_TTL_DAYS", 90, 0)
+API_TOKENS_PER_USER = env_int("API_TOKENS_PER_USER", 20, 1)
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(days=API_TOKEN_TTL_DAYS) if API_TOKEN_TTL_DAYS else None,
+    "AUTH_HEADER_PREFIX": "Token",
+    "AUTO_REFRESH": False,
+}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -160,7 +194,7 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "scheduler@localhost")
 # --- REST API
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "jobs.tokens.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

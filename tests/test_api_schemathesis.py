@@ -13,10 +13,10 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rest_framework.authtoken.models import Token
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
+from jobs import tokens as api_tokens
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun
 from notifications.models import Channel, Rule
@@ -42,7 +42,7 @@ def in_test_transaction():
 @pytest.fixture
 def staff_headers(db, django_user_model):
     staff = django_user_model.objects.create_user("schema-staff", is_staff=True)
-    return {"Authorization": f"Token {Token.objects.create(user=staff).key}"}
+    return {"Authorization": f"Token {api_tokens.create(staff)[1]}"}
 
 
 def strategy_for(operation, existing_id):

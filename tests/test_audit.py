@@ -229,3 +229,24 @@ def test_a_create_entry_lists_what_was_set_not_every_field(people):
     entry = AuditEntry.objects.get(job_name="backup", action="create")
     assert set(entry.changes) == {"name", "kind", "target", "schedule", "timeout_seconds", "owner"}
     assert entry.changes["timeout_seconds"] == [None, 600]
+
+
+def test_who_is_not_staff_sees_neither_addresses_nor_os_users_in_the_trail(people):
+    people.client(people.owner).post(f"/api/jobs/{people.job.pk}/pause/", REMOTE_ADDR="203.0.113.7")
+    call_command("jobs", "resume", people.job.name, stdout=StringIO())
+    call_command("jobs", "--as", "owner", "pause", people.job.name, stdout=StringIO())
+    host = AuditEntry.objects.get(action="resume").remote_addr
+    os_user = AuditEntry.objects.get(action="resume").actor_name
+    assert host and os_user.endswith("(OS user)")
+
+    pages = {}
+    for user in (people.owner, people.teammate, people.staff):
+        client = Client()
+        client.force_login(user)
+        pages[user.username] = client.get(f"/jobs/{people.job.pk}/").content.decode()
+    for name in ("owner", "teammate"):
+        assert "203.0.113.7" not in pages[name] and host not in pages[name]
+        assert "(OS user)" not in pages[name]
+        assert "<td>an operator</td>" in pages[name] and "<td>owner</td>" in pages[name]
+    assert "203.0.113.7" in pages["staff"] and host in pages["staff"]
+    assert f"<td>{os_user}</td>" in pages["staff"] and f"<td>owner ({os_user})</td>" in pages["staff"]

@@ -9,8 +9,8 @@ import pytest
 import yaml
 from django.contrib.auth.models import Group, Permission, User
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
+from jobs import tokens as api_tokens
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun, RunStatus
 from jobs.permissions import COMMAND_RUNNERS_GROUP
@@ -30,8 +30,7 @@ def people(transactional_db):
     owner = User.objects.create_user("owner")
     outsider = User.objects.create_user("outsider")
     owner.groups.add(team)
-    tokens = {user.username: Token.objects.create(user=user).key for user in (staff, owner, outsider)}
-    return tokens
+    return {user.username: api_tokens.create(user)[1] for user in (staff, owner, outsider)}
 
 
 def make_job(name, schedule=None, owner="owner", **fields):
@@ -263,3 +262,21 @@ def test_slots_and_why_account_for_each_slot(jobsctl, people):
     assert answer["job"] == "hourly" and answer["explanation"].startswith(f"It ran: run #{ran[0].pk}")
     bad = jobsctl("why", "hourly", "teatime", token=people["owner"])
     assert bad.returncode == 6 and bad.stderr.startswith("jobsctl: refused: at: Must be an ISO 8601")
+
+
+def test_tokens_lists_yours_and_revoke_token_ends_the_one_in_use(jobsctl, people):
+    _, spare = api_tokens.create(User.objects.get(username="owner"))
+    listed = jobsctl("tokens", "--json", token=people["owner"])
+    assert listed.returncode == 0, listed.stderr
+    assert sorted((t["prefix"], t["current"]) for t in json.loads(listed.stdout)) == sorted(
+        [(people["owner"][:15], True), (spare[:15], False)])
+    assert people["owner"] not in jobsctl("tokens", token=people["owner"]).stdout  # never the whole key
+
+    other = jobsctl("revoke-token", people["ops"][:15], token=people["owner"])
+    assert other.returncode == 3 and jobsctl("list", token=people["ops"]).returncode == 0  # not another's
+    revoked = jobsctl("revoke-token", token=people["owner"])
+    assert revoked.returncode == 0, revoked.stderr
+    assert revoked.stdout == f"Revoked {people['owner'][:15]}…: it is refused from now on.\n"
+    refused = jobsctl("list", token=people["owner"])
+    assert refused.returncode == 4 and "the server refused the token" in refused.stderr
+    assert jobsctl("list", token=spare).returncode == 0

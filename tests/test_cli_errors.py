@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
 
+from jobs import tokens as api_tokens
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun, RunStatus
 
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.timeout(300)
 def token(transactional_db):
     user = User.objects.create_user("owner")
     save_job(Job(name="mine", kind="callable", target="builtin.noop", owner=user), {"type": "manual"})
-    return Token.objects.create(user=user).key
+    return api_tokens.create(user)[1]
 
 
 class AnsweringServer:
@@ -72,6 +72,16 @@ def test_a_bad_token_exits_4_naming_where_it_came_from(jobsctl, token):
     result = jobsctl("list", token="not-a-token")
     assert result.returncode == 4
     assert result.stderr == "jobsctl: the server refused the token from JOBSCTL_TOKEN: Invalid token.\n"
+
+
+def test_after_refused_tokens_even_a_good_one_exits_4_saying_it_is_locked_out(jobsctl, token, settings):
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        assert jobsctl("list", token="0" * 64).returncode == 4
+    result = jobsctl("list", token=token)
+    assert result.returncode == 4
+    seconds = settings.AXES_COOLOFF_TIME.total_seconds()
+    assert result.stderr == ("jobsctl: the server refused the token from JOBSCTL_TOKEN: Too many refused tokens "
+                             f"from this address: it is locked out. Expected available in {seconds:.0f} seconds.\n")
 
 
 def test_an_unreachable_server_exits_5(jobsctl, token):

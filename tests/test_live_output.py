@@ -10,10 +10,10 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from jobs import lifecycle
+from jobs import tokens as api_tokens
 from jobs.definitions import save_job
 from jobs.executors.output import OutputTail, capture_prints
 from jobs.management.commands.runs import Follower
@@ -33,7 +33,7 @@ def command_job(name, target=COUNTING):
 def api_client():
     staff = User.objects.create_user("watcher", is_staff=True)
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=staff).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_tokens.create(staff)[1]}")
     return client, staff
 
 

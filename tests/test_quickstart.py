@@ -71,7 +71,7 @@ def test_the_readmes_manage_py_commands_work_in_a_new_shell_after_the_quick_star
 
     blocks = readme_manage_blocks()
     commands = [command for block in blocks for command in block]
-    assert ".venv/bin/python manage.py drf_create_token admin" in commands
+    assert ".venv/bin/python manage.py tokens create admin" in commands
     assert ".venv/bin/python manage.py jobs list" in commands
 
     def run_block(block):

@@ -2,6 +2,7 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from .jobs_as_code import JobsAsCodeView
+from .tokens import TokenDetail, TokenList
 from .views import JobViewSet, RunViewSet
 
 app_name = "api"
@@ -12,4 +13,9 @@ router.include_root_view = False
 router.register("jobs", JobViewSet, basename="job")
 router.register("runs", RunViewSet, basename="run")
 
-urlpatterns = [path("jobs-as-code/", JobsAsCodeView.as_view(), name="jobs-as-code"), *router.urls]
+urlpatterns = [
+    path("jobs-as-code/", JobsAsCodeView.as_view(), name="jobs-as-code"),
+    path("tokens/", TokenList.as_view(), name="token-list"),
+    path("tokens/<str:prefix>/", TokenDetail.as_view(), name="token-detail"),
+    *router.urls,
+]

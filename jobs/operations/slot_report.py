@@ -28,6 +28,7 @@ from django.db import connection, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
+from audit import trail
 from audit.models import Action, AuditEntry
 
 from ..lifecycle import events
@@ -77,7 +78,7 @@ class EnabledTimeline:
         job = self.job
         self.changes = []
         entries = AuditEntry.objects.filter(job=job).order_by("created_at", "id")
-        for entry in entries.only("created_at", "action", "changes", "actor_name", "source"):
+        for entry in entries.only("created_at", "action", "changes", "actor_name", "actor_id", "source"):
             enabled = self._enabled_after(entry)
             if enabled is not None:
                 self.changes.append((entry.created_at, enabled, entry))
@@ -103,7 +104,7 @@ class EnabledTimeline:
             if enabled:
                 return ""
             state = "paused" if entry.action == Action.PAUSE else "disabled"
-            return (f"job {state} by {entry.actor_name} ({entry.get_source_display()}) at "
+            return (f"job {state} by {trail.shown_actor(entry)} ({entry.get_source_display()}) at "
                     f"{entry.created_at:%Y-%m-%d %H:%M:%S} UTC")
         if self.changes:  # before the first recorded change: the state that change left
             _, enabled, entry = self.changes[0]

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import job_forms, operator_views, views
+from . import job_forms, operator_views, tokens, views
 
 app_name = "pages"
 
@@ -23,6 +23,9 @@ urlpatterns = [
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("runs/<int:pk>/tail/", views.run_tail, name="run-tail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
+    path("accounts/tokens/", tokens.token_list, name="tokens"),
+    path("accounts/tokens/new/", tokens.token_create, name="token-new"),
+    path("accounts/tokens/<str:prefix>/revoke/", tokens.token_revoke, name="token-revoke"),
     path("accounts/login/", auth_views.LoginView.as_view(template_name="pages/login.html"), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="pages:login"), name="logout"),
 ]

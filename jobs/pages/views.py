@@ -16,6 +16,8 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from audit import trail
+
 from .. import actions
 from ..api.views import with_tag
 from ..models import ACTIVE_STATUSES, JobKind, RunStatus
@@ -136,7 +138,7 @@ def job_detail(request, pk):
         "last_50_rate": figures.rate_text(last_50.count(RunStatus.SUCCEEDED), len(last_50)),
         "last_50_count": len(last_50),
         "may_act": may_act_on(request, job),
-        "audit": job.audit.order_by("-created_at", "-id")[:AUDIT_ON_JOB_PAGE],
+        "audit": trail.shown_to(request.user, job.audit.order_by("-created_at", "-id")[:AUDIT_ON_JOB_PAGE]),
         "why_at": request.GET.get("why", ""),
         "why": why_line(job, request.GET.get("why", ""), tzname),
         "timeout_text": charts.human_seconds(job.timeout_seconds),

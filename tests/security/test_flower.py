@@ -17,13 +17,13 @@ PORT = int(os.environ.get("TEST_PORT_BASE", "6390")) + 55
 GOOD = "ops:correct-horse-battery"
 
 
-def flower(credentials, *args):
+def flower(credentials, *args, cwd=REPO):
     env = {**os.environ, "CELERY_BROKER_URL": settings.CELERY_BROKER_URL, "PYTHONPATH": str(REPO)}
     env.pop("FLOWER_BASIC_AUTH", None)
     if credentials is not None:
         env["FLOWER_BASIC_AUTH"] = credentials
     return subprocess.Popen([sys.executable, "-m", "scheduler_site.flower", "--address=127.0.0.1", f"--port={PORT}",
-                             *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
 
 
@@ -43,6 +43,41 @@ def test_it_refuses_credentials_on_the_command_line():
     proc = flower(GOOD, "--basic-auth=ops:correct-horse-battery")
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode == 2 and b"not as options" in output
+
+
+def refusal(proc):
+    """What the guard printed as it refused to start (a Flower that starts instead fails the test)."""
+    try:
+        output, _ = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.wait(timeout=10)
+        pytest.fail("Flower started")
+    assert proc.returncode == 2
+    assert b"flower: refusing to start" in output
+    return output.decode()
+
+
+@pytest.mark.parametrize("option", ["-unauthenticated_api", "-unauthenticated-api=true", "--unauthenticated_api=true",
+                                    "-auth=.*@example\\.com", "--AUTH=.*", "-basic_auth=ops:correct-horse-battery",
+                                    "-auth_provider=flower.views.auth.GithubLoginHandler", "--conf=elsewhere.py"])
+def test_it_refuses_tornado_spellings_of_the_authentication_options(option):
+    assert "not as options" in refusal(flower(GOOD, option))
+
+
+def test_it_refuses_a_flowerconfig_in_its_working_directory_and_never_runs_it(tmp_path):
+    ran = tmp_path / "flowerconfig-ran"
+    (tmp_path / "flowerconfig.py").write_text(f"open({str(ran)!r}, 'w').close()\nunauthenticated_api = True\n")
+    assert "flowerconfig.py exists" in refusal(flower(GOOD, cwd=tmp_path))
+    assert not ran.exists()
+
+
+@pytest.mark.parametrize("credentials", ["ops:password1", "admin:adminadmin", "ops:1234567890123",
+                                         f"{GOOD},backup:qwertyuiop"])
+def test_it_refuses_a_password_the_sites_validators_refuse(credentials):
+    output = refusal(flower(credentials))
+    assert "FLOWER_BASIC_AUTH: the password of" in output
+    assert credentials.rpartition(":")[2] not in output
 
 
 @pytest.fixture(scope="module")

@@ -140,3 +140,28 @@ def test_the_quick_start_logs_in_over_plain_http(client, people, settings):
     response = client.post("/accounts/login/", {"username": "owner", "password": "owner-password-1"})
     assert response.status_code == 302 and not response.cookies["sessionid"]["secure"]
     assert client.get("/jobs/").status_code == 200
+
+
+MALFORMED_BROKER_URLS = [
+    ("CELERY_BROKER_URL", "redis://user:s3cr3tpw@host:notaport/0"),
+    ("CELERY_BROKER_URL", "amqp://guest:s3cr3tpw@[bad"),
+    ("CELERY_BROKER_URL", "redis//user:s3cr3tpw@host/0"),
+    ("REDIS_URL", "redis://:s3cr3tpw@127.0.0.1:99999/0"),
+    ("CELERY_BROKER_URL", "sentinel://127.0.0.1:26379;sentinel://:s3cr3tpw@127.0.0.1:port"),
+]
+BROKER_PROCESSES = {
+    "manage.py": [sys.executable, "manage.py", "check"],
+    "worker": [sys.executable, "-m", "celery", "-A", "scheduler_site", "worker", "--pool=solo", "-l", "info"],
+}
+
+
+@pytest.mark.parametrize("process", BROKER_PROCESSES)
+@pytest.mark.parametrize(("variable", "url"), MALFORMED_BROKER_URLS)
+def test_a_malformed_broker_url_stops_the_process_without_showing_its_password(variable, url, process):
+    env = {key: value for key, value in os.environ.items() if key not in ("CELERY_BROKER_URL", "REDIS_URL")}
+    env.update({variable: url, "CELERY_SENTINEL_MASTER_NAME": "main"})
+    result = subprocess.run(BROKER_PROCESSES[process], cwd=REPO, env=env, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode != 0
+    assert f"ImproperlyConfigured: {variable} " in result.stderr
+    assert "s3cr3tpw" not in result.stderr + result.stdout

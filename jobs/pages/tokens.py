@@ -1,0 +1,38 @@
+"""The signed-in user's API tokens: listed (prefix, made, expires), made (the key shown once) and
+revoked (jobs.tokens)."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from .. import tokens
+from .common import page
+
+
+@login_required
+def token_list(request, new_key=None):
+    return page(request, "pages/tokens.html", {"tokens": tokens.of_user(request.user), "new_key": new_key},
+                "tokens")
+
+
+@login_required
+@require_POST
+def token_create(request):
+    # The key is in this answer only: it is never stored (nor kept in the session to show later).
+    try:
+        _, key = tokens.create(request.user)
+    except tokens.TooManyTokens as refused:
+        messages.error(request, str(refused))
+        return redirect("pages:tokens")
+    return token_list(request, new_key=key)
+
+
+@login_required
+@require_POST
+def token_revoke(request, prefix):
+    if tokens.revoke(prefix, request.user):
+        messages.success(request, f"Token {prefix}… revoked: it is refused from now on.")
+    else:
+        messages.error(request, f"You have no token {prefix}….")
+    return redirect("pages:tokens")
