@@ -7,10 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
 
 from audit.models import AuditEntry
-from jobs import lifecycle
+from jobs import lifecycle, tokens
 from jobs.models import JobRun, RunStatus
 from workflows.definitions import parse_graph, save_workflow
 from workflows.models import Workflow, WorkflowRun
@@ -24,7 +23,7 @@ pytestmark = pytest.mark.timeout(300)
 def people(transactional_db):
     """Tokens of the owner of the jobs and of an outsider (tests.test_cli.make_job's users)."""
     users = [User.objects.create_user(name) for name in ("owner", "outsider")]
-    return {user.username: Token.objects.create(user=user).key for user in users}
+    return {user.username: tokens.create(user)[1] for user in users}
 
 
 def test_cancel_cancels_a_run_once_and_exits_3_for_one_you_cannot_see(jobsctl, people):
