@@ -97,9 +97,11 @@ def test_a_downtime_over_the_night_catches_up_or_skips_every_slot_once(redis_cli
 
 
 @pytest.mark.django_db
-def test_a_backfill_over_the_night_runs_every_slot_once_and_the_report_and_why_agree(redis_client):
+def test_a_backfill_over_the_night_runs_every_slot_once_and_the_report_why_and_slots_page_agree(redis_client):
     people = make_personas()
     client = people.client(people.owner)
+    browser = Client()
+    browser.force_login(people.owner)
     for night, change in NIGHTS_2026.items():
         job = night_job(f"backfilled-{night}", change, owner=people.owner, group=people.team)
         body = {"start": (change - AROUND).isoformat(), "end": (change + AROUND).isoformat()}
@@ -117,6 +119,11 @@ def test_a_backfill_over_the_night_runs_every_slot_once_and_the_report_and_why_a
             why = client.get(f"/api/jobs/{job.pk}/why/", {"at": at.isoformat()}).json()
             assert why["explanation"].startswith(f"It ran: run #{runs[at]} (backfill) for "
                                                  f"{at:%Y-%m-%d %H:%M:%S} UTC"), why
+        page = browser.get(f"/jobs/{job.pk}/slots/", {"from": f"{(change - AROUND).astimezone(BERLIN):%Y-%m-%dT%H:%M}",
+                                                      "to": f"{(change + AROUND).astimezone(BERLIN):%Y-%m-%dT%H:%M}"})
+        rows = page.content.decode()
+        assert rows.count('class="slot-ran"') == len(expected), night
+        assert all(f"<td>{at.astimezone(BERLIN):%a %Y-%m-%d %H:%M:%S %Z}</td>" in rows for at in expected), night
 
 
 @pytest.mark.django_db
