@@ -1,14 +1,22 @@
 """When a job's slots fall: cron in the job's own timezone, fixed intervals, one moment.
 
-Cron expressions are read with croniter on naive wall-clock times, and each wall-clock slot is
-turned into an instant with ``fold=0``. That fixes the two DST cases (documented in the README):
+Cron expressions are read with croniter on naive wall-clock times, and each matching wall-clock
+time becomes one instant (``wall_instant``). That fixes the DST cases (documented in the README):
 
-- a slot in the skipped hour (02:30 when clocks jump from 02:00 to 03:00) runs once, shifted
-  forward by the gap (at 03:30 local time);
+- every slot in a skipped stretch (02:00-02:59 when clocks jump from 02:00 to 03:00) runs, each
+  shifted forward by the gap: 02:00, 02:15, 02:30, 02:45 run at 03:00, 03:15, 03:30, 03:45, in
+  that order, at distinct instants. A shifted slot that falls on an ordinary slot (02:30 shifted
+  and 03:30 in ``0,30 2,3 * * *``) is the same instant, so one slot, run once. A whole skipped day
+  (Pacific/Apia went from 2011-12-29 to 2011-12-31) is a gap of 24 h like any other: its slots run
+  at the same wall-clock times on the next day, merging with that day's slots where they coincide;
 - a slot in the repeated hour (02:30 when clocks fall back from 03:00 to 02:00) runs once, at its
-  first occurrence (the earlier instant, still in summer time).
+  first occurrence (``fold=0``: the earlier instant, still in summer time).
 
-Slots are strictly increasing instants, so no wall-clock slot can fire twice.
+The instants of shifted slots interleave with the ordinary slots just after the gap, so the next
+slot is the earliest instant of the wall times from shortly before ``after`` on, not the first
+wall time after it. Every caller (dispatch, catch-up, backfill, the slot report and "why", the
+previews) gets its slots from ``next_cron_slot`` (through ``Job.slot_after``): slots are strictly
+increasing instants, so no wall-clock slot can fire twice.
 """
 
 import functools
@@ -44,18 +52,69 @@ def validate_timezone(name):
         raise ValidationError(f"'{name}' is not a known IANA timezone.") from None
 
 
+def wall_instant(wall, zone):
+    """The instant of the naive wall-clock time ``wall`` in ``zone``: in a repeated stretch its first
+    occurrence; in a skipped one, the wall time read with the offset before the gap, which is the
+    wall time shifted forward by the gap (PEP 495's ``fold=0``)."""
+    return wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
+
+
+GAP_LOOKBACK_HOURS = 26  # longer than any gap (the longest, Apia's and Kwajalein's skipped days: 24 h)
+
+
+@functools.lru_cache(maxsize=4096)
+def gaps_before(zone, hour):
+    """The gaps of ``zone`` (clocks jumping forward) that started in the GAP_LOOKBACK_HOURS before
+    the UTC ``hour`` or within it: (first instant after the jump, offset before it, length)."""
+    def offset(instant):
+        return instant.astimezone(zone).utcoffset()
+
+    found = []
+    later = hour + timedelta(hours=1)
+    for back in range(GAP_LOOKBACK_HOURS + 1):
+        earlier = hour - timedelta(hours=back)
+        before, after = offset(earlier), offset(later)
+        if after > before:  # a jump forward within this hour: find its second
+            low, high = int(earlier.timestamp()), int(later.timestamp())
+            while high - low > 1:
+                middle = (low + high) // 2
+                low, high = (middle, high) if offset(datetime.fromtimestamp(middle, UTC)) == before else (low, middle)
+            found.append((datetime.fromtimestamp(high, UTC), before, after - before))
+        later = earlier
+    return tuple(found)
+
+
+def earliest_wall(zone, after):
+    """The wall-clock time from which a slot's instant can be after ``after``: ``after``'s own wall
+    time, or, within a gap's length after a gap, the wall time ``after`` would read with the offset
+    before the gap (the gap's wall times run shifted past its end)."""
+    start = after.astimezone(zone).replace(tzinfo=None)
+    for jumped_at, offset_before, length in gaps_before(zone, after.replace(minute=0, second=0, microsecond=0)):
+        if jumped_at <= after < jumped_at + length:
+            start = min(start, (after + offset_before).replace(tzinfo=None))
+    return start
+
+
 def next_cron_slot(expression, timezone_name, after):
     """The first slot of ``expression`` strictly after the instant ``after``."""
     zone = ZoneInfo(timezone_name)
-    local_after = after.astimezone(zone).replace(tzinfo=None)
+    after = after.astimezone(UTC)
     # Back off one minute so a slot at exactly the wall-clock time of `after` in the repeated hour
     # (the second occurrence) is considered and then rejected by the instant comparison.
-    cursor = croniter(expression, local_after - timedelta(minutes=1))
+    cursor = croniter(expression, earliest_wall(zone, after) - timedelta(minutes=1))
+    best = best_wall = None
     for _ in range(5000):
         wall = cursor.get_next(datetime)
-        instant = wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
-        if instant > after:
-            return instant
+        if best_wall is not None and wall >= best_wall:
+            return best  # a wall time at or past the best slot's reading is no earlier instant
+        instant = wall_instant(wall, zone)
+        if instant <= after or (best is not None and instant >= best):
+            continue
+        best, best_wall = instant, instant.astimezone(zone).replace(tzinfo=None)
+        if best_wall == wall:
+            return best  # not in a gap: no later wall time has an earlier instant
+    if best is not None:
+        return best
     raise ValueError(f"no slot found for {expression!r} after {after}")
 
 

@@ -1,11 +1,13 @@
-"""What the pages share: rendering a page of the site, the job's timezone, the actor of a request,
-and the answer to an action refused."""
+"""What the pages share: rendering a page of the site, the job's timezone and a slot's time in it,
+the actor of a request, and the answer to an action refused."""
 
 from functools import wraps
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
+from django.utils import dateformat
 
 from audit.models import Source
 
@@ -27,6 +29,13 @@ def job_timezone(job):
     if job.schedule_type == ScheduleType.CRON and job.crontab:
         return str(job.crontab.timezone)
     return settings.TIME_ZONE
+
+
+def slot_text(moment, tzname):
+    """A slot in its job's timezone, "Sun 2027-10-31 02:00:00 CEST": the zone's abbreviation says
+    which pass of a repeated hour it is (Django's "T" leaves it blank for such a wall-clock time)."""
+    local = moment.astimezone(ZoneInfo(tzname))
+    return f"{dateformat.format(local, 'D Y-m-d H:i:s')} {local.tzname()}"
 
 
 def actor(request):

@@ -22,7 +22,6 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models, transaction
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect
-from django.utils import dateformat
 from django.views.decorators.http import require_POST
 from rest_framework import serializers
 from rest_framework.settings import api_settings
@@ -32,10 +31,9 @@ from ..api.serializers import JobSerializer, ScheduleField, field_errors
 from ..executors.http_kind import METHODS
 from ..models import Job, JobKind, ScheduleType
 from ..permissions import sees_everything, visible_jobs
-from .common import actor, job_timezone, page, refused_is_forbidden
+from .common import actor, job_timezone, page, refused_is_forbidden, slot_text
 
 PREVIEW_SLOTS = 10
-SLOT_FORMAT = "D Y-m-d H:i:s T"
 
 GENERAL = ["name", "description", "tags", "group", "enabled", "queue", "priority"]
 WHAT = ["kind", "target"]
@@ -338,7 +336,7 @@ def schedule_preview(spec):
     return {
         "description": job.describe_schedule(),
         "timezone": zone,
-        "slots": [dateformat.format(slot.astimezone(zoneinfo.ZoneInfo(zone)), SLOT_FORMAT) for slot in slots],
+        "slots": [slot_text(slot, zone) for slot in slots],
     }
 
 

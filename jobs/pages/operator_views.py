@@ -13,7 +13,7 @@ from django.utils import timezone
 from .. import actions
 from ..operations import slot_report
 from ..permissions import visible_jobs
-from .common import actor, job_timezone, page, refused_is_forbidden
+from .common import actor, job_timezone, page, refused_is_forbidden, slot_text
 
 LOCAL_FORMAT = "%Y-%m-%dT%H:%M"  # what <input type="datetime-local"> sends
 
@@ -71,6 +71,7 @@ def job_slots(request, pk):
             errors += exc.messages
     return page(request, "pages/job_slots.html", {
         "job": job, "tzname": tzname, "report": report, "errors": errors,
+        "rows": [(slot, slot_text(slot.at, tzname)) for slot in report.slots] if report else [],
         "from_value": local_text(start, tzname) if start else request.GET.get("from", ""),
         "to_value": local_text(end, tzname) if end else request.GET.get("to", ""),
         "counts": [(o, report.count(o)) for o in ("ran", "skipped", "missing", "due", "upcoming")] if report else [],
@@ -104,5 +105,5 @@ def job_backfill(request, pk):
                                               f"{len(found.existing)} slot(s) already had a run.")
                     return redirect("pages:job", pk=job.pk)
                 context["found"] = found
-                context["slots"] = [(slot, found.existing.get(slot)) for slot in found.slots]
+                context["slots"] = [(slot_text(slot, tzname), found.existing.get(slot)) for slot in found.slots]
     return page(request, "pages/job_backfill.html", context, "jobs")

@@ -5,7 +5,6 @@ another user's job or run answers 404, so ids do not leak what exists.
 """
 
 import json
-from zoneinfo import ZoneInfo
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -23,7 +22,7 @@ from ..api.views import with_tag
 from ..models import ACTIVE_STATUSES, JobKind, RunStatus
 from ..permissions import sees_everything, visible_jobs, visible_runs
 from . import charts, figures, keyset, queries
-from .common import actor, flower_url, job_timezone, may_act_on, page, refused_is_forbidden
+from .common import actor, flower_url, job_timezone, may_act_on, page, refused_is_forbidden, slot_text
 from .operator_views import why_line
 
 JOBS_PER_PAGE = 50
@@ -128,7 +127,7 @@ def job_detail(request, pk):
     return page(request, "pages/job_detail.html", {
         "job": job,
         "tzname": tzname,
-        "upcoming": [slot.astimezone(ZoneInfo(tzname)) for slot in job.upcoming_slots(10)],
+        "upcoming": [(slot_text(slot, tzname), slot) for slot in job.upcoming_slots(10)],
         "runs": history,
         "status": status,
         "statuses": RunStatus.values,

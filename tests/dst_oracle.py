@@ -1,0 +1,111 @@
+"""The test's own DST oracle: cron slots of a zone's wall clock without croniter nor PEP 495's fold.
+
+It walks UTC minutes, reads each on the zone's clock, and turns each matching wall-clock minute into
+an instant by the README's rule:
+
+- a wall-clock minute the clock reads once or more: its first reading;
+- a wall-clock minute the clock skips (it jumps from r to r'): the minute the clock reads at that
+  wall time plus the gap (r' - r - 1 min), i.e. shifted forward by the gap. A whole skipped day
+  (Pacific/Apia, 2011-12-30) is a gap of 24 h: its slots come at the same wall times the next day.
+
+A slot is an instant: two wall-clock minutes with the same instant (a shifted slot on an ordinary
+one) are one slot.
+"""
+
+import functools
+import zoneinfo
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+MINUTE = timedelta(minutes=1)
+RANGES = {"minute": (0, 59), "hour": (0, 23), "day": (1, 31), "month": (1, 12), "weekday": (0, 6)}
+
+
+def field_values(text, field):
+    """The values of one cron field: '*', 'a', 'a-b', '*/n', 'a-b/n', 'a/n', and lists of these."""
+    low, high = RANGES[field]
+    values = set()
+    for part in text.split(","):
+        spec, _, step = part.partition("/")
+        if spec == "*":
+            first, last = low, high
+        elif "-" in spec:
+            first, last = (int(v) for v in spec.split("-"))
+        else:
+            first = int(spec)
+            last = high if step else first
+        values.update(range(first, last + 1, int(step or 1)))
+    return values
+
+
+def matcher(expression):
+    minute, hour, day, month, weekday = expression.split()
+    assert weekday == "*", "the oracle reads day-of-month and month only"
+    sets = [field_values(minute, "minute"), field_values(hour, "hour"), field_values(day, "day"),
+            field_values(month, "month")]
+    return lambda wall: (wall.minute in sets[0] and wall.hour in sets[1] and wall.day in sets[2]
+                         and wall.month in sets[3])
+
+
+@functools.lru_cache(maxsize=64)
+def wall_clock(zone_name, around):
+    """{wall-clock minute: its instant} for the wall times read in the 3 days either side of the
+    UTC instant ``around``, skipped ones included, by the rule above."""
+    zone = ZoneInfo(zone_name)
+    first = (around - timedelta(days=3)).replace(second=0, microsecond=0)
+    instants, previous = {}, None
+    for step in range(6 * 24 * 60):
+        instant = first + step * MINUTE
+        reading = instant.astimezone(zone).replace(tzinfo=None)
+        if previous is not None and reading - previous > MINUTE:
+            gap = reading - previous - MINUTE
+            skipped = previous + MINUTE
+            while skipped < reading:
+                instants.setdefault(skipped, skipped + gap - reading + instant)
+                skipped += MINUTE
+        instants.setdefault(reading, instant)
+        previous = reading
+    return instants
+
+
+def oracle_slots(expression, zone_name, transition, day_of):
+    """The slots of the local days before, of and after ``day_of``, and the UTC window they span:
+    (start, end, sorted instants in [start, end))."""
+    instants = wall_clock(zone_name, transition)
+    midnight = datetime.combine(day_of, datetime.min.time())
+    start, end = instants[midnight - timedelta(days=1)], instants[midnight + timedelta(days=2)]
+    matches = matcher(expression)
+    walls = (midnight - timedelta(days=1) + k * MINUTE for k in range(3 * 24 * 60))
+    slots = {instants[wall] for wall in walls if matches(wall)}
+    return start, end, sorted(slot for slot in slots if start <= slot < end)
+
+
+def slots_between(expression, zone_name, start, end):
+    """The oracle's slots in the UTC range [start, end) (less than 3 days from a change at most)."""
+    instants = wall_clock(zone_name, start + (end - start) / 2)
+    matches = matcher(expression)
+    return sorted({at for wall, at in instants.items() if matches(wall) and start <= at < end})
+
+
+@functools.lru_cache(maxsize=1)
+def transitions_2026_2030():
+    """(zone, instant of the change, offset before, offset after) for every change of every zone in
+    zoneinfo in 2026-2030, found by reading offsets once a day and bisecting to the second."""
+    found = []
+    first = datetime(2026, 1, 1, tzinfo=UTC)
+    days = (datetime(2031, 1, 1, tzinfo=UTC) - first).days
+    for name in sorted(zoneinfo.available_timezones()):
+        zone = ZoneInfo(name)
+        previous = first.astimezone(zone).utcoffset()
+        for day in range(1, days + 1):
+            offset = (first + timedelta(days=day)).astimezone(zone).utcoffset()
+            if offset != previous:
+                low, high = int((first + timedelta(days=day - 1)).timestamp()), int(
+                    (first + timedelta(days=day)).timestamp())
+                while high - low > 1:
+                    middle = (low + high) // 2
+                    moved = datetime.fromtimestamp(middle, UTC).astimezone(zone).utcoffset() != previous
+                    low, high = (low, middle) if moved else (middle, high)
+                found.append((name, datetime.fromtimestamp(high, UTC), previous, offset))
+            previous = offset
+    return found
