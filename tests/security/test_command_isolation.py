@@ -1,0 +1,88 @@
+"""A run's processes are its own (DESIGN.md, guarantee 5), on a real worker: a command cannot see
+another running command's processes nor read its secret environment through /proc, and what a
+command leaves running (setsid, a double fork, nohup) is dead when its run ends."""
+
+import shutil
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+from jobs import lifecycle, secrets
+from jobs.definitions import save_job
+from jobs.models import Job, JobRun, RunStatus
+
+from ..conftest import wait_for
+
+CANARY = "vault-token-4b1e9d"
+
+
+@pytest.fixture
+def shared_folder():
+    """A folder every user may write to: commands run as JOBS_COMMAND_USER."""
+    folder = Path(tempfile.mkdtemp(prefix="isolation-"))
+    folder.chmod(0o777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def marker():
+    """A word in the command lines of the processes a test starts; whatever is left of them is
+    killed at the end, so a failing test leaves nothing behind."""
+    word = f"isolation-{uuid.uuid4().hex[:12]}"
+    yield word
+    subprocess.run(["pkill", "-KILL", "-f", word])
+
+
+def processes_named(word):
+    return subprocess.run(["pgrep", "-f", word], capture_output=True, text=True).stdout.split()
+
+
+def finished(run):
+    return JobRun.objects.get(pk=run.pk).is_terminal
+
+
+def test_a_command_cannot_see_another_running_command_nor_read_its_secret(processes, shared_folder, marker):
+    done = shared_folder / "looked"
+    holder = save_job(Job(
+        name="holder", kind="command", timeout_seconds=60,
+        target=f"echo holding > {shared_folder}/holding; while [ ! -e {done} ]; do sleep 0.1; done # {marker}",
+        secret_environment=secrets.seal({"VAULT_TOKEN": CANARY}, {}, "secret_environment")))
+    # Every process it can see, then every environment it can read.
+    looker = save_job(Job(name="looker", kind="command", timeout_seconds=60, target=(
+        f"ps -eo pid,args; for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f 2>/dev/null; done; touch {done}")))
+    processes.worker(concurrency=2)
+
+    held = lifecycle.create_run(holder)
+    wait_for(lambda: (shared_folder / "holding").exists(), timeout=60, message="the holder to run")
+    looked = lifecycle.create_run(looker)
+    wait_for(lambda: finished(looked) and finished(held), timeout=60, message="both commands to end")
+
+    looked.refresh_from_db()
+    assert looked.status == RunStatus.SUCCEEDED, looked.error
+    assert "ps -eo pid,args" in looked.output  # it saw itself
+    assert "JOB_RUN_ID=" in looked.output  # and read its own environment
+    assert marker not in looked.output, looked.output  # but not the holder's processes
+    assert CANARY not in looked.output, looked.output  # nor its secret
+    assert JobRun.objects.get(pk=held.pk).status == RunStatus.SUCCEEDED
+
+
+def test_what_a_command_leaves_running_dies_with_its_run(processes, marker):
+    forever = "while :; do sleep 1; done"
+    job = save_job(Job(name="leaves-things", kind="command", timeout_seconds=60, target=(
+        f"setsid sh -c '{forever} # {marker} setsid' >/dev/null 2>&1 &\n"
+        f"(sh -c '{forever} # {marker} double-fork' >/dev/null 2>&1 &)\n"
+        f"nohup sh -c '{forever} # {marker} nohup' >/dev/null 2>&1 &\n"
+        f"sleep 0.5; echo left {marker}")))
+    processes.worker(concurrency=1)
+
+    run = lifecycle.create_run(job)
+    wait_for(lambda: finished(run), timeout=60, message="the run to end")
+
+    run.refresh_from_db()
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    assert f"left {marker}" in run.output
+    assert processes_named(marker) == []
