@@ -74,7 +74,8 @@ def execute(context):
         if stop_reason:
             _terminate(process, isolated)
             break
-        time.sleep(0.05)
+        with contextlib.suppress(subprocess.TimeoutExpired):  # returns as soon as the command ends
+            process.wait(timeout=0.05)
     # Without isolation, whatever the command left behind in its group goes with it, so no
     # grandchild holding the pipe keeps the reader waiting (in a namespace it died with PID 1).
     _kill_group(process, signal.SIGKILL)
