@@ -86,3 +86,25 @@ def test_what_a_command_leaves_running_dies_with_its_run(processes, marker):
     assert run.status == RunStatus.SUCCEEDED, run.error
     assert f"left {marker}" in run.output
     assert processes_named(marker) == []
+
+
+@pytest.mark.parametrize("setting", ["auto", "namespace"])
+def test_a_worker_that_cannot_isolate_commands_says_so_at_start(processes, setting):
+    """Without util-linux's unshare and setpriv (none on its PATH) the worker says at start what is
+    lost; with "auto" commands run as before, with "namespace" they fail saying why."""
+    worker = processes.worker(concurrency=1, PATH="/nonexistent", JOBS_COMMAND_ISOLATION=setting)
+    job = save_job(Job(name=f"unisolated-{setting}", kind="command", target="echo ran"))
+
+    run = lifecycle.create_run(job)
+    wait_for(lambda: finished(run), timeout=60, message="the run to end")
+
+    run.refresh_from_db()
+    said = Path(worker.log_path).read_text()
+    assert "COMMAND ISOLATION UNAVAILABLE (setpriv and unshare (util-linux) not installed)" in said
+    if setting == "auto":
+        assert "a command sees every process on the host" in said
+        assert (run.status, run.output.strip()) == (RunStatus.SUCCEEDED, "ran")
+    else:
+        assert run.status == RunStatus.FAILED
+        assert run.error == ("Cannot isolate the command (JOBS_COMMAND_ISOLATION=namespace): setpriv and unshare "
+                             "(util-linux) not installed")
