@@ -5,13 +5,15 @@ mount namespaces of its own (jobs/executors/isolation.py), the two alternating, 
 Each sample starts ``echo started; exit 0`` as a command job's executor does (Popen, the job's
 environment, as ``JOBS_COMMAND_USER`` on a root worker, with --limits a prlimit prefix as well):
 "start" is the time from Popen to the command's first line read from its pipe; "whole" to its
-exit, namespace torn down included.
+exit, namespace torn down included; "CPU" the user and system time of all the processes it took,
+the one figure that the load of a shared machine does not stretch.
 
     .venv/bin/python bench/command_start.py --samples 300 [--limits]
 """
 
 import argparse
 import os
+import resource
 import subprocess
 import time
 
@@ -35,6 +37,7 @@ def argv(isolated, job):
 
 def one(isolated, job):
     command, popen, env = argv(isolated, job)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                env={**os.environ, **env}, start_new_session=True, **popen)
@@ -43,9 +46,11 @@ def one(isolated, job):
     process.stdout.read()
     process.wait()
     ended = time.perf_counter()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if first.strip() != b"started" or process.returncode != 0:
         raise SystemExit(f"the command failed ({process.returncode}): {first!r}")
-    return started - began, ended - began
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return started - began, ended - began, cpu
 
 
 def pct(values, p):
@@ -63,27 +68,28 @@ def main():
         raise SystemExit(f"this host cannot isolate commands: {reason}")
     job = Job(kind="command", target=COMMAND, memory_limit_mb=512 if args.limits else None,
               max_processes=1000 if args.limits else None)
-    results = {False: ([], []), True: ([], [])}
+    results = {False: ([], [], []), True: ([], [], [])}
     for _ in range(5):  # warm the page cache
         one(False, job), one(True, job)
     for i in range(args.samples * 2):
         isolated = bool(i % 2)
-        start, whole = one(isolated, job)
-        results[isolated][0].append(start)
-        results[isolated][1].append(whole)
+        for kept, value in zip(results[isolated], one(isolated, job), strict=True):
+            kept.append(value)
     user = "root" if os.geteuid() == 0 and not limits.run_as()[0] else limits.run_as()[0] and "JOBS_COMMAND_USER"
     print(f"{args.samples} starts each, alternating; worker euid {os.geteuid()}, commands as {user or 'itself'}"
           f"{', with prlimit' if args.limits else ''}")
-    print(f"{'isolation':<24} {'start p50':>10} {'p95':>8} {'p99':>8} {'whole p50':>10} {'p95':>8} {'p99':>8}  ms")
-    base = results[False]
+    print(f"{'isolation':<20} {'start p50':>9} {'p95':>7} {'p99':>7} {'whole p50':>9} {'p95':>7} {'p99':>7} "
+          f"{'CPU mean':>8}  ms")
     for isolated, name in ((False, "off (process group)"), (True, "namespace")):
-        start, whole = results[isolated]
-        print(f"{name:<24} {pct(start, 50) * 1000:>10.2f} {pct(start, 95) * 1000:>8.2f} {pct(start, 99) * 1000:>8.2f} "
-              f"{pct(whole, 50) * 1000:>10.2f} {pct(whole, 95) * 1000:>8.2f} {pct(whole, 99) * 1000:>8.2f}")
-    start, whole = results[True]
-    print(f"{'namespace - off':<24} {(pct(start, 50) - pct(base[0], 50)) * 1000:>+10.2f} "
-          f"{(pct(start, 95) - pct(base[0], 95)) * 1000:>+8.2f} {'':>8} "
-          f"{(pct(whole, 50) - pct(base[1], 50)) * 1000:>+10.2f} {(pct(whole, 95) - pct(base[1], 95)) * 1000:>+8.2f}")
+        start, whole, cpu = results[isolated]
+        print(f"{name:<20} {pct(start, 50) * 1000:>9.2f} {pct(start, 95) * 1000:>7.2f} {pct(start, 99) * 1000:>7.2f} "
+              f"{pct(whole, 50) * 1000:>9.2f} {pct(whole, 95) * 1000:>7.2f} {pct(whole, 99) * 1000:>7.2f} "
+              f"{sum(cpu) / len(cpu) * 1000:>8.2f}")
+    (start, whole, cpu), (base_start, base_whole, base_cpu) = results[True], results[False]
+    print(f"{'namespace - off':<20} {(pct(start, 50) - pct(base_start, 50)) * 1000:>+9.2f} "
+          f"{(pct(start, 95) - pct(base_start, 95)) * 1000:>+7.2f} {'':>7} "
+          f"{(pct(whole, 50) - pct(base_whole, 50)) * 1000:>+9.2f} {(pct(whole, 95) - pct(base_whole, 95)) * 1000:>+7.2f} "
+          f"{'':>7} {(sum(cpu) / len(cpu) - sum(base_cpu) / len(base_cpu)) * 1000:>+8.2f}")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ REPO = benchenv.setup(JOBS_DEFAULT_QUEUE="bench", JOBS_RETENTION_INTERVAL_SECOND
 import redis  # noqa: E402
 import requests  # noqa: E402
 from django.conf import settings  # noqa: E402
-from django.contrib.auth.models import User  # noqa: E402
+from django.contrib.auth.models import Group, User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.utils import timezone  # noqa: E402
@@ -41,6 +41,7 @@ from rest_framework.authtoken.models import Token  # noqa: E402
 
 from jobs.definitions import save_job  # noqa: E402
 from jobs.models import Job, JobRun, RunStatus  # noqa: E402
+from jobs.permissions import COMMAND_RUNNERS_GROUP  # noqa: E402
 
 
 def say(*parts):
@@ -167,6 +168,8 @@ def main():
     call_command("migrate", verbosity=0)
     reset()
     user, _ = User.objects.get_or_create(username="bench", defaults={"is_staff": True})
+    if args.kind == "command":
+        user.groups.add(Group.objects.get(name=COMMAND_RUNNERS_GROUP))
     token, _ = Token.objects.get_or_create(user=user)
     job = save_job(Job(name="run-now", owner=user, **noop(args.kind)), {"type": "manual"})
     port = free_port()
