@@ -9,9 +9,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from django.test import override_settings
 
 from jobs import lifecycle, secrets
 from jobs.definitions import save_job
+from jobs.executors import JobTimedOut, RunContext, command_kind
 from jobs.models import Job, JobRun, RunStatus
 
 from ..conftest import wait_for
@@ -85,6 +87,18 @@ def test_what_a_command_leaves_running_dies_with_its_run(processes, marker):
     run.refresh_from_db()
     assert run.status == RunStatus.SUCCEEDED, run.error
     assert f"left {marker}" in run.output
+    assert processes_named(marker) == []
+
+
+@override_settings(JOBS_KILL_GRACE_SECONDS=1)
+def test_what_a_command_leaves_running_dies_with_it_at_its_timeout(marker):
+    job = Job(name="outlives-its-timeout", kind="command", timeout_seconds=1, target=(
+        f"setsid sh -c 'while :; do sleep 1; done # {marker}' >/dev/null 2>&1 &\n"
+        f"trap '' TERM; sleep 30 # {marker}"))
+
+    with pytest.raises(JobTimedOut):
+        command_kind.execute(RunContext(run_id=1, attempt=1, job=job, timeout_seconds=1))
+
     assert processes_named(marker) == []
 
 
