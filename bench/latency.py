@@ -10,6 +10,9 @@ invocation: a raw Celery task (``bench/rawcelery.py``, same delivery settings) p
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/scheduler_bench9 REDIS_URL=redis://127.0.0.1:6379/12 \\
         .venv/bin/python bench/latency.py --samples 200
+
+``--kind command``: the jobs are the command ``true`` instead of the function ``builtin.noop`` (how
+the worker starts it follows JOBS_COMMAND_ISOLATION in the environment).
 """
 
 import argparse
@@ -30,14 +33,15 @@ REPO = benchenv.setup(JOBS_DEFAULT_QUEUE="bench", JOBS_RETENTION_INTERVAL_SECOND
 import redis  # noqa: E402
 import requests  # noqa: E402
 from django.conf import settings  # noqa: E402
-from django.contrib.auth.models import User  # noqa: E402
+from django.contrib.auth.models import Group, User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.utils import timezone  # noqa: E402
-from rest_framework.authtoken.models import Token  # noqa: E402
 
+from jobs import tokens  # noqa: E402
 from jobs.definitions import save_job  # noqa: E402
 from jobs.models import Job, JobRun, RunStatus  # noqa: E402
+from jobs.permissions import COMMAND_RUNNERS_GROUP  # noqa: E402
 
 
 def say(*parts):
@@ -119,10 +123,14 @@ def run_now_latencies(base_url, token, job, samples):
     return latencies
 
 
-def scheduled_latencies(samples, gap):
+def noop(kind):
+    return {"kind": kind, "target": "builtin.noop" if kind == "callable" else "true"}
+
+
+def scheduled_latencies(samples, gap, kind):
     start = timezone.now() + timedelta(seconds=5)
     for i in range(samples):
-        save_job(Job(name=f"slot-{i}", kind="callable", target="builtin.noop"),
+        save_job(Job(name=f"slot-{i}", **noop(kind)),
                  {"type": "once", "run_at": (start + timedelta(seconds=i * gap)).isoformat()})
     end = start + timedelta(seconds=samples * gap + 10)
     done = 0
@@ -155,12 +163,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--samples", type=int, default=200)
     parser.add_argument("--gap", type=float, default=0.25, help="seconds between scheduled slots")
+    parser.add_argument("--kind", choices=["callable", "command"], default="callable")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     reset()
     user, _ = User.objects.get_or_create(username="bench", defaults={"is_staff": True})
-    token, _ = Token.objects.get_or_create(user=user)
-    job = save_job(Job(name="run-now", kind="callable", target="builtin.noop", owner=user), {"type": "manual"})
+    if args.kind == "command":
+        user.groups.add(Group.objects.get(name=COMMAND_RUNNERS_GROUP))
+    token = tokens.create(user)[1]
+    job = save_job(Job(name="run-now", owner=user, **noop(args.kind)), {"type": "manual"})
     port = free_port()
     procs = Processes()
     results = {}
@@ -181,7 +192,7 @@ def main():
         procs.start("beat", celery("-A", "scheduler_site", "beat", "-l", "WARNING", "--pidfile=", "-s",
                                    f"/tmp/bench-latency-beat-{os.getpid()}"))
         say(f"ours: {args.samples} scheduled slots, one every {args.gap} s")
-        results["ours: slot → started_at"] = scheduled_latencies(args.samples, args.gap)
+        results["ours: slot → started_at"] = scheduled_latencies(args.samples, args.gap, args.kind)
     finally:
         procs.stop()
     say("")

@@ -16,6 +16,7 @@ invocation (RabbitMQ: a private node on TEST_PORT_BASE's ports, tests/brokers.py
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/scheduler_bench9 REDIS_URL=redis://127.0.0.1:6379/12 \\
         .venv/bin/python bench/throughput.py --runs 20000 --rounds 3 --broker redis rabbitmq
     ... bench/throughput.py --runs 100000 --only ours                 # the drain
+    ... bench/throughput.py --runs 2000 --kind command                # runs of the command `true`
 
 Needs an empty database it may fill (it migrates it) and a Redis database of its own (flushed).
 """
@@ -64,8 +65,9 @@ def reset():
     benchenv.drop_queues(settings.CELERY_BROKER_URL, [QUEUE, RAW_QUEUE])
 
 
-def fill_ours(n):
-    job = save_job(Job(name="bench-noop", kind="callable", target="builtin.noop"), {"type": "manual"})
+def fill_ours(n, kind="callable"):
+    target = "builtin.noop" if kind == "callable" else "true"  # a command follows JOBS_COMMAND_ISOLATION
+    job = save_job(Job(name="bench-noop", kind=kind, target=target), {"type": "manual"})
     now = timezone.now()
     made = 0
     while made < n:
@@ -198,6 +200,7 @@ def main():
     parser.add_argument("--runs", type=int, default=20000)
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--only", choices=["ours", "raw"])
+    parser.add_argument("--kind", choices=["callable", "command"], default="callable", help="what ours runs")
     parser.add_argument("--profile", metavar="DIR", help="py-spy each pool process of the drain into DIR")
     parser.add_argument("--rounds", type=int, default=1,
                         help="drain raw and ours this many times, alternating; the table adds the medians")
@@ -220,7 +223,7 @@ def one_round(number, args):
             continue
         reset()
         say(f"round {number}, {which}: filling the queue with {args.runs:,} messages")
-        (fill_ours if which == "ours" else fill_raw)(args.runs)
+        fill_ours(args.runs, args.kind) if which == "ours" else fill_raw(args.runs)
         say(f"round {number}, {which}: draining with one worker, {args.concurrency} prefork processes")
         results[which] = drain(which, args.runs, args.concurrency, args.profile)
         if which == "ours":

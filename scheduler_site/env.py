@@ -21,6 +21,13 @@ def env_str(name, default=""):
     return _raw(name, default)
 
 
+def env_choice(name, default, choices):
+    value = _raw(name, default).lower()
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
 def checkout_secret(var_dir, filename):
     """A secret that ``scripts/quickstart.sh`` made for this checkout and kept in ``var/``, or "" when
     there is none: the default of its variable, so ``manage.py`` works in any shell of the quick

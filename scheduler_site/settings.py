@@ -10,6 +10,7 @@ from . import broker
 from .env import (
     checkout_secret,
     env_bool,
+    env_choice,
     env_fernet_keys,
     env_float,
     env_int,
@@ -290,6 +291,10 @@ JOBS_SLOT_REPORT_MAX_SLOTS = env_int("JOBS_SLOT_REPORT_MAX_SLOTS", 1000, 1)
 JOBS_SLOT_CHECK_SECONDS = env_int("JOBS_SLOT_CHECK_SECONDS", 600, 0)  # 0: no periodic check
 JOBS_COMMAND_USER = env_str("JOBS_COMMAND_USER", "nobody")
 JOBS_COMMANDS_AS_ROOT = env_bool("JOBS_COMMANDS_AS_ROOT", False)
+# Each command in a PID and mount namespace of its own (jobs.executors.isolation): "auto" where the
+# host allows it (a loud warning at worker start where not), "namespace" always (commands fail where
+# the host cannot), "off" never.
+JOBS_COMMAND_ISOLATION = env_choice("JOBS_COMMAND_ISOLATION", "auto", ("auto", "namespace", "off"))
 # Workers are not dumpable (prctl): a command running as the worker's user cannot read its
 # /proc/<pid>/environ or memory. Off only to attach a debugger or profiler as that user.
 JOBS_WORKER_UNDUMPABLE = env_bool("JOBS_WORKER_UNDUMPABLE", True)

@@ -83,15 +83,16 @@ class Processes:
         return env
 
     def start(self, name, argv, popen=None, host=None, **env):
-        """``popen``: more Popen arguments (user, group...). ``host``: a host of tests/chaos/hosts.py
+        """``popen``: more Popen arguments (user, group, cwd...). ``host``: a host of tests/chaos/hosts.py
         to run on (in its namespace, reaching the database and the broker at the core's address)."""
         if host is not None:
             argv = host.argv(argv)
             env = {**host.env(database_url(), self.broker_env["CELERY_BROKER_URL"]), **env}
         log_path = self.log_dir / f"{name}-{len(self.started)}.log"
+        popen = {"cwd": REPO, **(popen or {})}
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(argv, cwd=REPO, env=self.env(**env), stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True, **(popen or {}))
+            proc = subprocess.Popen(argv, env=self.env(**env), stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True, **popen)
         proc.log_path = log_path
         self.started.append(proc)
         return proc

@@ -33,6 +33,8 @@ def start_with(**env):
         ({"SECRET_KEY": "", "DEBUG": "false"}, "SECRET_KEY must be set"),
         ({"JOBS_RETENTION_MIN_RUNS": "0"}, "JOBS_RETENTION_MIN_RUNS must be at least 1, got 0"),
         ({"JOBS_RETENTION_DAYS": "a month"}, "JOBS_RETENTION_DAYS must be a whole number"),
+        ({"JOBS_COMMAND_ISOLATION": "sandbox"},
+         "JOBS_COMMAND_ISOLATION must be one of auto, namespace, off, got 'sandbox'"),
     ],
 )
 def test_it_refuses_to_start_with_a_bad_value(env, message):

@@ -1,4 +1,6 @@
-"""Shell commands, each in its own process group so a timeout kills the whole tree."""
+"""Shell commands, each in PID and mount namespaces of its own (``isolation``: nothing of a run
+outlives it or its worker, and no command sees another's processes), or, with isolation off, in a
+process group of its own so that a timeout kills the whole tree."""
 
 import contextlib
 import os
@@ -11,7 +13,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from .. import secrets
-from . import JobFailed, JobTimedOut, Outcome, limits
+from . import JobFailed, JobTimedOut, Outcome, isolation, limits
 from .output import OutputTail
 
 
@@ -39,16 +41,21 @@ def execute(context):
     try:
         prefix = limits.prlimit_argv(job)
         user_kwargs, user_env = limits.run_as()
+        isolated = isolation.wanted()
         hidden = secrets.reveal(job.secret_environment)
-    except (limits.LimitsUnavailable, secrets.SecretsUnavailable) as exc:
+    except (limits.LimitsUnavailable, isolation.IsolationUnavailable, secrets.SecretsUnavailable) as exc:
         raise JobFailed(str(exc)) from None
+    if isolated:
+        argv, user_kwargs = isolation.argv(prefix, user_kwargs, job.target)
+    else:
+        argv = [*prefix, "/bin/sh", "-c", job.target]
     inherited = {k: v for k, v in os.environ.items() if k not in settings.JOBS_COMMAND_ENV_EXCLUDE}
     env = {**inherited, **user_env, **job.environment, **hidden, "JOB_RUN_ID": str(context.run_id),
            "JOB_ATTEMPT": str(context.attempt), "JOB_IDEMPOTENCY_KEY": context.idempotency_key}
     tail = context.output or OutputTail(settings.JOBS_OUTPUT_MAX_BYTES)
     try:
         process = subprocess.Popen(
-            [*prefix, "/bin/sh", "-c", job.target], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=job.working_directory or None,
             **user_kwargs,
         )
@@ -65,27 +72,31 @@ def execute(context):
         elif context.cancelled is not None and context.cancelled.is_set():
             stop_reason = "cancelled"
         if stop_reason:
-            _terminate(process)
+            _terminate(process, isolated)
             break
-        time.sleep(0.05)
-    # Whatever the command left behind in its group goes with it, so nothing outlives the run
-    # and no grandchild holding the pipe keeps the reader waiting.
+        with contextlib.suppress(subprocess.TimeoutExpired):  # returns as soon as the command ends
+            process.wait(timeout=0.05)
+    # Without isolation, whatever the command left behind in its group goes with it, so no
+    # grandchild holding the pipe keeps the reader waiting (in a namespace it died with PID 1).
     _kill_group(process, signal.SIGKILL)
+    returncode = isolation.returncode(process.returncode) if isolated else process.returncode
     reader.join(timeout=2)
     output = tail.text()
     if stop_reason == "timeout":
         raise JobTimedOut(f"Timed out after {job.timeout_seconds} s; process group killed", output, tail.total)
     if stop_reason == "cancelled":
         raise JobFailed("Stopped: the run was cancelled or taken over", output, tail.total)
-    if process.returncode != 0:
-        raise JobFailed(limits.explain_failure(job, process.returncode, output), output, tail.total)
+    if returncode != 0:
+        raise JobFailed(limits.explain_failure(job, returncode, output), output, tail.total)
     return Outcome(output=output, output_bytes=tail.total)
 
 
-def _terminate(process):
+def _terminate(process, isolated):
     _kill_group(process, signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=settings.JOBS_KILL_GRACE_SECONDS)
+    if isolated:
+        isolation.kill(process)
     _kill_group(process, signal.SIGKILL)
     process.wait()
 

@@ -18,6 +18,7 @@ from celery.signals import (
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from ..executors import isolation
 from ..publishing import TASK_NAME
 from . import hardening, watchdog
 
@@ -49,6 +50,13 @@ def keep_commands_out(**kwargs):
     # The worker and each pool process (forked ones inherit it; set again for other pools).
     if settings.JOBS_WORKER_UNDUMPABLE:
         hardening.make_undumpable()
+
+
+@worker_init.connect
+@never_raises
+def report_command_isolation(**kwargs):
+    # In the main process, before the pool forks: its processes inherit the finding.
+    isolation.report()
 
 
 @worker_ready.connect

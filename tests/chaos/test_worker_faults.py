@@ -160,3 +160,50 @@ def test_a_run_longer_than_the_visibility_timeout_executes_once(processes, ledge
     assert verdict.duplicates == 0
     scoreboard.record("11 run longer than the visibility timeout (redelivered)", 1, verdict.succeeded,
                       verdict.duplicates)
+
+
+
+# Attempt 1 ticks until it is killed, attempt 2 ten times; so does a process each attempt puts in a
+# session of its own (setsid), out of the reach of a kill of the command's process group.
+TICKING = """n=10; [ "$JOB_ATTEMPT" = 1 ] && n=100000
+setsid sh -c 'i=0; while [ $i -lt $1 ]; do echo "attempt $JOB_ATTEMPT escaped" >> {path}; i=$((i+1)); sleep 0.1; done' \
+    sh $n &
+i=0; while [ $i -lt $n ]; do echo "attempt $JOB_ATTEMPT main" >> {path}; i=$((i+1)); sleep 0.1; done
+wait"""
+
+
+def lines_of(path, attempt=None):
+    rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
+    return [words for words in rows if len(words) == 3 and (attempt is None or words[1] == str(attempt))]
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("victim", ["pool process", "worker"])
+def test_a_command_is_dead_before_its_run_is_run_again(processes, ticks_file, victim):
+    """SIGKILL of the pool process running a command, or of the worker's main process (its pool
+    processes die with it): the command, and what it started in a session of its own, stop at
+    once; the file they append to shows no line of attempt 1 after the first of attempt 2."""
+    job = make_job(f"ticking {victim}", kind="command", target=TICKING.format(path=ticks_file), max_retries=0,
+                   timeout_seconds=60)
+    workers = {name: processes.worker(concurrency=1, name=name) for name in ("wa", "wb")}
+    processes.beat()
+    run = lifecycle.create_run(job)
+    attempt = started_attempt(run)
+    try:
+        wait_for(lambda: {"main", "escaped"} <= {words[2] for words in lines_of(ticks_file, 1)}, timeout=30,
+                 message="attempt 1 and its escaped process to tick")
+        if victim == "pool process":
+            os.kill(attempt.pid, signal.SIGKILL)
+        else:
+            processes.kill(workers[attempt.worker.split("@")[0]], signal.SIGKILL, group=False)
+        wait_for(lambda: run.__class__.objects.filter(pk=run.pk, status=RunStatus.SUCCEEDED).exists(), timeout=60,
+                 message="the run to succeed on its rerun")
+
+        rows = lines_of(ticks_file)
+        first_of_rerun = next(i for i, words in enumerate(rows) if words[1] == "2")
+        late = [" ".join(words) for words in rows[first_of_rerun:] if words[1] == "1"]
+        assert late == [], f"attempt 1 went on beside attempt 2: {late[:4]}"
+        run.refresh_from_db()
+        assert (run.attempt, run.lost_attempts) == (2, 1)
+    finally:  # what the old code let live
+        subprocess.run(["pkill", "-KILL", "-f", str(ticks_file)])

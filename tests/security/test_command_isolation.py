@@ -1,0 +1,124 @@
+"""A run's processes are its own (DESIGN.md, guarantee 5), on a real worker: a command cannot see
+another running command's processes nor read its secret environment through /proc, and what a
+command leaves running (setsid, a double fork, nohup) is dead when its run ends."""
+
+import shutil
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+from django.test import override_settings
+
+from jobs import lifecycle, secrets
+from jobs.definitions import save_job
+from jobs.executors import JobTimedOut, RunContext, command_kind
+from jobs.models import Job, JobRun, RunStatus
+
+from ..conftest import wait_for
+
+CANARY = "vault-token-4b1e9d"
+
+
+@pytest.fixture
+def shared_folder():
+    """A folder every user may write to: commands run as JOBS_COMMAND_USER."""
+    folder = Path(tempfile.mkdtemp(prefix="isolation-"))
+    folder.chmod(0o777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def marker():
+    """A word in the command lines of the processes a test starts; whatever is left of them is
+    killed at the end, so a failing test leaves nothing behind."""
+    word = f"isolation-{uuid.uuid4().hex[:12]}"
+    yield word
+    subprocess.run(["pkill", "-KILL", "-f", word])
+
+
+def processes_named(word):
+    return subprocess.run(["pgrep", "-f", word], capture_output=True, text=True).stdout.split()
+
+
+def finished(run):
+    return JobRun.objects.get(pk=run.pk).is_terminal
+
+
+def test_a_command_cannot_see_another_running_command_nor_read_its_secret(processes, shared_folder, marker):
+    done = shared_folder / "looked"
+    holder = save_job(Job(
+        name="holder", kind="command", timeout_seconds=60,
+        target=f"echo holding > {shared_folder}/holding; while [ ! -e {done} ]; do sleep 0.1; done # {marker}",
+        secret_environment=secrets.seal({"VAULT_TOKEN": CANARY}, {}, "secret_environment")))
+    # Every process it can see, then every environment it can read.
+    looker = save_job(Job(name="looker", kind="command", timeout_seconds=60, target=(
+        f"ps -eo pid,args; for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f 2>/dev/null; done; touch {done}")))
+    processes.worker(concurrency=2)
+
+    held = lifecycle.create_run(holder)
+    wait_for(lambda: (shared_folder / "holding").exists(), timeout=60, message="the holder to run")
+    looked = lifecycle.create_run(looker)
+    wait_for(lambda: finished(looked) and finished(held), timeout=60, message="both commands to end")
+
+    looked.refresh_from_db()
+    assert looked.status == RunStatus.SUCCEEDED, looked.error
+    assert "ps -eo pid,args" in looked.output  # it saw itself
+    assert "JOB_RUN_ID=" in looked.output  # and read its own environment
+    assert marker not in looked.output, looked.output  # but not the holder's processes
+    assert CANARY not in looked.output, looked.output  # nor its secret
+    assert JobRun.objects.get(pk=held.pk).status == RunStatus.SUCCEEDED
+
+
+def test_what_a_command_leaves_running_dies_with_its_run(processes, marker):
+    forever = "while :; do sleep 1; done"
+    job = save_job(Job(name="leaves-things", kind="command", timeout_seconds=60, target=(
+        f"setsid sh -c '{forever} # {marker} setsid' >/dev/null 2>&1 &\n"
+        f"(sh -c '{forever} # {marker} double-fork' >/dev/null 2>&1 &)\n"
+        f"nohup sh -c '{forever} # {marker} nohup' >/dev/null 2>&1 &\n"
+        f"sleep 0.5; echo left {marker}")))
+    processes.worker(concurrency=1)
+
+    run = lifecycle.create_run(job)
+    wait_for(lambda: finished(run), timeout=60, message="the run to end")
+
+    run.refresh_from_db()
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    assert f"left {marker}" in run.output
+    assert processes_named(marker) == []
+
+
+@override_settings(JOBS_KILL_GRACE_SECONDS=1)
+def test_what_a_command_leaves_running_dies_with_it_at_its_timeout(marker):
+    job = Job(name="outlives-its-timeout", kind="command", timeout_seconds=1, target=(
+        f"setsid sh -c 'while :; do sleep 1; done # {marker}' >/dev/null 2>&1 &\n"
+        f"trap '' TERM; sleep 30 # {marker}"))
+
+    with pytest.raises(JobTimedOut):
+        command_kind.execute(RunContext(run_id=1, attempt=1, job=job, timeout_seconds=1))
+
+    assert processes_named(marker) == []
+
+
+@pytest.mark.parametrize("setting", ["auto", "namespace"])
+def test_a_worker_that_cannot_isolate_commands_says_so_at_start(processes, setting):
+    """Without util-linux's unshare and setpriv (none on its PATH) the worker says at start what is
+    lost; with "auto" commands run as before, with "namespace" they fail saying why."""
+    worker = processes.worker(concurrency=1, PATH="/nonexistent", JOBS_COMMAND_ISOLATION=setting)
+    job = save_job(Job(name=f"unisolated-{setting}", kind="command", target="echo ran"))
+
+    run = lifecycle.create_run(job)
+    wait_for(lambda: finished(run), timeout=60, message="the run to end")
+
+    run.refresh_from_db()
+    said = Path(worker.log_path).read_text()
+    assert "COMMAND ISOLATION UNAVAILABLE (setpriv and unshare (util-linux) not installed)" in said
+    if setting == "auto":
+        assert "a command sees every process on the host" in said
+        assert (run.status, run.output.strip()) == (RunStatus.SUCCEEDED, "ran")
+    else:
+        assert run.status == RunStatus.FAILED
+        assert run.error == ("Cannot isolate the command (JOBS_COMMAND_ISOLATION=namespace): setpriv and unshare "
+                             "(util-linux) not installed")
