@@ -13,54 +13,23 @@ from django.utils import timezone
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
 
 from . import schedules
+from .choices import (  # noqa: F401 (the choices are imported from jobs.models too)
+    ACTIVE_STATUSES,
+    ENDED_STATUSES,
+    TERMINAL_STATUSES,
+    TIMED_END_STATUSES,
+    UNSUCCESSFUL_END_STATUSES,
+    AttemptOutcome,
+    CatchupPolicy,
+    JobKind,
+    OverlapPolicy,
+    RunStatus,
+    RunTrigger,
+    ScheduleType,
+)
 from .publishing import DEFAULT_PRIORITY, MAX_PRIORITY, task_id_for
 
-
-class JobKind(models.TextChoices):
-    CALLABLE = "callable", "Registered function"
-    COMMAND = "command", "Shell command"
-    HTTP = "http", "HTTP call"
-
-
-class ScheduleType(models.TextChoices):
-    CRON = "cron", "Cron"
-    INTERVAL = "interval", "Fixed interval"
-    ONCE = "once", "Once"
-    MANUAL = "manual", "Manual only"
-
-
-class CatchupPolicy(models.TextChoices):
-    NONE = "none", "Skip missed slots"
-    LATEST = "latest", "Run the most recent missed slot"
-    ALL = "all", "Run every missed slot (bounded)"
-
-
-class OverlapPolicy(models.TextChoices):
-    ALLOW = "allow", "Run both"
-    SKIP = "skip", "Skip the new slot"
-    QUEUE = "queue", "Start the new slot when the earlier run ends"
-    REPLACE = "replace", "Cancel the earlier run, start the new slot"
-
-
-class RunStatus(models.TextChoices):
-    PENDING = "pending"
-    QUEUED = "queued"
-    RUNNING = "running"
-    RETRYING = "retrying"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    TIMED_OUT = "timed_out"
-    LOST = "lost"
-    SKIPPED = "skipped"
-    CANCELLED = "cancelled"
-
-
-TERMINAL_STATUSES = frozenset(
-    {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST, RunStatus.SKIPPED,
-     RunStatus.CANCELLED}
-)
-ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRYING})
-# The run state machine (README, "Runs and their states"): each status and the statuses a run may
+# The state machine (README, "Runs and their states"): each status and the statuses a run may
 # reach it from. queued -> queued is a publish again; running -> queued a lost attempt run again.
 MOVES = {
     RunStatus.QUEUED: frozenset({RunStatus.PENDING, RunStatus.RETRYING, RunStatus.QUEUED, RunStatus.RUNNING}),
@@ -73,27 +42,6 @@ MOVES = {
     RunStatus.SKIPPED: frozenset({RunStatus.PENDING, RunStatus.QUEUED}),
     RunStatus.CANCELLED: ACTIVE_STATUSES,
 }
-# The ends whose duration the pages chart (a run that was skipped, cancelled or lost has none worth it).
-TIMED_END_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT)
-# Where a run ends when it did not succeed.
-UNSUCCESSFUL_END_STATUSES = [RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST, RunStatus.SKIPPED,
-                             RunStatus.CANCELLED]
-
-
-class RunTrigger(models.TextChoices):
-    SCHEDULE = "schedule"
-    MANUAL = "manual"
-    BACKFILL = "backfill"
-    WORKFLOW = "workflow"  # a step of a workflow run (workflows.progress)
-
-
-class AttemptOutcome(models.TextChoices):
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    TIMED_OUT = "timed_out"
-    LOST = "lost"
-    CANCELLED = "cancelled"
 
 
 class CountField(models.PositiveIntegerField):
