@@ -6,7 +6,7 @@ from datetime import UTC, timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
-from django.db import connection, models, transaction
+from django.db import models
 from django.db.models import Q
 from django.db.models.lookups import In
 from django.utils import timezone
@@ -28,20 +28,6 @@ from .choices import (  # noqa: F401 (the choices are imported from jobs.models 
     ScheduleType,
 )
 from .publishing import DEFAULT_PRIORITY, MAX_PRIORITY, task_id_for
-
-# The state machine (README, "Runs and their states"): each status and the statuses a run may
-# reach it from. queued -> queued is a publish again; running -> queued a lost attempt run again.
-MOVES = {
-    RunStatus.QUEUED: frozenset({RunStatus.PENDING, RunStatus.RETRYING, RunStatus.QUEUED, RunStatus.RUNNING}),
-    RunStatus.RUNNING: frozenset({RunStatus.QUEUED}),
-    RunStatus.RETRYING: frozenset({RunStatus.RUNNING}),
-    RunStatus.SUCCEEDED: frozenset({RunStatus.RUNNING}),
-    RunStatus.FAILED: frozenset({RunStatus.RUNNING, RunStatus.PENDING, RunStatus.QUEUED}),
-    RunStatus.TIMED_OUT: frozenset({RunStatus.RUNNING}),
-    RunStatus.LOST: frozenset({RunStatus.RUNNING}),
-    RunStatus.SKIPPED: frozenset({RunStatus.PENDING, RunStatus.QUEUED}),
-    RunStatus.CANCELLED: ACTIVE_STATUSES,
-}
 
 
 class CountField(models.PositiveIntegerField):
@@ -455,51 +441,6 @@ class JobRun(models.Model):
     def task_id(self):
         return task_id_for(self.pk, self.attempt)
 
-    def transition(self, to, *, frm, **fields):
-        """Move this run to ``to`` if it is still in one of ``frm`` (and at this attempt).
-
-        The conditional UPDATE makes two processes unable to both move the same run; returns
-        whether this one did. Only the moves of the state machine (``MOVES``) are possible.
-        """
-        if not set(frm) <= MOVES[to]:
-            raise ValueError(f"a run cannot go from {', '.join(sorted(set(frm) - MOVES[to]))} to {to}")
-        if to in TERMINAL_STATUSES:
-            # The run ends: its end is recorded for the figures (RunEnd) in the same transaction.
-            with transaction.atomic():
-                updated = self._move(to, frm, fields)
-                if updated:
-                    RunEnd.record(self, to, fields.get("finished_at") or timezone.now())
-        else:
-            updated = self._move(to, frm, fields)
-        if updated:
-            self.status = to
-            for name, value in fields.items():
-                setattr(self, name, value)
-        return bool(updated)
-
-    def _move(self, to, frm, fields):
-        return JobRun.objects.filter(pk=self.pk, status__of=list(frm), attempt=self.attempt).update(
-            status=to, **fields
-        )
-
-    @classmethod
-    def move_locked(cls, runs, to, *, frm, **fields):
-        """``transition`` for runs the caller holds locked (SELECT ... FOR UPDATE) in one of ``frm``:
-        one UPDATE for them all, where a transition each costs an UPDATE a run. A move that does not
-        end a run only. Without row locks (SQLite) each run moves by its own transition. Returns
-        the runs moved."""
-        if to in TERMINAL_STATUSES or not set(frm) <= MOVES[to]:
-            raise ValueError(f"runs cannot be moved together from {', '.join(sorted(frm))} to {to}")
-        if not connection.features.has_select_for_update:
-            return [run for run in runs if run.transition(to, frm=frm, **fields)]
-        assert all(run.status in frm for run in runs)
-        cls.objects.filter(pk__in=[run.pk for run in runs]).update(status=to, **fields)
-        for run in runs:
-            run.status = to
-            for name, value in fields.items():
-                setattr(run, name, value)
-        return runs
-
 
 @JobRun._meta.get_field("status").register_lookup
 class StatusOf(In):
@@ -549,7 +490,7 @@ class JobAttempt(models.Model):
 
 class RunEnd(models.Model):
     """A run that ended and is not counted yet: one row, written in the same transaction as the end
-    (``JobRun.transition``, ``lifecycle.postgres.succeed``, a run born skipped), and folded into the
+    (``lifecycle.moves.transition``, ``lifecycle.postgres.succeed``, a run born skipped), and folded into the
     hourly counts and recent durations below by the scheduler leader (``lifecycle.rollup.fold``).
 
     The cheapest write the worker's success can make: on PostgreSQL the table has no index at all,
@@ -635,15 +576,6 @@ class DeliveryCounter(models.Model):
     @classmethod
     def get(cls, name):
         return cls.objects.filter(name=name).values_list("value", flat=True).first() or 0
-
-
-def backoff_delay(job, attempt, rand):
-    """Delay before the attempt after ``attempt``: exponential, capped, with full jitter."""
-    delay = min(job.retry_backoff_max_seconds, job.retry_backoff_seconds * (2 ** (attempt - 1)))
-    if job.retry_jitter:
-        # "Equal jitter": half fixed, half random, so gaps still grow with each attempt.
-        delay = delay / 2 + rand() * delay / 2
-    return timedelta(seconds=delay)
 
 
 class Lease(models.Model):

@@ -2,7 +2,7 @@
 how many runs ended in each hour and how (per job, and for every job), and each job's recent
 durations.
 
-Every end writes one ``RunEnd`` row in the transaction that ends the run (``JobRun.transition``,
+Every end writes one ``RunEnd`` row in the transaction that ends the run (``moves.transition``,
 the PostgreSQL success statement, a run born skipped). The scheduler leader folds them here, a
 bounded number per tick, into ``JobHourCounts``, ``HourCounts`` and ``RecentRuns``. A batch is taken
 out of ``RunEnd`` and added to the figures in one transaction, so each end is counted once, and
