@@ -8,7 +8,7 @@ from django.db.models import Q
 class Lease(models.Model):
     """A named lease that one process holds at a time: the scheduler's leadership, the retention pass.
 
-    Taken, renewed and released with conditional updates timed by the database clock (jobs/leases.py).
+    Taken, renewed and released with conditional updates timed by the database clock (jobs/coordination/leases.py).
     Every taking raises ``epoch``, and work done under the lease checks its epoch in its own
     transaction, so a holder that another process replaced can never commit.
     """
