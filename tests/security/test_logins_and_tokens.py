@@ -18,7 +18,7 @@ from django.utils import timezone
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
-from jobs import tokens
+from jobs.access import tokens
 
 PASSWORD = "a-long-password-of-owners"
 ATTACKER, NEIGHBOUR = "198.51.100.66", "198.51.100.77"
