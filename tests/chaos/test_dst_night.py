@@ -20,8 +20,8 @@ from jobs import clock
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun, RunStatus
 
-from . import dst_oracle
-from .conftest import require, wait_for
+from .. import dst_oracle
+from ..conftest import require, wait_for
 
 ZONE = "DstTest/Night"
 STANDARD = timedelta(hours=1)
@@ -43,7 +43,8 @@ def zic_source(jump):
 @pytest.fixture
 def night_zone(tmp_path):
     """The zone, compiled into a directory of its own that this process and the started ones read
-    first (PYTHONTZPATH), and the moment it jumps: the first whole minute at least 40 s away."""
+    first (PYTHONTZPATH), and the moment it jumps: the first whole minute at least 30 s away (the
+    worker and beat start in that time)."""
     require(shutil.which("zic") is not None, "zic is not installed (Debian's libc-bin has it)")
     now = timezone.now()
     jump = (now + timedelta(seconds=30 + 59)).replace(second=0, microsecond=0)
