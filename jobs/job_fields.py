@@ -1,6 +1,7 @@
 """A job's editable fields, declared once with their groups: the API's serializer, the pages' job
 form, the admin's fieldsets, the audit trail's snapshot and jobs-as-code are all built from
-``GROUPS``. A new setting of a job is its model field (and migration) and its line here.
+``FIELDS`` (each field with its group; ``GROUPS`` gathers them). A new setting of a job is its model
+field (and migration) and its line here.
 
 ``schedule`` stands for the schedule object (the API's), which the forms edit as several fields.
 The fields that belong to some kinds only (``KIND_FIELDS``) are in the "What" group; each kind
@@ -23,18 +24,29 @@ KIND_FIELDS = (
     "http_method", "http_headers", "secret_http_headers", "http_body", "http_ok_statuses",
 )
 
-GROUPS = (
-    FieldGroup("What", ("name", "description", "kind", "target", *KIND_FIELDS)),
-    FieldGroup("When", ("schedule", "enabled", "catchup_policy", "catchup_max", "overlap_policy",
-                        "start_deadline_seconds", "jitter_seconds")),
-    FieldGroup("Retries and limits", ("timeout_seconds", "max_retries", "retry_backoff_seconds",
-                                      "retry_backoff_max_seconds", "retry_jitter")),
-    FieldGroup("Alerts", ("sla_seconds",)),
-    FieldGroup("Access", ("owner", "group", "tags", "queue", "priority")),
-    FieldGroup("History", ("retention_days", "retention_min_runs")),
+WHAT, WHEN, RETRIES, ALERTS, ACCESS, HISTORY = "What", "When", "Retries and limits", "Alerts", "Access", "History"
+
+# Each field with its group, in the order the API and jobs files give them.
+FIELDS = (
+    ("name", WHAT), ("description", WHAT), ("tags", ACCESS), ("kind", WHAT), ("target", WHAT),
+    ("args", WHAT), ("kwargs", WHAT), ("environment", WHAT), ("secret_environment", WHAT),
+    ("http_method", WHAT), ("http_headers", WHAT), ("secret_http_headers", WHAT), ("http_body", WHAT),
+    ("http_ok_statuses", WHAT),
+    ("schedule", WHEN), ("catchup_policy", WHEN), ("catchup_max", WHEN), ("overlap_policy", WHEN),
+    ("start_deadline_seconds", WHEN), ("jitter_seconds", WHEN),
+    ("memory_limit_mb", WHAT), ("cpu_limit_seconds", WHAT), ("max_open_files", WHAT), ("max_processes", WHAT),
+    ("working_directory", WHAT),
+    ("enabled", WHEN), ("queue", ACCESS), ("priority", ACCESS),
+    ("max_retries", RETRIES), ("retry_backoff_seconds", RETRIES), ("retry_backoff_max_seconds", RETRIES),
+    ("retry_jitter", RETRIES), ("timeout_seconds", RETRIES),
+    ("sla_seconds", ALERTS),
+    ("retention_days", HISTORY), ("retention_min_runs", HISTORY),
+    ("owner", ACCESS), ("group", ACCESS),
 )
 
-EDITABLE = tuple(name for group in GROUPS for name in group.fields)
+EDITABLE = tuple(name for name, _ in FIELDS)
+GROUPS = tuple(FieldGroup(title, tuple(name for name, group in FIELDS if group == title))
+               for title in (WHAT, WHEN, RETRIES, ALERTS, ACCESS, HISTORY))
 
 
 def common(group):
