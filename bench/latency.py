@@ -38,7 +38,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from jobs import tokens  # noqa: E402
+from jobs.access import tokens  # noqa: E402
 from jobs.definitions import save_job  # noqa: E402
 from jobs.models import Job, JobRun, RunStatus  # noqa: E402
 from jobs.permissions import COMMAND_RUNNERS_GROUP  # noqa: E402

@@ -55,7 +55,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django_celery_beat.models import CrontabSchedule  # noqa: E402
 
-from jobs import metrics  # noqa: E402
+from jobs.metrics import collector as metrics  # noqa: E402
 from jobs.models import Job, JobRun  # noqa: E402
 from jobs.operations import retention, slot_report  # noqa: E402
 from jobs.scheduling import monitor  # noqa: E402

@@ -6,8 +6,9 @@ class NotificationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from jobs import metrics, secrets
+        from jobs import secrets
         from jobs.lifecycle import events
+        from jobs.metrics import collector as metrics
         from jobs.scheduling import duties
         from jobs.worker import watchdog
 

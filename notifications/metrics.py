@@ -1,4 +1,4 @@
-"""The notifications' part of /metrics (registered with jobs.metrics when Django starts)."""
+"""The notifications' part of /metrics (registered with jobs.metrics.collector when Django starts)."""
 
 from prometheus_client.core import GaugeMetricFamily
 

@@ -158,7 +158,7 @@ AXES_CLIENT_IP_CALLABLE = "audit.trail.client_address"  # the client behind TRUS
 AXES_ENABLE_ADMIN = False
 AXES_LOCKOUT_TEMPLATE = "pages/locked_out.html"
 # API tokens (Authorization: Token <key>) are kept as SHA-512 hashes (django-rest-knox) and expire
-# after API_TOKEN_TTL_DAYS (0: never); jobs.tokens.
+# after API_TOKEN_TTL_DAYS (0: never); jobs.access.tokens.
 API_TOKEN_TTL_DAYS = env_int("API_TOKEN_TTL_DAYS", 90, 0)
 API_TOKENS_PER_USER = env_int("API_TOKENS_PER_USER", 20, 1)
 REST_KNOX = {
@@ -195,7 +195,7 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "scheduler@localhost")
 # --- REST API
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "jobs.tokens.TokenAuthentication",
+        "jobs.access.tokens.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

@@ -6,7 +6,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import IsAuthenticated
 
-from jobs.views_metrics import metrics_view
+from jobs.metrics.views import metrics_view
 
 from .api_root import ApiRoot
 

@@ -7,7 +7,7 @@ from django.contrib.auth.models import Permission, User
 from django_celery_beat.models import CrontabSchedule
 from rest_framework.test import APIClient
 
-from jobs import tokens as api_tokens
+from jobs.access import tokens as api_tokens
 from jobs.models import Job, JobRun, RunStatus, RunTrigger
 
 from .api_personas import make_personas

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
-from jobs import tokens as api_tokens
+from jobs.access import tokens as api_tokens
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun
 from notifications.models import Channel, Rule

@@ -10,7 +10,7 @@ import yaml
 from django.contrib.auth.models import Group, Permission, User
 from django.utils import timezone
 
-from jobs import tokens as api_tokens
+from jobs.access import tokens as api_tokens
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun, RunStatus
 from jobs.permissions import COMMAND_RUNNERS_GROUP

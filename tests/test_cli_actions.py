@@ -9,7 +9,8 @@ import pytest
 from django.contrib.auth.models import User
 
 from audit.models import AuditEntry
-from jobs import lifecycle, tokens
+from jobs import lifecycle
+from jobs.access import tokens
 from jobs.models import JobRun, RunStatus
 from workflows.definitions import parse_graph, save_workflow
 from workflows.models import Workflow, WorkflowRun

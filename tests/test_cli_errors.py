@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.contrib.auth.models import User
 
-from jobs import tokens as api_tokens
+from jobs.access import tokens as api_tokens
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun, RunStatus
 

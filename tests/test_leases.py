@@ -1,4 +1,4 @@
-"""Leases in PostgreSQL (jobs/leases.py): one holder at a time on the database clock, and a leader
+"""Leases in PostgreSQL (jobs/coordination/leases.py): one holder at a time on the database clock, and a leader
 paused past its lease can never commit a tick."""
 
 import threading
@@ -10,7 +10,8 @@ import time_machine
 from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from jobs import leases, lifecycle
+from jobs import lifecycle
+from jobs.coordination import leases
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun, Lease, RunStatus
 from jobs.operations import tasks as operations_tasks

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from jobs import publishing
-from jobs.lifecycle import attempts, postgres, runs
+from jobs.lifecycle import attempts, moves, postgres, runs
 from jobs.models import AttemptOutcome, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
 
 from .test_notifications_support import make_job
@@ -155,5 +155,5 @@ def test_the_release_statement_makes_the_orm_releases_change(monkeypatch, django
 def test_no_move_leaves_the_state_machine(to, frm):
     run, _ = twin_runs(make_job(), status=frm)
     with pytest.raises(ValueError, match="cannot go from"):
-        run.transition(to, frm=[frm])
+        moves.transition(run, to, frm=[frm])
     assert JobRun.objects.get(pk=run.pk).status == frm

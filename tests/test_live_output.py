@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from jobs import lifecycle
-from jobs import tokens as api_tokens
+from jobs.access import tokens as api_tokens
 from jobs.definitions import save_job
 from jobs.management.commands.runs import Follower
 from jobs.models import Job, RunStatus

@@ -9,7 +9,8 @@ from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 
-from jobs import leases, lifecycle
+from jobs import lifecycle
+from jobs.coordination import leases
 from jobs.definitions import save_job
 from jobs.lifecycle import DUPLICATES_DROPPED
 from jobs.models import DeliveryCounter, Job, JobAttempt, JobRun, RunStatus

@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from jobs import leases
+from jobs.coordination import leases
 from jobs.definitions import save_job
 from jobs.models import Job, RunStatus
 

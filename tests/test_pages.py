@@ -12,7 +12,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from jobs import leases, lifecycle
+from jobs import lifecycle
+from jobs.coordination import leases
 from jobs.definitions import save_job
 from jobs.models import TERMINAL_STATUSES, AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus
 from jobs.pages import figures

@@ -1,6 +1,6 @@
 """``GET /api/tokens/``: the caller's API tokens (prefix, made, expires, whether it is the one in use);
 ``DELETE /api/tokens/<prefix>/``: revoke one of them (jobsctl's ``token revoke``). Tokens are made on
-the pages or with ``manage.py tokens create`` (jobs.tokens), where the key can be shown once."""
+the pages or with ``manage.py tokens create`` (jobs.access.tokens), where the key can be shown once."""
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.plumbing import build_bearer_security_scheme_object
@@ -11,13 +11,13 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import tokens
+from ..access import tokens
 
 
 class TokenScheme(OpenApiAuthenticationExtension):
     """``Authorization: Token <key>`` in the schema, named as before the tokens were hashed."""
 
-    target_class = "jobs.tokens.TokenAuthentication"
+    target_class = "jobs.access.tokens.TokenAuthentication"
     name = "tokenAuth"
 
     def get_security_definition(self, auto_schema):

@@ -15,10 +15,12 @@ pending ─► queued ─► running ─► succeeded
 - ``postgres``: the claim and the success as single statements, the same moves as ``attempts``;
 - ``rollup``: the ends of runs folded into the figures the pages show (counts by hour, recent
   durations);
+- ``moves``: the state machine (``MOVES``) and the conditional transition every move goes through;
+- ``backoff``: how long a failed run waits before its next attempt;
 - ``events``: who hears that a run moved (notifications, workflows subscribe; the lifecycle
   imports neither).
 
-Each move is one conditional transition (``JobRun.transition`` along ``jobs.models.MOVES``), so two
+Each move is one conditional transition (``moves.transition`` along ``moves.MOVES``), so two
 processes can never both move a run; times come from the database's clock (``jobs.clock``).
 """
 

@@ -15,9 +15,11 @@ from django.db import connection, transaction
 from django.db.models.functions import Now
 
 from .. import clock
-from ..models import AttemptOutcome, DeliveryCounter, Job, JobAttempt, JobRun, RunStatus, RunTrigger, backoff_delay
+from ..models import AttemptOutcome, DeliveryCounter, Job, JobAttempt, JobRun, RunStatus, RunTrigger
 from ..publishing import task_id_for
 from . import events, postgres, stored
+from .backoff import backoff_delay
+from .moves import transition
 from .runs import miss_if_past_deadline, publish_on_commit
 
 logger = logging.getLogger(__name__)
@@ -49,7 +51,7 @@ def claim_by_orm(run_id, attempt, worker, pid):
 
 def _take(run, attempt, worker, pid, now):
     with transaction.atomic():
-        if not run.transition(RunStatus.RUNNING, frm=[RunStatus.QUEUED], worker=worker, heartbeat_at=now,
+        if not transition(run, RunStatus.RUNNING, frm=[RunStatus.QUEUED], worker=worker, heartbeat_at=now,
                               started_at=now, finished_at=None):
             return False
         JobAttempt.objects.create(run_id=run.pk, number=attempt, task_id=task_id_for(run.pk, attempt),
@@ -157,7 +159,7 @@ def succeed_by_orm(run_id, attempt, output="", output_bytes=0, result=None):
     now = clock.now()
     with transaction.atomic():
         run = _running(run_id, attempt)
-        if run is None or not run.transition(RunStatus.SUCCEEDED, frm=[RunStatus.RUNNING], finished_at=now,
+        if run is None or not transition(run, RunStatus.SUCCEEDED, frm=[RunStatus.RUNNING], finished_at=now,
                                              output=output, output_bytes=output_bytes, result=result, error=""):
             return False
         _finish_attempt(run_id, attempt, AttemptOutcome.SUCCEEDED, now)
@@ -187,11 +189,11 @@ def record_failure(run_id, attempt, error, traceback="", output="", output_bytes
             _lose(run, attempt, now, fields)
         elif attempt - run.lost_attempts < run.max_attempts:
             delay = backoff_delay(run.job, attempt - run.lost_attempts, random.random)
-            run.transition(RunStatus.RETRYING, frm=[RunStatus.RUNNING], next_attempt_at=now + delay, **fields)
+            transition(run, RunStatus.RETRYING, frm=[RunStatus.RUNNING], next_attempt_at=now + delay, **fields)
             events.emit("attempt_failed", run=run)
         else:
             final = RunStatus.TIMED_OUT if timed_out else RunStatus.FAILED
-            run.transition(final, frm=[RunStatus.RUNNING], finished_at=now, **fields)
+            transition(run, final, frm=[RunStatus.RUNNING], finished_at=now, **fields)
             events.emit(final.value, run=run)
         _finish_attempt(run_id, attempt, outcome, now, error=error, traceback=traceback)
     return run.status
@@ -200,13 +202,13 @@ def record_failure(run_id, attempt, error, traceback="", output="", output_bytes
 def _lose(run, attempt, now, fields):
     lost, allowed = run.lost_attempts + 1, run.job.lost_attempts_allowed
     if lost <= allowed:
-        run.transition(RunStatus.QUEUED, frm=[RunStatus.RUNNING], attempt=attempt + 1, lost_attempts=lost,
+        transition(run, RunStatus.QUEUED, frm=[RunStatus.RUNNING], attempt=attempt + 1, lost_attempts=lost,
                        queued_at=now, next_attempt_at=None, **fields)
         publish_on_commit([(run.pk, attempt + 1, run.job)])
         return
     fields["error"] = stored.error(fields["error"], then=f"; lost {lost} times, more than the {allowed} allowed "
                                                         "(max_lost_attempts, JOBS_MAX_LOST_ATTEMPTS)")
-    run.transition(RunStatus.LOST, frm=[RunStatus.RUNNING], lost_attempts=lost, finished_at=now, **fields)
+    transition(run, RunStatus.LOST, frm=[RunStatus.RUNNING], lost_attempts=lost, finished_at=now, **fields)
     events.emit("lost", run=run)
 
 

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from ..choices import ENDED_STATUSES
+
 logger = logging.getLogger(__name__)
 
-ENDED = frozenset({"succeeded", "failed", "timed_out", "lost", "skipped", "cancelled"})
+ENDED = frozenset(ENDED_STATUSES)  # a run's end is the event of the status it ends in
 RUN_EVENTS = ENDED | {"attempt_failed"}
 SLOT_MISSED = "slot_missed"
 SCHEDULER_DOWN, SCHEDULER_RECOVERED = "scheduler_down", "scheduler_recovered"

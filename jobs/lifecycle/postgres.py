@@ -102,7 +102,7 @@ SELECT (SELECT count(*) FROM moved), (SELECT bool_or(wanted) FROM target)
 """
 
 
-# JobRun.move_locked from pending to queued of runs (their jobs enabled) whose start time has come,
+# moves.move_locked from pending to queued of runs (their jobs enabled) whose start time has come,
 # oldest first, locked and skipped if another releaser holds them; what their messages need.
 RELEASE_SQL = f"""
 WITH due AS (

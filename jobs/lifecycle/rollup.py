@@ -2,7 +2,7 @@
 how many runs ended in each hour and how (per job, and for every job), and each job's recent
 durations.
 
-Every end writes one ``RunEnd`` row in the transaction that ends the run (``JobRun.transition``,
+Every end writes one ``RunEnd`` row in the transaction that ends the run (``moves.transition``,
 the PostgreSQL success statement, a run born skipped). The scheduler leader folds them here, a
 bounded number per tick, into ``JobHourCounts``, ``HourCounts`` and ``RecentRuns``. A batch is taken
 out of ``RunEnd`` and added to the figures in one transaction, so each end is counted once, and
@@ -19,9 +19,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from ..choices import ENDED_STATUSES, TIMED_END_STATUSES
 from ..models import (
-    TERMINAL_STATUSES,
-    TIMED_END_STATUSES,
     EndCounts,
     HourCounts,
     Job,
@@ -33,9 +32,8 @@ from ..models import (
 
 FOLD_LOCK = 0x6A6F6273  # pg_advisory_xact_lock key of the fold ("jobs")
 PASS_SECONDS = 0.25
-ENDED = [str(s) for s in sorted(TERMINAL_STATUSES)]
 TIMED = [str(s) for s in TIMED_END_STATUSES]
-ENDED_COUNTERS = [c for c in EndCounts.COUNTERS if c in ENDED]
+ENDED_COUNTERS = [c for c in EndCounts.COUNTERS if c in ENDED_STATUSES]
 
 
 def hour_of(moment):
@@ -166,8 +164,8 @@ def recount():
             f"INSERT INTO {RunEnd._meta.db_table} (run_id, job_id, status, ended_at, seconds) "
             f"SELECT id, job_id, status, finished_at, CASE WHEN status IN ({_marks(TIMED)}) "
             "THEN (julianday(finished_at) - julianday(started_at)) * 86400.0 END "
-            f"FROM {JobRun._meta.db_table} WHERE status IN ({_marks(ENDED)}) AND finished_at IS NOT NULL "
-            "ORDER BY finished_at", TIMED + ENDED)
+            f"FROM {JobRun._meta.db_table} WHERE status IN ({_marks(ENDED_STATUSES)}) AND finished_at IS NOT NULL "
+            "ORDER BY finished_at", TIMED + [*ENDED_STATUSES])
     folded = 0
     while taken := fold():
         folded += taken
@@ -177,7 +175,7 @@ def recount():
 def _recount_in_sql(cursor):
     """What folding every end would make (tests/test_rollup.py holds the two to it), in three
     statements: 10,000,000 runs through the fold would take the benchmark an hour."""
-    ended = f"status IN ({_marks(ENDED)}) AND finished_at IS NOT NULL"
+    ended = f"status IN ({_marks(ENDED_STATUSES)}) AND finished_at IS NOT NULL"
     timed = f"status IN ({_marks(TIMED)}) AND started_at IS NOT NULL"
     counters = ", ".join([f"count(*) FILTER (WHERE status = '{status}')" for status in ENDED_COUNTERS]
                          + [f"count(*) FILTER (WHERE {timed})",
@@ -187,10 +185,10 @@ def _recount_in_sql(cursor):
     runs = JobRun._meta.db_table
     cursor.execute(f"INSERT INTO {JobHourCounts._meta.db_table} (job_id, hour, {columns}) "
                    f"SELECT job_id, {hour}, {counters} FROM {runs} WHERE {ended} GROUP BY 1, 2",
-                   (TIMED + TIMED) + ENDED)
+                   TIMED + TIMED + [*ENDED_STATUSES])
     cursor.execute(f"INSERT INTO {HourCounts._meta.db_table} (hour, {columns}) "
                    f"SELECT {hour}, {counters} FROM {runs} WHERE {ended} GROUP BY 1",
-                   (TIMED + TIMED) + ENDED)
+                   TIMED + TIMED + [*ENDED_STATUSES])
     cursor.execute(
         f"INSERT INTO {RecentRuns._meta.db_table} (job_id, points) "
         "SELECT job_id, jsonb_agg(jsonb_build_array(id, EXTRACT(EPOCH FROM finished_at)::float8, "

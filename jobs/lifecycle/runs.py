@@ -2,8 +2,8 @@
 queued (a jittered or held run whose time came, a retry whose backoff passed, a publish again),
 skipped, cancelled, or given up on when they never started.
 
-Every move goes through ``JobRun.transition``: a conditional UPDATE on (run, status, attempt)
-along the state machine of ``jobs.models.MOVES``. A run that ends tells ``events`` in the same
+Every move goes through ``moves.transition``: a conditional UPDATE on (run, status, attempt)
+along the state machine of ``moves.MOVES``. A run that ends tells ``events`` in the same
 transaction. Times come from the database's clock (jobs.clock).
 """
 
@@ -20,6 +20,7 @@ from .. import clock, publishing
 from ..definitions import stopped_by_soft_time_limit
 from ..models import ACTIVE_STATUSES, AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
 from . import events, postgres
+from .moves import move_locked, transition
 
 logger = logging.getLogger(__name__)
 
@@ -174,7 +175,7 @@ def queue_due_retries(now=None, limit=1000):
     queued = []
     with transaction.atomic():
         for run in due:
-            if run.transition(RunStatus.QUEUED, frm=[RunStatus.RETRYING], attempt=run.attempt + 1, queued_at=now,
+            if transition(run, RunStatus.QUEUED, frm=[RunStatus.RETRYING], attempt=run.attempt + 1, queued_at=now,
                               next_attempt_at=None):
                 queued.append((run.pk, run.attempt, run.job))
         publish_on_commit(queued)
@@ -200,7 +201,7 @@ def release_timed(now=None, batch=2000, limit=100_000):
     runs are skipped first. Returns how many runs were queued.
 
     On PostgreSQL a batch is one statement (jobs.lifecycle.postgres.release: the move of
-    ``JobRun.move_locked``, returning what the messages need): building a run and its job as
+    ``moves.move_locked``, returning what the messages need): building a run and its job as
     models took half of a burst's release."""
     now = now or clock.now()
     return _release_timed(now, batch, limit, postgres.release if connection.vendor == "postgresql" else _release_by_orm)
@@ -240,7 +241,7 @@ def _skip_paused_waiting(now, limit):
         paused = (JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__lte=now, job__enabled=False)
                   .select_related("job").select_for_update(skip_locked=True, of=("self",))[:limit])
         for run in paused:
-            if run.transition(RunStatus.SKIPPED, frm=[RunStatus.PENDING], finished_at=now, reason=PAUSED_BEFORE_START):
+            if transition(run, RunStatus.SKIPPED, frm=[RunStatus.PENDING], finished_at=now, reason=PAUSED_BEFORE_START):
                 events.emit("skipped", run=run)
 
 
@@ -250,7 +251,7 @@ def _release_by_orm(now, batch):
         runs = list(JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__lte=now, job__enabled=True)
                     .order_by("next_attempt_at").select_related("job").only(*RELEASE_FIELDS)
                     .select_for_update(skip_locked=True, of=("self",))[:batch])
-        going = JobRun.move_locked(runs, RunStatus.QUEUED, frm=[RunStatus.PENDING], queued_at=now,
+        going = move_locked(runs, RunStatus.QUEUED, frm=[RunStatus.PENDING], queued_at=now,
                                    next_attempt_at=None, reason="")
     return [(run.pk, run.attempt, run.job.queue, run.job.kind, run.job.timeout_seconds, run.job.priority)
             for run in going]
@@ -268,7 +269,7 @@ def release_held(now=None, limit=1000):
             if run.job_id in seen_jobs:
                 continue  # one held run per job at a time: the next waits for this one
             seen_jobs.add(run.job_id)
-            if run.transition(RunStatus.QUEUED, frm=[RunStatus.PENDING], queued_at=now, reason=""):
+            if transition(run, RunStatus.QUEUED, frm=[RunStatus.PENDING], queued_at=now, reason=""):
                 queued.append((run.pk, run.attempt, run.job))
         publish_on_commit(queued)
     return len(queued)
@@ -281,7 +282,7 @@ def publish_again(found):
     again = []
     with transaction.atomic():
         for run in found:
-            if run.transition(RunStatus.QUEUED, frm=[RunStatus.QUEUED], queued_at=now,
+            if transition(run, RunStatus.QUEUED, frm=[RunStatus.QUEUED], queued_at=now,
                               publish_count=run.publish_count + 1):
                 again.append((run.pk, run.attempt, run.job))
         publish_on_commit(again)
@@ -310,7 +311,7 @@ def miss_if_past_deadline(run, now):
     if late <= deadline:
         return False
     with transaction.atomic():
-        moved = run.transition(RunStatus.SKIPPED, frm=[RunStatus.PENDING, RunStatus.QUEUED], finished_at=now,
+        moved = transition(run, RunStatus.SKIPPED, frm=[RunStatus.PENDING, RunStatus.QUEUED], finished_at=now,
                                reason=f"missed: not started within {deadline} s of its slot ({late:.0f} s late)")
         if moved:
             events.emit("skipped", run=run)
@@ -320,7 +321,7 @@ def miss_if_past_deadline(run, now):
 def give_up_waiting(run, now, error):
     """Fail a run that never started (no worker consumes its queue)."""
     with transaction.atomic():
-        moved = run.transition(RunStatus.FAILED, frm=[RunStatus.PENDING, RunStatus.QUEUED], finished_at=now,
+        moved = transition(run, RunStatus.FAILED, frm=[RunStatus.PENDING, RunStatus.QUEUED], finished_at=now,
                                error=error)
         if moved:
             events.emit("failed", run=run)
@@ -338,7 +339,7 @@ def cancel(run, reason="cancelled"):
         run.status, run.attempt = current
         now = clock.now()
         with transaction.atomic():
-            if run.transition(RunStatus.CANCELLED, frm=ACTIVE_STATUSES, finished_at=now, reason=reason[:255]):
+            if transition(run, RunStatus.CANCELLED, frm=ACTIVE_STATUSES, finished_at=now, reason=reason[:255]):
                 JobAttempt.objects.filter(run_id=run.pk, number=run.attempt, outcome=AttemptOutcome.RUNNING).update(
                     outcome=AttemptOutcome.CANCELLED, finished_at=now)
                 events.emit("cancelled", run=run)

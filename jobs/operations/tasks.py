@@ -7,12 +7,12 @@ import socket
 from celery import shared_task
 from django.conf import settings
 
-from .. import leases
+from ..coordination import leases
 from . import retention, slot_report
 
 logger = logging.getLogger(__name__)
 
-RETENTION_LEASE = "jobs:retention"  # one pass at a time across all workers (a lease, jobs/leases.py)
+RETENTION_LEASE = "jobs:retention"  # one pass at a time across all workers (a lease, jobs/coordination/leases.py)
 
 
 @shared_task(name="jobs.check_slots", ignore_result=True)

@@ -6,20 +6,20 @@ from datetime import UTC, datetime, timedelta
 
 from django.db.models import Sum
 
+from ..choices import ACTIVE_STATUSES, ENDED_STATUSES, RunStatus
 from ..lifecycle.rollup import hour_of
-from ..models import ACTIVE_STATUSES, HourCounts, JobHourCounts, RecentRuns, RunStatus
+from ..models import HourCounts, JobHourCounts, RecentRuns
 
 SUCCESS_WINDOW = timedelta(days=7)
 ACTIVE_CAP = 10_000  # the overview counts at most this many active runs, then says "10,000+"
-ENDED = [s for s in RunStatus.values if s not in ACTIVE_STATUSES]
 
 
 def ended_counts(since, job_ids=None):
     """{status: runs that ended from the hour of ``since`` on}, of the jobs of ``job_ids`` (a list
     or a queryset of ids), or of every job when it is None."""
     hours = HourCounts.objects.all() if job_ids is None else JobHourCounts.objects.filter(job_id__in=job_ids)
-    totals = hours.filter(hour__gte=hour_of(since)).aggregate(**{status: Sum(status) for status in ENDED})
-    return {status: totals[status] or 0 for status in ENDED}
+    totals = hours.filter(hour__gte=hour_of(since)).aggregate(**{status: Sum(status) for status in ENDED_STATUSES})
+    return {status: totals[status] or 0 for status in ENDED_STATUSES}
 
 
 def active_counts(user_runs, cap=None):

@@ -1,12 +1,12 @@
 """The signed-in user's API tokens: listed (prefix, made, expires), made (the key shown once) and
-revoked (jobs.tokens)."""
+revoked (jobs.access.tokens)."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from .. import tokens
+from ..access import tokens
 from .common import page
 
 

@@ -16,7 +16,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Q
 
-from .. import clock, leases, lifecycle
+from .. import clock, lifecycle
+from ..coordination import leases
 from ..models import ACTIVE_STATUSES, CatchupPolicy, Job, JobRun, OverlapPolicy, RunStatus
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Leadership among scheduler nodes: a lease in the database (jobs/leases.py), renewed by its holder.
+"""Leadership among scheduler nodes: a lease in the database (jobs/coordination/leases.py), renewed by its holder.
 
 The lease lives in PostgreSQL, the system of record, not in the broker: the scheduler keeps its
 leader while the broker fails over or restarts. Its times are the database's. A node that was
@@ -15,7 +15,7 @@ import socket
 from django.conf import settings
 from django.db import Error as DatabaseError  # any of them: a broken connection raises InterfaceError
 
-from .. import leases
+from ..coordination import leases
 
 logger = logging.getLogger(__name__)
 

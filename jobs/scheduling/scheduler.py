@@ -18,7 +18,8 @@ from django.db import DatabaseError, close_old_connections
 from django_celery_beat.models import CrontabSchedule
 from django_celery_beat.schedulers import DatabaseScheduler
 
-from .. import leases, lifecycle
+from .. import lifecycle
+from ..coordination import leases
 from . import dispatch, duties, leader, monitor
 
 logger = logging.getLogger(__name__)

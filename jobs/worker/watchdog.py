@@ -2,7 +2,7 @@
 does not go unnoticed (the monitor and the slot checks run on the leader, which is what is down).
 
 Each worker runs a thread (started when the worker is ready, ``start``) that, every
-``interval()``, takes or renews the lease ``scheduler-watchdog`` (jobs/leases.py): one worker at a
+``interval()``, takes or renews the lease ``scheduler-watchdog`` (jobs/coordination/leases.py): one worker at a
 time judges, the others stand by and take over when its lease expires. The holder reads the
 leader lease's ``last_tick_at`` against the database's clock:
 
@@ -26,7 +26,8 @@ from django.conf import settings
 from django.db import Error as DatabaseError
 from django.db import close_old_connections, transaction
 
-from .. import clock, leases
+from .. import clock
+from ..coordination import leases
 from ..lifecycle import events
 from ..models import SchedulerOutage
 

@@ -16,7 +16,8 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from jobs import leases, lifecycle
+from jobs import lifecycle
+from jobs.coordination import leases
 from jobs.definitions import pause
 from jobs.models import AttemptOutcome, JobAttempt, RunStatus
 

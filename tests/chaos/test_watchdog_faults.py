@@ -7,7 +7,7 @@ import time
 import pytest
 from django.conf import settings
 
-from jobs import leases
+from jobs.coordination import leases
 from notifications.models import Channel, Rule
 
 from ..conftest import wait_for

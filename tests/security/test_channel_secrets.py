@@ -220,6 +220,7 @@ def test_secrets_rotate_encrypts_channel_secrets_again_and_sending_still_works(p
     assert "1 channels" in entry.detail and "0 jobs" in entry.detail
 
 
+@pytest.mark.postgres("migrating back and forth inside the test's transaction: SQLite's schema editor refuses it")
 def test_the_migration_encrypts_secrets_stored_in_clear_and_redacts_the_errors_that_quote_them(db, settings):
     before, after = [("notifications", "0004_as_code")], [("notifications", "0005_encrypt_channel_secrets")]
     executor = MigrationExecutor(connection)

@@ -18,7 +18,7 @@ from django.utils import timezone
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
-from jobs import tokens
+from jobs.access import tokens
 
 PASSWORD = "a-long-password-of-owners"
 ATTACKER, NEIGHBOUR = "198.51.100.66", "198.51.100.77"
@@ -121,6 +121,7 @@ def test_the_command_line_lists_and_revokes_tokens(owner):
     assert api_status(key) == 401
 
 
+@pytest.mark.postgres("the old authtoken table is made with PostgreSQL's SQL")
 def test_the_clear_keys_of_the_old_tokens_keep_working_once_hashed(owner):
     key = "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b"  # rest_framework.authtoken's 40 hex characters
     with connection.cursor() as cursor:

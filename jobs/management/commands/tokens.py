@@ -1,12 +1,12 @@
 """manage.py tokens list [USER] | create USER [--days N] | revoke PREFIX [--user USER]
 
 API tokens (``Authorization: Token <key>``, for the API and jobsctl): a key is printed once, when it
-is made; only its hash is kept (jobs.tokens)."""
+is made; only its hash is kept (jobs.access.tokens)."""
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs import tokens
+from jobs.access import tokens
 
 from .jobs import table
 

@@ -18,7 +18,7 @@ from django.db.backends.signals import connection_created
 from django.db.models import BooleanField, DateTimeField, ExpressionWrapper, Q
 from django.db.models.functions import Now
 
-from .models import Lease
+from ..models import Lease
 
 NEVER = datetime(1970, 1, 1, tzinfo=UTC)
 # A process waits at most this long for a lease row locked by a holder's commit in progress.

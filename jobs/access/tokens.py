@@ -25,7 +25,7 @@ from knox.settings import CONSTANTS
 from rest_framework import exceptions
 from rest_framework.authentication import get_authorization_header
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("jobs.tokens")  # the name operators filter on, from before the module moved
 TOKEN_CREDENTIALS = {"username": "(API token)"}  # the name axes counts refused tokens under
 
 

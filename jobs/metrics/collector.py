@@ -26,11 +26,12 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
-from . import leases, publishing
-from .lifecycle import DUPLICATES_DROPPED
-from .models import ACTIVE_STATUSES, TERMINAL_STATUSES, DeliveryCounter, RunStatus
+from .. import publishing
+from ..coordination import leases
+from ..lifecycle import DUPLICATES_DROPPED
+from ..models import ACTIVE_STATUSES, TERMINAL_STATUSES, DeliveryCounter, RunStatus
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("jobs.metrics")  # the name operators filter on, from before the module moved
 
 WINDOW = timedelta(hours=1)
 STATEMENT_TIMEOUT_MS = 5000
@@ -208,14 +209,14 @@ def attempt_counters(cursor):
 
 
 def queue_names():
-    from .models import Job
+    from ..models import Job
 
     names = set(Job.objects.exclude(queue="").order_by().values_list("queue", flat=True).distinct())
     return sorted(names | {settings.JOBS_DEFAULT_QUEUE})
 
 
 def scheduler_metrics():
-    """The leader and its last housekeeping pass, from the leader lease (jobs/leases.py)."""
+    """The leader and its last housekeeping pass, from the leader lease (jobs/coordination/leases.py)."""
     lease = leases.state(settings.JOBS_LEADER_KEY) or {}
     leader_gauge = GaugeMetricFamily("jobs_scheduler_leader", "1 for the scheduler node holding the leader lease.",
                                      labels=["node"])

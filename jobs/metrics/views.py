@@ -10,7 +10,7 @@ from django.views.decorators.http import require_http_methods
 
 from audit.trail import client_address
 
-from . import metrics
+from . import collector
 
 
 def refusal(request):
@@ -18,7 +18,7 @@ def refusal(request):
     given = request.headers.get("Authorization", "")
     if token and hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
         return None
-    if not given and metrics.address_allowed(client_address(request), settings.METRICS_ALLOWED_IPS):
+    if not given and collector.address_allowed(client_address(request), settings.METRICS_ALLOWED_IPS):
         return None
     text = ("A valid 'Authorization: Bearer <METRICS_TOKEN>' header is required.\n" if token else
             "Metrics need METRICS_TOKEN set on the server (or the scraper's address in METRICS_ALLOWED_IPS).\n")
@@ -31,7 +31,7 @@ def refusal(request):
 def metrics_view(request):
     if (refused := refusal(request)) is not None:
         return refused
-    body, content_type = metrics.render()
+    body, content_type = collector.render()
     response = HttpResponse(body, content_type=content_type)
     response["Cache-Control"] = "no-store"
     return response

@@ -1,0 +1,70 @@
+"""The choices of the records, each defined once: a run's statuses and their groups, a job's
+schedules and policies, what started a run, how an attempt ended. Whatever asks "has this run
+ended?" imports ``TERMINAL_STATUSES`` (or ``ENDED_STATUSES``, the same statuses as strings) from here."""
+
+from django.db import models
+
+
+class ScheduleType(models.TextChoices):
+    CRON = "cron", "Cron"
+    INTERVAL = "interval", "Fixed interval"
+    ONCE = "once", "Once"
+    MANUAL = "manual", "Manual only"
+
+
+class CatchupPolicy(models.TextChoices):
+    NONE = "none", "Skip missed slots"
+    LATEST = "latest", "Run the most recent missed slot"
+    ALL = "all", "Run every missed slot (bounded)"
+
+
+class OverlapPolicy(models.TextChoices):
+    ALLOW = "allow", "Run both"
+    SKIP = "skip", "Skip the new slot"
+    QUEUE = "queue", "Start the new slot when the earlier run ends"
+    REPLACE = "replace", "Cancel the earlier run, start the new slot"
+
+
+class RunStatus(models.TextChoices):
+    PENDING = "pending"
+    QUEUED = "queued"
+    RUNNING = "running"
+    RETRYING = "retrying"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    LOST = "lost"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+
+
+# The statuses that end a run: a run never leaves one.
+TERMINAL_STATUSES = frozenset(
+    {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST, RunStatus.SKIPPED,
+     RunStatus.CANCELLED}
+)
+# The same, as plain strings in RunStatus's order: the lifecycle's events that end a run, the rollup's
+# SQL parameters and counters, the pages' columns of ended runs.
+ENDED_STATUSES = tuple(status.value for status in RunStatus if status in TERMINAL_STATUSES)
+ACTIVE_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRYING})
+# The ends whose duration the pages chart (a run that was skipped, cancelled or lost has none worth it).
+TIMED_END_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT)
+# Where a run ends when it did not succeed.
+UNSUCCESSFUL_END_STATUSES = [RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST, RunStatus.SKIPPED,
+                             RunStatus.CANCELLED]
+
+
+class RunTrigger(models.TextChoices):
+    SCHEDULE = "schedule"
+    MANUAL = "manual"
+    BACKFILL = "backfill"
+    WORKFLOW = "workflow"  # a step of a workflow run (workflows.progress)
+
+
+class AttemptOutcome(models.TextChoices):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    LOST = "lost"
+    CANCELLED = "cancelled"

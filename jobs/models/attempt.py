@@ -1,0 +1,39 @@
+"""An attempt of a run: one try on one worker, with its outcome."""
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from ..choices import AttemptOutcome
+from .run import JobRun
+
+
+class JobAttempt(models.Model):
+    # run_id lookups use attempt_one_per_number (run, number).
+    run = models.ForeignKey(JobRun, on_delete=models.CASCADE, related_name="attempts", db_index=False)
+    number = models.PositiveIntegerField()
+    outcome = models.CharField(max_length=16, choices=AttemptOutcome.choices, default=AttemptOutcome.RUNNING)
+    task_id = models.CharField(max_length=255)
+    worker = models.CharField(max_length=255, blank=True)
+    pid = models.PositiveIntegerField(null=True, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    traceback = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["run", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "number"], name="attempt_one_per_number"),
+            models.CheckConstraint(condition=Q(outcome__in=AttemptOutcome.values), name="attempt_outcome_valid"),
+        ]
+        indexes = [
+            # The overview's recent workers: JobAttempt.objects.filter(Q(started_at__gte=since) |
+            # Q(heartbeat_at__gte=since)), a BitmapOr of these two instead of a Seq Scan (bench/pages.py).
+            models.Index(fields=["started_at"], name="attempt_started_idx"),
+            models.Index(fields=["heartbeat_at"], name="attempt_heartbeat_idx"),
+        ]
+
+    def __str__(self):
+        return f"attempt {self.number} of run {self.run_id}"

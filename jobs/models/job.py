@@ -1,0 +1,310 @@
+"""A job: what to run, when (its schedule and the slots it makes), and how (policies, limits, retries)."""
+
+import math
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
+
+from .. import kinds, schedules
+from ..choices import CatchupPolicy, OverlapPolicy, RunTrigger, ScheduleType
+from ..publishing import DEFAULT_PRIORITY, MAX_PRIORITY
+from .fields import CountField
+
+
+def _positive(name):
+    return Q(**{f"{name}__gt": 0})
+
+
+
+
+class Job(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    description = models.TextField(blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+    )
+    group = models.ForeignKey(
+        "auth.Group", null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+    )
+    tags = models.JSONField(default=list, blank=True)
+
+    # The registered kinds (jobs.kinds), asked when a job is checked: a kind added to JOBS_KINDS needs
+    # no migration.
+    kind = models.CharField(max_length=kinds.NAME_MAX_LENGTH, choices=kinds.choices)
+    target = models.TextField(help_text="The registered function's name, the shell command, or the URL.")
+    args = models.JSONField(verbose_name="arguments", default=list, blank=True)
+    kwargs = models.JSONField(verbose_name="keyword arguments", default=dict, blank=True)
+    environment = models.JSONField(
+        default=dict, blank=True, help_text="Environment variables for a command job."
+    )
+    http_method = models.CharField(verbose_name="HTTP method", max_length=8, default="GET", blank=True)
+    http_headers = models.JSONField(verbose_name="HTTP headers", default=dict, blank=True)
+    http_body = models.TextField(verbose_name="HTTP body", blank=True)
+    http_ok_statuses = models.JSONField(
+        verbose_name="accepted HTTP statuses", default=list, blank=True, help_text="Accepted status codes; empty means any 2xx."
+    )
+    # {name: Fernet token}: written through jobs.secrets.seal, never shown (jobs.secrets).
+    secret_environment = models.JSONField(
+        default=dict, blank=True, help_text="Environment variables for a command job whose values are secret."
+    )
+    secret_http_headers = models.JSONField(
+        verbose_name="secret HTTP headers", default=dict, blank=True, help_text="HTTP headers whose values are secret (tokens)."
+    )
+
+    schedule_type = models.CharField(max_length=16, choices=ScheduleType.choices, default=ScheduleType.MANUAL)
+    crontab = models.ForeignKey(CrontabSchedule, null=True, blank=True, on_delete=models.PROTECT)
+    interval = models.ForeignKey(IntervalSchedule, null=True, blank=True, on_delete=models.PROTECT)
+    clocked = models.ForeignKey(ClockedSchedule, null=True, blank=True, on_delete=models.PROTECT)
+    catchup_policy = models.CharField(
+        verbose_name="catch-up policy", max_length=8, choices=CatchupPolicy.choices, default=CatchupPolicy.LATEST
+    )
+    catchup_max = CountField(
+        verbose_name="catch-up at most (slots)", default=10, help_text="With the 'all' policy, the most missed slots run after downtime."
+    )
+
+    overlap_policy = models.CharField(
+        max_length=8, choices=OverlapPolicy.choices, default=OverlapPolicy.ALLOW,
+        help_text="What happens when a slot comes due while an earlier run is still queued or running.",
+    )
+    start_deadline_seconds = CountField(
+        verbose_name="start deadline (s)", null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="A scheduled run that cannot start within this many seconds of its slot is skipped as missed.",
+    )
+    jitter_seconds = CountField(
+        verbose_name="jitter (s)", default=0, help_text="Start each scheduled run up to this many seconds after its slot, at random.",
+    )
+
+    # Limits of a command job's process group (rlimits, applied by the worker with prlimit).
+    memory_limit_mb = CountField(
+        verbose_name="memory limit (MB)", null=True, blank=True, validators=[MinValueValidator(8)],
+        help_text="Command jobs: the most address space (virtual memory) each process may use, in MB.",
+    )
+    cpu_limit_seconds = CountField(
+        verbose_name="CPU time limit (s)", null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Command jobs: the most CPU time each process may use, in seconds.",
+    )
+    max_open_files = CountField(
+        null=True, blank=True, validators=[MinValueValidator(8)],
+        help_text="Command jobs: the most files each process may hold open.",
+    )
+    max_processes = CountField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Command jobs: the most processes the command's user may have at once "
+                  "(enforced when commands run as an unprivileged user, see JOBS_COMMAND_USER).",
+    )
+    working_directory = models.CharField(
+        max_length=1024, blank=True, help_text="Command jobs: an absolute path to run the command in.",
+    )
+
+    enabled = models.BooleanField(default=True)
+    queue = models.CharField(max_length=100, blank=True, default="")
+    priority = models.PositiveSmallIntegerField(
+        default=DEFAULT_PRIORITY, validators=[MaxValueValidator(MAX_PRIORITY)],
+        help_text="0-9, 9 the most urgent: of the runs waiting in a queue, a worker takes the most urgent first.",
+    )
+    max_retries = CountField(
+        default=0, validators=[MaxValueValidator(100)],
+        help_text="More attempts after the first when the job itself fails or times out.",
+    )
+    max_lost_attempts = CountField(
+        verbose_name="lost attempts run again", null=True, blank=True, validators=[MaxValueValidator(100)],
+        help_text="Attempts lost to the infrastructure (a worker died or was cut off) that are run again at "
+                  "once, apart from max_retries; empty means JOBS_MAX_LOST_ATTEMPTS.",
+    )
+    retry_backoff_seconds = models.FloatField(verbose_name="retry backoff (s)", default=10, validators=[MinValueValidator(0)])
+    retry_backoff_max_seconds = models.FloatField(verbose_name="longest retry backoff (s)", default=600, validators=[MinValueValidator(0)])
+    retry_jitter = models.BooleanField(verbose_name="jitter on retries", default=True)
+    timeout_seconds = CountField(verbose_name="timeout (s)", default=3600, validators=[MinValueValidator(1)])
+    sla_seconds = CountField(verbose_name="SLA (s)", null=True, blank=True, validators=[MinValueValidator(1)])
+    retention_days = CountField(
+        verbose_name="keep runs for (days)", null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Delete finished runs older than this many days; empty means JOBS_RETENTION_DAYS.",
+    )
+    retention_min_runs = CountField(
+        verbose_name="keep at least (runs)", null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Always keep at least this many of the newest runs; empty means JOBS_RETENTION_MIN_RUNS.",
+    )
+
+    next_run_at = models.DateTimeField(verbose_name="next run", null=True, blank=True, editable=False)
+    # The periodic slot check's place in this job's schedule: the first slot it has still to look
+    # at (jobs.operations.slot_report.check_recent). Null when not known: a new job, or one whose
+    # schedule changed or that was resumed; the check then starts from its window.
+    slot_check_from = models.DateTimeField(null=True, blank=True, editable=False)
+    last_run = models.ForeignKey(
+        "JobRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    )
+    created_at = models.DateTimeField(verbose_name="created", auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name="updated", auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        permissions = [("run_command_jobs", "Can create, change, run and cancel command jobs")]
+        constraints = [
+            models.CheckConstraint(
+                name="job_exactly_one_schedule",
+                condition=(
+                    Q(schedule_type=ScheduleType.CRON, crontab__isnull=False, interval__isnull=True, clocked__isnull=True)
+                    | Q(schedule_type=ScheduleType.INTERVAL, crontab__isnull=True, interval__isnull=False, clocked__isnull=True)
+                    | Q(schedule_type=ScheduleType.ONCE, crontab__isnull=True, interval__isnull=True, clocked__isnull=False)
+                    | Q(schedule_type=ScheduleType.MANUAL, crontab__isnull=True, interval__isnull=True, clocked__isnull=True)
+                ),
+            ),
+            models.CheckConstraint(condition=_positive("timeout_seconds"), name="job_timeout_positive"),
+            models.CheckConstraint(condition=Q(priority__gte=0, priority__lte=MAX_PRIORITY), name="job_priority_range"),
+            models.CheckConstraint(
+                condition=Q(sla_seconds__isnull=True) | _positive("sla_seconds"), name="job_sla_positive"
+            ),
+            models.CheckConstraint(
+                condition=(Q(retention_days__isnull=True) | _positive("retention_days"))
+                & (Q(retention_min_runs__isnull=True) | _positive("retention_min_runs")),
+                name="job_retention_positive",
+            ),
+            models.CheckConstraint(
+                condition=Q(retry_backoff_seconds__gte=0) & Q(retry_backoff_max_seconds__gte=0),
+                name="job_backoff_not_negative",
+            ),
+            *[
+                models.CheckConstraint(condition=Q(**{f"{name}__isnull": True}) | _positive(name),
+                                       name=f"job_{name}_positive")
+                for name in ("memory_limit_mb", "cpu_limit_seconds", "max_open_files", "max_processes")
+            ],
+        ]
+        indexes = [
+            # The scheduler's tick: Job.objects.filter(enabled=True, next_run_at__lte=now)
+            # .order_by("next_run_at"); only enabled jobs with a next slot are in the index.
+            models.Index(
+                fields=["next_run_at"],
+                name="job_due_idx",
+                condition=Q(enabled=True, next_run_at__isnull=False),
+            ),
+            # The slot check: only the jobs with a slot since its last pass (or none known yet).
+            models.Index(fields=["slot_check_from"], name="job_slot_check_idx", condition=Q(enabled=True)),
+            # The start-deadline sweep (lifecycle.skip_past_deadline), every second on the leader, starts
+            # from the few jobs that have a deadline rather than from every waiting run.
+            models.Index(
+                fields=["start_deadline_seconds"],
+                name="job_start_deadline_idx",
+                condition=Q(start_deadline_seconds__isnull=False),
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def effective_queue(self):
+        return self.queue or settings.JOBS_DEFAULT_QUEUE
+
+    @property
+    def max_attempts(self):
+        return self.max_retries + 1
+
+    @property
+    def lost_attempts_allowed(self):
+        return settings.JOBS_MAX_LOST_ATTEMPTS if self.max_lost_attempts is None else self.max_lost_attempts
+
+    @property
+    def effective_retention(self):
+        """(days, min_runs): this job's retention policy, the global defaults filling the gaps."""
+        return (self.retention_days or settings.JOBS_RETENTION_DAYS,
+                self.retention_min_runs or settings.JOBS_RETENTION_MIN_RUNS)
+
+    def clean(self):
+        errors = {}
+        if self.timeout_seconds and self.timeout_seconds > settings.JOBS_MAX_TIMEOUT_SECONDS:
+            errors["timeout_seconds"] = (
+                f"At most {settings.JOBS_MAX_TIMEOUT_SECONDS} seconds (JOBS_MAX_TIMEOUT_SECONDS)."
+            )
+        if (spec := kinds.get(self.kind)) is not None:  # an unknown kind is refused by the field's choices
+            try:
+                spec.validate(self)
+            except ValidationError as exc:
+                errors.update(exc.update_error_dict({}))
+        if errors:
+            raise ValidationError(errors)
+
+    # --- schedule
+
+    def describe_schedule(self):
+        if self.schedule_type == ScheduleType.CRON and self.crontab:
+            expr = self.cron_expression
+            return f"{schedules.describe_cron(expr)} ({expr}, {self.crontab.timezone})"
+        if self.schedule_type == ScheduleType.INTERVAL and self.interval:
+            return f"Every {self.every_seconds:g} seconds"
+        if self.schedule_type == ScheduleType.ONCE and self.clocked:
+            return f"Once at {self.clocked.clocked_time.isoformat()}"
+        return "Manual only"
+
+    @property
+    def cron_expression(self):
+        c = self.crontab
+        return f"{c.minute} {c.hour} {c.day_of_month} {c.month_of_year} {c.day_of_week}"
+
+    @property
+    def every_seconds(self):
+        period_seconds = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1, "microseconds": 1e-6}
+        return self.interval.every * period_seconds[self.interval.period]
+
+    def slot_after(self, after):
+        """The first slot strictly after ``after``, or None when there is none."""
+        if self.schedule_type == ScheduleType.CRON:
+            return schedules.next_cron_slot(self.cron_expression, str(self.crontab.timezone), after)
+        if self.schedule_type == ScheduleType.INTERVAL:
+            return schedules.next_interval_slot(self.every_seconds, self.next_run_at or after, after)
+        if self.schedule_type == ScheduleType.ONCE:
+            run_at = self.clocked.clocked_time
+            return run_at if run_at > after else None
+        return None
+
+    def upcoming_slots(self, count=5, after=None):
+        slots, cursor = [], after or timezone.now()
+        while len(slots) < count:
+            cursor = self.slot_after(cursor)
+            if cursor is None:
+                break
+            slots.append(cursor)
+        return slots
+
+    def slots_between(self, start, end, limit):
+        """The slots in [start, end), at most ``limit + 1`` of them (so a caller can tell that a
+        range holds more than ``limit``). An interval job's slots lie on the grid of its current
+        next slot (``next_run_at``), extended backwards."""
+        if self.schedule_type == ScheduleType.INTERVAL:
+            every = self.every_seconds
+            anchor = self.next_run_at or self.created_at or start
+            first = anchor + timedelta(seconds=every * math.ceil((start - anchor).total_seconds() / every))
+            count = max(0, min(limit + 1, math.ceil((end - first).total_seconds() / every)))
+            return [first + timedelta(seconds=every * k) for k in range(count)]
+        if self.schedule_type == ScheduleType.ONCE:
+            run_at = self.clocked.clocked_time
+            return [run_at] if start <= run_at < end else []
+        if self.schedule_type != ScheduleType.CRON:
+            return []
+        slots, cursor = [], start - timedelta(microseconds=1)
+        while len(slots) <= limit:
+            cursor = self.slot_after(cursor)
+            if cursor is None or cursor >= end:
+                break
+            slots.append(cursor)
+        return slots
+
+    def first_slot(self, now=None):
+        """The slot a newly enabled or edited schedule starts from: never one in the past,
+        except a one-time job whose moment has passed but which has not run yet."""
+        now = now or timezone.now()
+        if self.schedule_type == ScheduleType.ONCE:
+            if self.pk and self.runs.filter(trigger=RunTrigger.SCHEDULE).exists():
+                return None
+            return self.clocked.clocked_time
+        if self.schedule_type == ScheduleType.INTERVAL:
+            # Saving a schedule never runs the job at once (stock beat does: celery#2531).
+            return now + timedelta(seconds=self.every_seconds)
+        if self.schedule_type == ScheduleType.CRON:
+            return self.slot_after(now)
+        return None

@@ -1,0 +1,132 @@
+"""A run: one execution of a job's slot or of a manual trigger, in the status the lifecycle moved it to."""
+
+from datetime import UTC
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.db.models.lookups import In
+from django.utils import timezone
+
+from ..choices import TERMINAL_STATUSES, UNSUCCESSFUL_END_STATUSES, RunStatus, RunTrigger
+from ..publishing import task_id_for
+from .job import Job
+
+
+def idempotency_key(job_id, slot):
+    """The key job code receives: the job and the slot, the same on every attempt and every re-run
+    of a run, "<job id>:<slot in UTC, ISO 8601 to the microsecond>" (a manual run's slot is the
+    moment it was made)."""
+    return f"{job_id}:{slot.astimezone(UTC):%Y-%m-%dT%H:%M:%S.%fZ}"
+
+
+class JobRun(models.Model):
+    # Every index is written again by every status change (status is indexed, so no update of a run
+    # is HOT): job_id is served by run_one_per_slot (job, scheduled_for), triggered_by by a partial
+    # index that scheduled runs stay out of.
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs", db_index=False)
+    status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING)
+    trigger = models.CharField(max_length=16, choices=RunTrigger.choices, default=RunTrigger.SCHEDULE)
+    scheduled_for = models.DateTimeField()
+    # A workflow step run again by a re-run of its workflow run has a slot of its own (one run per
+    # slot) but keeps the idempotency key of the run it re-runs: that run's slot is kept here.
+    key_slot = models.DateTimeField(
+        null=True, blank=True,
+        help_text="The slot the idempotency key names when it is not the run's own: that of the run this one re-runs.")
+    attempt = models.PositiveIntegerField(default=1)
+    max_attempts = models.PositiveIntegerField(default=1)
+    # Attempts lost to the infrastructure: they spend the job's lost budget, not max_attempts.
+    lost_attempts = models.PositiveIntegerField(default=0)
+    triggered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        db_index=False,
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField("next attempt", null=True, blank=True)
+    publish_count = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=255, blank=True)
+    output = models.TextField(blank=True)
+    output_bytes = models.BigIntegerField("output size (bytes)", default=0, help_text="Bytes the job wrote, kept or not.")
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    reason = models.CharField(max_length=255, blank=True, help_text="Why a run was skipped or cancelled.")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # One run per slot: a second scheduler, a restart or a retried tick cannot add another.
+            models.UniqueConstraint(fields=["job", "scheduled_for"], name="run_one_per_slot"),
+            models.CheckConstraint(condition=Q(status__in=RunStatus.values), name="run_status_valid"),
+            models.CheckConstraint(condition=Q(attempt__gte=1), name="run_attempt_positive"),
+        ]
+        indexes = [
+            # Run history of one job, newest first: job.runs.order_by("-created_at").
+            models.Index(fields=["job", "-created_at"], name="run_job_recent_idx"),
+            # Run history filtered by a status a run ends in other than success, newest first:
+            # JobRun.objects.filter(status=...) on the runs page and the overview's failures. Only those
+            # runs are in it (as in the next but one): every status change writes a run's entry in each
+            # index anew, and the claim and the success are most of them (bench/throughput.py).
+            # Succeeded runs are most of the table, found soon enough through run_recent_idx.
+            models.Index(fields=["status", "-created_at"], name="run_unsuccessful_idx",
+                         condition=Q(status__in=UNSUCCESSFUL_END_STATUSES)),
+            # Every run, newest first, in the model's ordering: the runs page and the overview's
+            # latest failures (JobRun.objects.order_by("-created_at", "-id")[:50]), which otherwise
+            # sort the whole table (bench/pages.py).
+            models.Index(fields=["-created_at", "-id"], name="run_recent_idx"),
+            # A job's runs of such statuses, newest first in the pages' order (created_at, then id): a
+            # user's runs page ?status=..., the overview's failures (keyset.first, job by job) and the
+            # job page. With the id in it, a status's runs come in order and, for a set of statuses,
+            # from the index alone (an index-only scan); without it each job's runs of the status were
+            # read from the table and sorted (bench/pages.py: 193-521 ms at 10,000,000 runs, 2-19 ms with it).
+            models.Index(fields=["job", "status", "-created_at", "-id"], name="run_job_unsuccessful_idx",
+                         condition=Q(status__in=UNSUCCESSFUL_END_STATUSES)),
+            # Deleting a user sets triggered_by to NULL on their runs; only manual runs have one.
+            models.Index(fields=["triggered_by"], name="run_triggered_by_idx", condition=Q(triggered_by__isnull=False)),
+            # The monitor and the retry dispatcher only look at unfinished runs:
+            # JobRun.objects.filter(status__in=ACTIVE_STATUSES, ...).
+            models.Index(
+                fields=["status", "next_attempt_at"],
+                name="run_active_idx",
+                condition=Q(status__in=["pending", "queued", "running", "retrying"]),
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.job.name} #{self.pk} ({self.status})"
+
+    @property
+    def idempotency_key(self):
+        return idempotency_key(self.job_id, self.key_slot or self.scheduled_for)
+
+    @property
+    def is_terminal(self):
+        return self.status in TERMINAL_STATUSES
+
+    @property
+    def duration(self):
+        if self.started_at and self.finished_at:
+            return self.finished_at - self.started_at
+        return None
+
+    @property
+    def task_id(self):
+        return task_id_for(self.pk, self.attempt)
+
+
+@JobRun._meta.get_field("status").register_lookup
+class StatusOf(In):
+    """``status__of=[...]``: the runs ``status__in`` finds, in a form no index on status can serve
+    (nor run_active_idx, whose condition it does not imply): a run looked up by its id and status
+    is then read by its id, whatever the statistics say of how many runs are in that status. With
+    ``status__in`` PostgreSQL read every running run through run_active_idx when its statistics
+    said few were running (tests/test_worker_path.py reads the plans)."""
+
+    lookup_name = "of"
+
+    def process_lhs(self, compiler, connection, lhs=None):
+        sql, params = super().process_lhs(compiler, connection, lhs)
+        return f"({sql} || '')", params
