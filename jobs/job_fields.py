@@ -45,6 +45,8 @@ FIELDS = (
 )
 
 EDITABLE = tuple(name for name, _ in FIELDS)
+# Fields whose values the audit trail never records, only their keys: they hold secrets, or may.
+PRIVATE_VALUES = ("environment", "secret_environment", "http_headers", "secret_http_headers")
 GROUPS = tuple(FieldGroup(title, tuple(name for name, group in FIELDS if group == title))
                for title in (WHAT, WHEN, RETRIES, ALERTS, ACCESS, HISTORY))
 

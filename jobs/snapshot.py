@@ -1,8 +1,9 @@
 """A job's defining fields as JSON values, and the difference of two such snapshots: what an audit
 entry records of a create, a change or a delete.
 
-Values of the fields a kind keeps secret or private (a command's environment, an HTTP call's
-headers) are never written to the trail: the diff names the keys, and marks a key whose value changed.
+Values of the fields that hold secrets, or may (``job_fields.PRIVATE_VALUES``: a command's environment,
+an HTTP call's headers; and any kind's secret fields), are never written to the trail: the diff names
+the keys, and marks a key whose value changed.
 """
 
 from datetime import datetime
@@ -12,8 +13,6 @@ from .definitions import schedule_of
 from .models import Job
 
 HIDDEN = "•••"
-# The job's fields as jobs.job_fields declares them; the values of those its kinds keep secret or
-# private (environment, headers) are never written to the trail (kinds.unaudited_fields).
 TRACKED = list(job_fields.EDITABLE)
 
 
@@ -58,7 +57,7 @@ def diff(before, after):
     """{field: [old, new]} of the fields that differ; ``before`` or ``after`` may be None (create,
     delete). Secret fields show their keys only."""
     before, after = before or {}, after or {}
-    changes, unaudited = {}, kinds.unaudited_fields()
+    changes, unaudited = {}, {*job_fields.PRIVATE_VALUES, *kinds.secret_fields()}
     for name in TRACKED:
         old, new = before.get(name), after.get(name)
         if old == new:

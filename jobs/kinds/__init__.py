@@ -64,6 +64,6 @@ def fields_of(name):
     return list(spec.fields) if spec else []
 
 
-def unaudited_fields():
-    """The fields whose values the audit trail never records, only their keys."""
-    return {name for spec in kinds().values() for name in (*spec.secret_fields, *spec.private_fields)}
+def secret_fields():
+    """The fields some kind keeps secret."""
+    return {name for spec in kinds().values() for name in spec.secret_fields}

@@ -73,10 +73,9 @@ class JobKindSpec:
     # The job's fields (jobs.job_fields, KIND_FIELDS) this kind uses beyond its target: shown, sent
     # and described for a job of this kind only.
     fields: tuple = ()
-    # Of those, the ones whose values are secrets (stored encrypted, write-only, jobs.secrets), and
-    # the others whose values the audit trail does not record either (only their keys).
+    # Of those, the ones whose values are secrets (stored encrypted, write-only, jobs.secrets; the
+    # audit trail and `jobs show` give their keys only).
     secret_fields: tuple = ()
-    private_fields: tuple = ()
     # Whether creating, changing, running or cancelling a job of this kind needs the
     # jobs.run_command_jobs permission (it runs code of the job's author on the workers).
     needs_permission: bool = False

@@ -174,12 +174,12 @@ def default_kind():
 
 def field_options(name, kind):
     """Suggestions for a field: the chosen kind's targets, the kind's own choices (HTTP methods)."""
-    spec = kinds.get(kind)
     if name == "target":
-        return spec.target_options() if spec else []
-    found = [options for spec in kinds.kinds().values() for field_name, options in spec.field_options.items()
-             if field_name == name]
-    return list(found[0]) if found else []
+        return spec.target_options() if (spec := kinds.get(kind)) else []
+    for spec in kinds.kinds().values():
+        if name in spec.field_options:
+            return list(spec.field_options[name])
+    return []
 
 
 def schedule_object(values):

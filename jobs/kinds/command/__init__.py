@@ -112,6 +112,6 @@ KIND = JobKindSpec(
     name="command", label="Shell command", execute=execute, validate=validate,
     fields=("environment", "secret_environment", "working_directory", "memory_limit_mb", "cpu_limit_seconds",
             "max_open_files", "max_processes"),
-    secret_fields=("secret_environment",), private_fields=("environment",), needs_permission=True,
+    secret_fields=("secret_environment",), needs_permission=True,
     worker_start=isolation.report,
 )

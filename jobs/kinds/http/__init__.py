@@ -132,7 +132,7 @@ def result_text(result):
 KIND = JobKindSpec(
     name="http", label="HTTP call", execute=execute, validate=validate,
     fields=("http_method", "http_headers", "secret_http_headers", "http_body", "http_ok_statuses"),
-    secret_fields=("secret_http_headers",), private_fields=("http_headers",),
+    secret_fields=("secret_http_headers",),
     field_options={"http_method": sorted(METHODS)}, result_title="Response", result_text=result_text,
     when_empty={"http_ok_statuses": "any 2xx"},
 )
