@@ -1,6 +1,6 @@
 """What a command's own namespaces cost at its start: the argv a command job starts through, with
 ``JOBS_COMMAND_ISOLATION`` off (the shell in a process group of its own, as before) and in PID and
-mount namespaces of its own (jobs/executors/isolation.py), the two alternating, in one invocation.
+mount namespaces of its own (jobs/kinds/command/isolation.py), the two alternating, in one invocation.
 
 Each sample starts ``echo started; exit 0`` as a command job's executor does (Popen, the job's
 environment, as ``JOBS_COMMAND_USER`` on a root worker, with --limits a prlimit prefix as well):
@@ -21,7 +21,7 @@ import benchenv
 
 benchenv.setup()
 
-from jobs.executors import isolation, limits  # noqa: E402
+from jobs.kinds.command import isolation, limits  # noqa: E402
 from jobs.models import Job  # noqa: E402
 
 COMMAND = "echo started; exit 0"

@@ -42,7 +42,7 @@ from django_celery_beat.models import CrontabSchedule, IntervalSchedule  # noqa:
 
 from jobs import lifecycle  # noqa: E402
 from jobs.definitions import apply_schedule  # noqa: E402
-from jobs.models import Job, JobKind, JobRun, ScheduleType  # noqa: E402
+from jobs.models import Job, JobRun, ScheduleType  # noqa: E402
 from jobs.pages.keyset import position  # noqa: E402
 
 JOBS = 10_000
@@ -92,8 +92,7 @@ def seed_jobs(owner, jobs_wanted):
     specs = [{"type": "interval", "every_seconds": 60}, {"type": "interval", "every_seconds": 3600},
              {"type": "cron", "cron": "0 3 * * *", "timezone": "Europe/Paris"},
              {"type": "cron", "cron": "30 */2 * * 1-5", "timezone": "America/New_York"}]
-    kinds = [(JobKind.CALLABLE, "jobs.builtin.noop"), (JobKind.COMMAND, "echo hello"),
-             (JobKind.HTTP, "http://127.0.0.1:9/ping")]
+    kinds = [("callable", "jobs.builtin.noop"), ("command", "echo hello"), ("http", "http://127.0.0.1:9/ping")]
     jobs = []
     for i in range(jobs_wanted):
         kind, target = kinds[i % len(kinds)]

@@ -25,7 +25,7 @@ from audit import trail
 from audit.models import Action, Source, Subject
 
 from . import clock, definitions, lifecycle, permissions, schedules, secrets
-from .models import Job, JobKind, JobRun, RunTrigger
+from .models import Job, JobRun, RunTrigger
 from .operations import backfill as backfills
 from .snapshot import created, diff, snapshot
 
@@ -104,11 +104,11 @@ def may_run_command_jobs(actor):
 
 
 def may_act_on(actor, job):
-    return job.kind != JobKind.COMMAND or may_run_command_jobs(actor)
+    return job.kind not in permissions.guarded_kinds() or may_run_command_jobs(actor)
 
 
 def _check(actor, *kinds):
-    if JobKind.COMMAND in kinds and not may_run_command_jobs(actor):
+    if set(kinds) & permissions.guarded_kinds() and not may_run_command_jobs(actor):
         raise ActionError(COMMAND_JOBS_DENIED, ActionError.FORBIDDEN, fields={"kind": [COMMAND_JOBS_DENIED]})
 
 

@@ -12,8 +12,8 @@ from django.utils.html import format_html, format_html_join
 
 from audit.models import Source
 
-from . import actions, beat_admin, secrets  # noqa: F401  (beat_admin: periodic tasks' actions get permissions)
-from .forms import JobAdminForm
+from . import actions, beat_admin, job_fields, kinds, secrets  # noqa: F401  (beat_admin: periodic tasks' actions get permissions)
+from .forms import SCHEDULE_FIELDS, JobAdminForm
 from .models import Job, JobAttempt, JobRun, RunStatus, ScheduleType
 from .permissions import may_act_on
 
@@ -63,6 +63,16 @@ def job_zone(job):
     if job.schedule_type == ScheduleType.CRON and job.crontab:
         return ZoneInfo(str(job.crontab.timezone))
     return ZoneInfo("UTC")
+
+
+def kind_fieldsets():
+    """A fieldset of each kind's own fields, titled with the kind; a field several kinds use shows once."""
+    shown, fieldsets = set(), []
+    for spec in kinds.kinds().values():
+        if own := [name for name in spec.fields if name not in shown]:
+            fieldsets.append((f"{spec.label} only", {"fields": own}))
+            shown.update(own)
+    return fieldsets
 
 
 class RecentRunsFormSet(BaseInlineFormSet):
@@ -150,25 +160,20 @@ class JobAdmin(admin.ModelAdmin):
                 for title, options in self.fieldsets_for(obj)]
 
     def fieldsets_for(self, obj):
-        schedule = ["schedule_type", "cron", "timezone", "every_seconds", "run_at",
-                    "catchup_policy", "catchup_max", "overlap_policy", "start_deadline_seconds", "jitter_seconds",
-                    "enabled"]
+        """The groups of jobs.job_fields, the schedule as the form's fields, each kind's own fields
+        apart (a field several kinds use, once), and what a saved job shows besides."""
+        schedule = [*SCHEDULE_FIELDS]
         if obj is not None:
             schedule += ["schedule_in_words", "next_run_at", "upcoming_runs", "last_run_summary"]
-        return [
-            ("Identity", {"fields": ["name", "description", "owner", "group", "tags"]}),
-            ("What to run", {"fields": ["kind", "target", "args", "kwargs", "environment", "secret_environment",
-                                        "http_method", "http_headers", "secret_http_headers", "http_body",
-                                        "http_ok_statuses"]}),
-            ("Command limits", {"fields": ["memory_limit_mb", "cpu_limit_seconds", "max_open_files",
-                                           "max_processes", "working_directory"]}),
-            ("Schedule", {"fields": schedule}),
-            ("Execution", {"fields": ["queue", "priority", "max_retries", "retry_backoff_seconds",
-                                      "retry_backoff_max_seconds", "retry_jitter", "timeout_seconds",
-                                      "sla_seconds"]}),
-            ("History", {"fields": ["retention_days", "retention_min_runs"]}),
-            *([("Audit trail", {"fields": ["audit_trail"]})] if obj is not None else []),
-        ]
+        fieldsets = []
+        for group in job_fields.GROUPS:
+            fieldsets.append((group.title, {"fields": [
+                part for name in job_fields.common(group) for part in (schedule if name == "schedule" else [name])]}))
+            if set(group.fields) & set(job_fields.KIND_FIELDS):
+                fieldsets += kind_fieldsets()
+        if obj is not None:
+            fieldsets.append(("Audit trail", {"fields": ["audit_trail"]}))
+        return fieldsets
 
     def get_inlines(self, request, obj):
         return [RecentRunInline] if obj is not None else []

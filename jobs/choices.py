@@ -1,14 +1,8 @@
-"""The choices of the records, each defined once: a run's statuses and their groups, a job's kinds,
+"""The choices of the records, each defined once: a run's statuses and their groups, a job's
 schedules and policies, what started a run, how an attempt ended. Whatever asks "has this run
 ended?" imports ``TERMINAL_STATUSES`` (or ``ENDED_STATUSES``, the same statuses as strings) from here."""
 
 from django.db import models
-
-
-class JobKind(models.TextChoices):
-    CALLABLE = "callable", "Registered function"
-    COMMAND = "command", "Shell command"
-    HTTP = "http", "HTTP call"
 
 
 class ScheduleType(models.TextChoices):

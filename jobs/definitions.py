@@ -8,7 +8,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
 
-from . import schedules
+from . import kinds, schedules
 from .models import Job, ScheduleType
 
 MAX_INTERVAL_SECONDS = 10 * 365 * 86400  # IntervalSchedule.every is a 32-bit integer
@@ -70,6 +70,13 @@ def parse_schedule(spec):
             raise ValidationError({"run_at": "Is out of the range of dates."}) from None
         return {"type": "once", "run_at": parsed}
     return {"type": "manual"}
+
+
+def stopped_by_soft_time_limit(kind):
+    """Whether Celery's soft time limit stops an attempt of ``kind`` at its timeout (a function in the
+    worker's process); other kinds stop themselves and get the hard limit only, as a backstop."""
+    spec = kinds.get(kind)
+    return spec is not None and spec.soft_time_limit
 
 
 def schedule_of(job):

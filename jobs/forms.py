@@ -6,8 +6,8 @@ from django.utils.dateparse import parse_datetime
 
 from . import secrets
 from .definitions import apply_schedule, parse_schedule, schedule_of
-from .models import Job, JobKind, ScheduleType
-from .permissions import COMMAND_JOBS_DENIED, may_run_command_jobs, queue_refusal
+from .models import Job, ScheduleType
+from .permissions import COMMAND_JOBS_DENIED, guarded_kinds, may_run_command_jobs, queue_refusal
 
 SCHEDULE_FIELDS = ("schedule_type", "cron", "timezone", "every_seconds", "run_at")
 
@@ -72,7 +72,7 @@ class JobAdminForm(forms.ModelForm):
 
     def clean_kind(self):
         kind = self.cleaned_data.get("kind")
-        if JobKind.COMMAND in (kind, self.original_kind) and not may_run_command_jobs(self.user):
+        if {kind, self.original_kind} & guarded_kinds() and not may_run_command_jobs(self.user):
             raise ValidationError(COMMAND_JOBS_DENIED)
         return kind
 

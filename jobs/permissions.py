@@ -12,7 +12,8 @@ is not enough. Queues are named in ``JOBS_QUEUES``, each open to everyone or to 
 from django.conf import settings
 from django.db.models import Q
 
-from .models import Job, JobKind, JobRun
+from . import kinds
+from .models import Job, JobRun
 
 
 def sees_everything(user):
@@ -50,6 +51,11 @@ COMMAND_JOBS_DENIED = (f"Command jobs need the {RUN_COMMAND_JOBS} permission (th
                        "cancel them.")
 
 
+def guarded_kinds():
+    """The kinds whose jobs need the permission (command jobs: ``needs_permission`` in jobs.kinds)."""
+    return kinds.needing_permission()
+
+
 def may_run_command_jobs(user):
     return bool(user and user.is_active and user.has_perm(RUN_COMMAND_JOBS))
 
@@ -57,15 +63,15 @@ def may_run_command_jobs(user):
 def touches_command_job(job, data):
     """Whether a write (``data``: the request body, or None for an action) concerns a command job,
     before or after the change."""
-    kinds = {getattr(job, "kind", None)}
+    named = {getattr(job, "kind", None)}
     if isinstance(data, dict):
-        kinds.add(data.get("kind"))
-    return JobKind.COMMAND in kinds
+        named.add(data.get("kind"))
+    return bool(named & guarded_kinds())
 
 
 def may_act_on(user, job):
     """Whoever sees a job may act on it, unless it is a command job (see above)."""
-    return job.kind != JobKind.COMMAND or may_run_command_jobs(user)
+    return job.kind not in guarded_kinds() or may_run_command_jobs(user)
 
 
 def queue_refusal(user, queue):

@@ -1,25 +1,19 @@
 """A job's defining fields as JSON values, and the difference of two such snapshots: what an audit
 entry records of a create, a change or a delete.
 
-Values of the job's environment and HTTP headers are never written to the trail (they hold
-secrets): the diff names the keys, and marks a key whose value changed.
+Values of the fields that hold secrets, or may (``job_fields.PRIVATE_VALUES``: a command's environment,
+an HTTP call's headers; and any kind's secret fields), are never written to the trail: the diff names
+the keys, and marks a key whose value changed.
 """
 
 from datetime import datetime
 
+from . import job_fields, kinds
 from .definitions import schedule_of
 from .models import Job
 
-SECRET_FIELDS = ("environment", "http_headers", "secret_environment", "secret_http_headers")
 HIDDEN = "•••"
-TRACKED = [
-    "name", "description", "owner", "group", "tags", "kind", "target", "args", "kwargs", "environment",
-    "secret_environment", "http_method", "http_headers", "secret_http_headers", "http_body", "http_ok_statuses", "schedule", "catchup_policy",
-    "catchup_max", "overlap_policy", "start_deadline_seconds", "jitter_seconds", "memory_limit_mb",
-    "cpu_limit_seconds", "max_open_files", "max_processes", "working_directory", "enabled", "queue",
-    "max_retries", "retry_backoff_seconds", "retry_backoff_max_seconds", "retry_jitter", "timeout_seconds",
-    "sla_seconds",
-]
+TRACKED = list(job_fields.EDITABLE)
 
 
 def _plain(value):
@@ -63,12 +57,12 @@ def diff(before, after):
     """{field: [old, new]} of the fields that differ; ``before`` or ``after`` may be None (create,
     delete). Secret fields show their keys only."""
     before, after = before or {}, after or {}
-    changes = {}
+    changes, unaudited = {}, {*job_fields.PRIVATE_VALUES, *kinds.secret_fields()}
     for name in TRACKED:
         old, new = before.get(name), after.get(name)
         if old == new:
             continue
-        if name in SECRET_FIELDS:
+        if name in unaudited:
             old, new = _hide(old, new)
         changes[name] = [old, new]
     return changes

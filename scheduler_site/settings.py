@@ -291,7 +291,7 @@ JOBS_SLOT_REPORT_MAX_SLOTS = env_int("JOBS_SLOT_REPORT_MAX_SLOTS", 1000, 1)
 JOBS_SLOT_CHECK_SECONDS = env_int("JOBS_SLOT_CHECK_SECONDS", 600, 0)  # 0: no periodic check
 JOBS_COMMAND_USER = env_str("JOBS_COMMAND_USER", "nobody")
 JOBS_COMMANDS_AS_ROOT = env_bool("JOBS_COMMANDS_AS_ROOT", False)
-# Each command in a PID and mount namespace of its own (jobs.executors.isolation): "auto" where the
+# Each command in a PID and mount namespace of its own (jobs.kinds.command.isolation): "auto" where the
 # host allows it (a loud warning at worker start where not), "namespace" always (commands fail where
 # the host cannot), "off" never.
 JOBS_COMMAND_ISOLATION = env_choice("JOBS_COMMAND_ISOLATION", "auto", ("auto", "namespace", "off"))
@@ -306,6 +306,8 @@ JOBS_COMMAND_ENV_EXCLUDE = env_list("JOBS_COMMAND_ENV_EXCLUDE", (
     "JOBS_SECRETS_KEYS",
 ))
 JOBS_CALLABLE_MODULES = env_list("JOBS_CALLABLE_MODULES", ["jobs.builtin"])
+# The job kinds (jobs.kinds): each a package exporting KIND; a new kind is a package and its line here.
+JOBS_KINDS = env_list("JOBS_KINDS", ["jobs.kinds.callable", "jobs.kinds.command", "jobs.kinds.http"])
 # History: finished runs older than JOBS_RETENTION_DAYS are deleted, keeping at least the newest
 # JOBS_RETENTION_MIN_RUNS of each job (a job's own retention_days / retention_min_runs override them),
 # by a periodic task every JOBS_RETENTION_INTERVAL_SECONDS (0 turns it off), JOBS_RETENTION_BATCH

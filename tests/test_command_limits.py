@@ -10,7 +10,8 @@ from django.test import override_settings
 
 from jobs import lifecycle
 from jobs.definitions import save_job
-from jobs.executors import JobFailed, RunContext, command_kind
+from jobs.kinds import command as command_kind
+from jobs.kinds.base import JobFailed, RunContext
 from jobs.models import Job, RunStatus
 
 from .api_personas import make_personas

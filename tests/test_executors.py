@@ -8,7 +8,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.test import override_settings
 
-from jobs.executors import JobFailed, JobTimedOut, RunContext, command_kind, http_kind
+from jobs.kinds import command as command_kind
+from jobs.kinds import http as http_kind
+from jobs.kinds.base import JobFailed, JobTimedOut, RunContext
 from jobs.models import Job
 
 KEY = "12:2026-03-01T06:00:00.000000Z"  # the worker gives the run's key (tests/test_idempotency_key.py)

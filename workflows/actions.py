@@ -14,7 +14,8 @@ from audit import trail
 from audit.models import Action, Subject
 from jobs import definitions as job_definitions
 from jobs.actions import ActionError, may_run_command_jobs
-from jobs.models import Job, JobKind
+from jobs.models import Job
+from jobs.permissions import guarded_kinds
 
 from . import definitions, progress
 from .models import Workflow
@@ -30,7 +31,7 @@ def _check(actor, workflow):
 def _check_graph(actor, graph):
     if graph is None or may_run_command_jobs(actor):
         return
-    commands = sorted(Job.objects.filter(name__in=graph[0], kind=JobKind.COMMAND).values_list("name", flat=True))
+    commands = sorted(Job.objects.filter(name__in=graph[0], kind__in=guarded_kinds()).values_list("name", flat=True))
     if commands:
         message = (f"Only users with the jobs.run_command_jobs permission may put command jobs in a workflow "
                    f"({', '.join(commands)}).")

@@ -15,8 +15,8 @@ from django.db import DatabaseError
 
 from jobs import definitions as job_definitions
 from jobs.as_code import Plan
-from jobs.models import Job, JobKind
-from jobs.permissions import COMMAND_JOBS_DENIED, may_run_command_jobs
+from jobs.models import Job
+from jobs.permissions import COMMAND_JOBS_DENIED, guarded_kinds, may_run_command_jobs
 
 from . import actions, definitions
 from .models import FailurePolicy, Workflow
@@ -170,7 +170,7 @@ def refusals_for(user, plan):
         if workflow.pk is not None and workflow.pk not in visible:
             out.append(f"{label}: name: a workflow of this name exists and is not yours to change.")
     if not may_run_command_jobs(user):
-        command_jobs = set(Job.objects.filter(kind=JobKind.COMMAND).values_list("name", flat=True))
+        command_jobs = set(Job.objects.filter(kind__in=guarded_kinds()).values_list("name", flat=True))
         for change in plan.changes:
             nodes = change.graph[0] if change.graph else change.workflow.graph()[0]
             if names := sorted(set(nodes) & command_jobs):

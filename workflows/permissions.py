@@ -1,8 +1,7 @@
 """Who sees which workflows: as with jobs, a user sees the workflows they own and those of their
 groups, staff see all; a workflow run follows its workflow. Anything else answers 404."""
 
-from jobs.models import JobKind
-from jobs.permissions import may_run_command_jobs, owned_or_shared, sees_everything
+from jobs.permissions import guarded_kinds, may_run_command_jobs, owned_or_shared, sees_everything
 
 from .models import Workflow, WorkflowRun
 
@@ -26,4 +25,4 @@ def may_act_on(user, workflow):
     jobs, as running that job alone would."""
     if may_run_command_jobs(user):
         return True
-    return not workflow.nodes.filter(job__kind=JobKind.COMMAND).exists()
+    return not workflow.nodes.filter(job__kind__in=guarded_kinds()).exists()

@@ -15,7 +15,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
-from .. import definitions, schedules, secrets
+from .. import definitions, job_fields, schedules, secrets
 from ..models import Job, JobAttempt, JobRun
 from ..permissions import queue_refusal
 
@@ -139,17 +139,8 @@ class JobSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Job
-        fields = [
-            "id", "name", "description", "tags", "kind", "target", "args", "kwargs", "environment",
-            "secret_environment", "http_method", "http_headers", "secret_http_headers", "http_body",
-            "http_ok_statuses", "schedule",
-            "catchup_policy", "catchup_max", "overlap_policy", "start_deadline_seconds", "jitter_seconds",
-            "memory_limit_mb", "cpu_limit_seconds", "max_open_files", "max_processes", "working_directory",
-            "enabled", "queue", "priority", "max_retries", "retry_backoff_seconds",
-            "retry_backoff_max_seconds", "retry_jitter", "timeout_seconds", "sla_seconds",
-            "retention_days", "retention_min_runs", "next_run_at", "last_run", "owner", "group", "created_at",
-            "updated_at",
-        ]
+        # The job's fields as jobs.job_fields declares them, with what the service sets itself.
+        fields = ["id", *job_fields.EDITABLE, "next_run_at", "last_run", "created_at", "updated_at"]
         read_only_fields = ["next_run_at", "created_at", "updated_at"]
         # Kept as given: a request body is sent byte for byte, and a text of several lines keeps
         # its indentation (and a file applied twice compares equal).

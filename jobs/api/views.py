@@ -17,8 +17,8 @@ from rest_framework.reverse import reverse
 
 from audit.models import Source
 
-from .. import actions
-from ..models import Job, JobKind, JobRun, RunStatus
+from .. import actions, kinds
+from ..models import Job, JobRun, RunStatus
 from ..permissions import visible_jobs, visible_runs
 from . import operator
 from .serializers import JobSerializer, RunDetailSerializer, RunSerializer, field_errors
@@ -143,7 +143,7 @@ def with_tag(jobs, tag):
         parameters=[
             OpenApiParameter("name", OpenApiTypes.STR, description="Exact name."),
             OpenApiParameter("enabled", OpenApiTypes.BOOL),
-            OpenApiParameter("kind", OpenApiTypes.STR, enum=JobKind.values),
+            OpenApiParameter("kind", OpenApiTypes.STR, enum=kinds.names()),
             OpenApiParameter("tag", OpenApiTypes.STR, description="Jobs carrying this tag."),
         ],
     ),
@@ -173,7 +173,7 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
         if "enabled" in params:
             jobs = jobs.filter(enabled=bool_param(params, "enabled"))
         if "kind" in params:
-            jobs = jobs.filter(kind=choice_param(params, "kind", JobKind.values))
+            jobs = jobs.filter(kind=choice_param(params, "kind", kinds.names()))
         if "tag" in params:
             jobs = with_tag(jobs, text_param(params, "tag"))
         return jobs

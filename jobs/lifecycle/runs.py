@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from .. import clock, publishing
+from ..definitions import stopped_by_soft_time_limit
 from ..models import ACTIVE_STATUSES, AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
 from . import events, postgres
 from .moves import move_locked, transition
@@ -34,7 +35,7 @@ def time_limits(job):
 
 def _time_limits(timeout_seconds, kind):
     hard = timeout_seconds + 2 * settings.JOBS_KILL_GRACE_SECONDS + 5
-    return hard, timeout_seconds if kind == "callable" else None
+    return hard, timeout_seconds if stopped_by_soft_time_limit(kind) else None
 
 
 def message_for(run_id, attempt, job):

@@ -15,7 +15,7 @@ import json
 
 from django.conf import settings
 
-from ..executors.output import first_bytes, last_bytes
+from ..output import first_bytes, last_bytes
 
 RESULT_NOT_KEPT = "result_not_kept"
 

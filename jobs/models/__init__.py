@@ -13,7 +13,6 @@ from ..choices import (
     UNSUCCESSFUL_END_STATUSES,
     AttemptOutcome,
     CatchupPolicy,
-    JobKind,
     OverlapPolicy,
     RunStatus,
     RunTrigger,
@@ -29,6 +28,6 @@ from .run import JobRun, StatusOf, idempotency_key
 __all__ = [
     "ACTIVE_STATUSES", "ENDED_STATUSES", "TERMINAL_STATUSES", "TIMED_END_STATUSES", "UNSUCCESSFUL_END_STATUSES",
     "AttemptOutcome", "CatchupPolicy", "CountField", "DeliveryCounter", "EndCounts", "HourCounts", "Job",
-    "JobAttempt", "JobHourCounts", "JobKind", "JobRun", "Lease", "OverlapPolicy", "RecentRuns", "RunEnd",
+    "JobAttempt", "JobHourCounts", "JobRun", "Lease", "OverlapPolicy", "RecentRuns", "RunEnd",
     "RunStatus", "RunTrigger", "ScheduleType", "SchedulerOutage", "StatusOf", "idempotency_key",
 ]

@@ -26,29 +26,18 @@ from django.views.decorators.http import require_POST
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
-from .. import actions, definitions, registry, secrets
+from .. import actions, definitions, job_fields, kinds, secrets
 from ..api.serializers import JobSerializer, ScheduleField, field_errors
-from ..executors.http_kind import METHODS
-from ..models import Job, JobKind, ScheduleType
+from ..models import Job, ScheduleType
 from ..permissions import sees_everything, visible_jobs
 from .common import actor, job_timezone, page, refused_is_forbidden, slot_text
 
 PREVIEW_SLOTS = 10
 
-GENERAL = ["name", "description", "tags", "group", "enabled", "queue", "priority"]
-WHAT = ["kind", "target"]
-# Only the fields of the chosen kind and schedule type are shown, read and sent.
-KIND_FIELDS = {
-    JobKind.CALLABLE: ["args", "kwargs"],
-    JobKind.COMMAND: ["environment", "secret_environment", "working_directory", "memory_limit_mb",
-                      "cpu_limit_seconds", "max_open_files", "max_processes"],
-    JobKind.HTTP: ["http_method", "http_headers", "secret_http_headers", "http_body", "http_ok_statuses"],
-}
+# The form's cards are the groups of jobs.job_fields, each with the fields the API lets a user set;
+# only the fields of the chosen kind (jobs.kinds) and schedule type are shown, read and sent.
 SCHEDULE_FIELDS = {ScheduleType.CRON: ["cron", "timezone"], ScheduleType.INTERVAL: ["every_seconds"],
                    ScheduleType.ONCE: ["run_at"], ScheduleType.MANUAL: []}
-POLICIES = ["catchup_policy", "catchup_max", "overlap_policy", "start_deadline_seconds", "jitter_seconds",
-            "max_retries", "retry_backoff_seconds", "retry_backoff_max_seconds", "retry_jitter",
-            "timeout_seconds", "sla_seconds", "retention_days", "retention_min_runs"]
 
 ROWS = {"kwargs", "environment", "http_headers"}  # {name: value} as rows of name and value
 SECRET_ROWS = set(secrets.FIELDS)                  # the same, the values write-only
@@ -148,8 +137,49 @@ def from_post(post):
     return values
 
 
+@functools.cache
+def settable():
+    """The fields of jobs.job_fields a user sets (the API's writable ones), the schedule apart."""
+    return {name for name, api_field in JobSerializer().fields.items() if not api_field.read_only} - {"schedule"}
+
+
+def common_fields(group):
+    return [name for name in job_fields.common(group) if name in settable()]
+
+
 def shown_fields(kind):
-    return [*GENERAL, *WHAT, *KIND_FIELDS.get(kind, []), *POLICIES]
+    """The fields read and sent for a job of ``kind``."""
+    ours = set(kinds.fields_of(kind))
+    return [name for name in job_fields.EDITABLE
+            if name in settable() and (name not in job_fields.KIND_FIELDS or name in ours)]
+
+
+def kind_fieldsets():
+    """[(kind names, their labels, fields)]: each kind's own fields, a field that several kinds use
+    shown once, for all of them."""
+    users = {}
+    for spec in kinds.kinds().values():
+        for name in spec.fields:
+            users.setdefault(name, []).append(spec.name)
+    sets = {}
+    for name, names in users.items():
+        sets.setdefault(tuple(names), []).append(name)
+    return [(list(names), " and ".join(kinds.get(kind).label for kind in names), fields)
+            for names, fields in sets.items()]
+
+
+def default_kind():
+    return next(iter(kinds.kinds()), "")
+
+
+def field_options(name, kind):
+    """Suggestions for a field: the chosen kind's targets, the kind's own choices (HTTP methods)."""
+    if name == "target":
+        return spec.target_options() if (spec := kinds.get(kind)) else []
+    for spec in kinds.kinds().values():
+        if name in spec.field_options:
+            return list(spec.field_options[name])
+    return []
 
 
 def schedule_object(values):
@@ -253,7 +283,7 @@ def model_widget(model_field):
 
 
 def make_field(name, values, errors, request):
-    kind = values.get("kind") or JobKind.CALLABLE
+    kind = values.get("kind") or default_kind()
     try:
         model_field = Job._meta.get_field(name)
     except Exception:  # the schedule's fields are not the model's
@@ -268,14 +298,12 @@ def make_field(name, values, errors, request):
         made.choices = list(model_field.choices)
     if isinstance(model_field, models.FloatField):
         made.step = "any"
-    if name == "target":
-        made.options = registry.registered_names() if kind == JobKind.CALLABLE else []
+    if name == "target" or name in job_fields.KIND_FIELDS:
+        made.options = field_options(name, kind)
     elif name == "group":
         made.widget, made.choices = "select", [("", "— none —"), *group_choices(request.user, made.value)]
     elif name == "queue":
         made.options = sorted(settings.JOBS_QUEUES)
-    elif name == "http_method":
-        made.options = sorted(METHODS)
     elif name == "timezone":
         made.options = timezone_names()
     elif name == "every_seconds":
@@ -302,18 +330,19 @@ def form_context(request, values, errors, job=None):
     def fields(names):
         return [make_field(name, values, errors, request) for name in names]
 
-    shown = {*GENERAL, *WHAT, *POLICIES, "schedule_type", *(n for names in KIND_FIELDS.values() for n in names),
-             *(n for names in SCHEDULE_FIELDS.values() for n in names)}
+    fieldsets = kind_fieldsets()
+    shown = {*settable(), "schedule_type", *(n for names in SCHEDULE_FIELDS.values() for n in names)}
     return {
         "job": job,
         "kind": kind,
         "schedule_type": schedule_type,
-        "general": fields(GENERAL),
-        "what": fields(WHAT),
-        "kinds": [(value, label, fields(KIND_FIELDS[value])) for value, label in JobKind.choices],
+        "groups": [{"title": group.title, "fields": fields(common_fields(group)),
+                    "kinds": [(" ".join(names), label, kind in names, fields(own)) for names, label, own in fieldsets
+                              if set(own) <= set(group.fields)],
+                    "schedule": "schedule" in group.fields}
+                   for group in job_fields.GROUPS],
         "schedule_field": make_field("schedule_type", values, errors, request),
         "schedules": [(value, fields(SCHEDULE_FIELDS[value])) for value in ScheduleType.values],
-        "policies": fields(POLICIES),
         "other_errors": [text for name, texts in errors.items() if name not in shown for text in texts],
         "preview": schedule_preview(schedule_object(values)),
         "mask": secrets.MASK,
@@ -393,7 +422,7 @@ def save(request, job=None):
 @login_required
 def job_create(request):
     values = from_api(JobSerializer(Job(), context={"request": request}).data)
-    values.update(kind=JobKind.CALLABLE, enabled=True, schedule_type=ScheduleType.MANUAL, timezone="UTC")
+    values.update(kind=default_kind(), enabled=True, schedule_type=ScheduleType.MANUAL, timezone="UTC")
     errors, status = {}, 200
     if request.method == "POST":
         with transaction.atomic():

@@ -4,7 +4,6 @@ Every page shows only what the API would show the same user (``visible_jobs``/``
 another user's job or run answers 404, so ids do not leak what exists.
 """
 
-import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -17,9 +16,10 @@ from django.views.decorators.http import require_POST
 
 from audit import trail
 
-from .. import actions
+from .. import actions, kinds
 from ..api.views import with_tag
-from ..models import ACTIVE_STATUSES, JobKind, RunStatus
+from ..kinds.base import result_as_json
+from ..models import ACTIVE_STATUSES, RunStatus
 from ..permissions import sees_everything, visible_jobs, visible_runs
 from . import charts, figures, keyset, queries
 from .common import actor, flower_url, job_timezone, may_act_on, page, refused_is_forbidden, slot_text
@@ -80,7 +80,7 @@ def filtered_jobs(request):
     params = request.GET
     if name := params.get("q", "").strip():
         jobs = jobs.filter(name__icontains=name)
-    if (kind := params.get("kind")) in JobKind.values:
+    if (kind := params.get("kind")) in kinds.names():
         jobs = jobs.filter(kind=kind)
     if tag := params.get("tag", "").strip():
         jobs = with_tag(jobs, tag)
@@ -104,7 +104,7 @@ def job_list(request):
         job.success_rate = figures.rate_text(*rates.get(job.pk, (0, 0)))
         job.sparkline = charts.sparkline(durations.get(job.pk, []))
     return page(request, "pages/jobs.html", {
-        "jobs": found, "kinds": JobKind.choices, "statuses": RunStatus.values, "params": request.GET,
+        "jobs": found, "kinds": kinds.choices(), "statuses": RunStatus.values, "params": request.GET,
     }, "jobs")
 
 
@@ -227,22 +227,20 @@ def run_live_context(request, run):
         "attempts": attempts,
         "whole_run_took": whole_run,
         "result_text": result_text(run),
+        "result_title": spec.result_title if (spec := kinds.get(run.job.kind)) else "Result",
         "may_act": may_act_on(request, run.job),
         "flower_task_url": f"{flower}/task/{run.task_id}" if (flower := flower_url(request.user)) else "",
     }
 
 
 def result_text(run):
-    """What a run returned, as the run page shows it above the output: an HTTP job's status and
-    headers, a function's return value as JSON; None when there is nothing to show."""
+    """What a run returned, as the run page shows it above the output (as its kind shows it: an HTTP
+    job's status and headers, a function's return value as JSON); None when there is nothing to show."""
     result = run.result
     if result is None:
         return None
-    if run.job.kind == JobKind.HTTP and isinstance(result, dict) and "status" in result:
-        lines = [f"HTTP {result['status']}"]
-        lines += [f"{name}: {value}" for name, value in (result.get("headers") or {}).items()]
-        return "\n".join(lines)
-    return json.dumps(result, indent=2, ensure_ascii=False, sort_keys=True)
+    spec = kinds.get(run.job.kind)
+    return spec.result_text(result) if spec else result_as_json(result)
 
 
 @login_required

@@ -18,7 +18,7 @@ from celery.signals import (
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from ..executors import isolation
+from .. import kinds
 from ..publishing import TASK_NAME
 from . import hardening, watchdog
 
@@ -54,9 +54,11 @@ def keep_commands_out(**kwargs):
 
 @worker_init.connect
 @never_raises
-def report_command_isolation(**kwargs):
-    # In the main process, before the pool forks: its processes inherit the finding.
-    isolation.report()
+def start_kinds(**kwargs):
+    # In the main process, before the pool forks: its processes inherit what the kinds find
+    # (whether commands can be isolated here, and it is said in the log).
+    for spec in kinds.kinds().values():
+        spec.worker_start()
 
 
 @worker_ready.connect

@@ -9,10 +9,10 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, close_old_connections, connection
 
-from .. import lifecycle
-from ..executors import JobFailed, JobTimedOut, RunContext, get_executor
-from ..executors.output import OutputTail
+from .. import kinds, lifecycle
+from ..kinds.base import JobFailed, JobTimedOut, RunContext
 from ..lifecycle import stored
+from ..output import OutputTail
 from ..publishing import TASK_NAME
 from . import heartbeats
 
@@ -41,7 +41,10 @@ def execute_run(self, run_id, attempt):
         with heartbeats.held(run_id, attempt, output=tail, worker=worker) as beat:
             context = RunContext(run_id=run_id, attempt=attempt, job=run.job, idempotency_key=run.idempotency_key,
                                  timeout_seconds=run.job.timeout_seconds, cancelled=beat.stopped, output=tail)
-            outcome = get_executor(run.job.kind).execute(context)
+            spec = kinds.get(run.job.kind)
+            if spec is None:
+                raise LookupError(f"the job kind {run.job.kind!r} is not registered on this worker (JOBS_KINDS)")
+            outcome = spec.execute(context)
     except JobFailed as exc:
         close_old_connections()
         if beat.fenced:  # the worker stopped it itself, cut off: the infrastructure's loss, not the job's

@@ -13,7 +13,8 @@ from django.test import override_settings
 
 from jobs import lifecycle, secrets
 from jobs.definitions import save_job
-from jobs.executors import JobTimedOut, RunContext, command_kind
+from jobs.kinds import command as command_kind
+from jobs.kinds.base import JobTimedOut, RunContext
 from jobs.models import Job, JobRun, RunStatus
 
 from ..conftest import wait_for

@@ -12,7 +12,9 @@ from django.db import connection
 
 from audit.models import AuditEntry
 from jobs import lifecycle, secrets
-from jobs.executors import RunContext, command_kind, http_kind
+from jobs.kinds import command as command_kind
+from jobs.kinds import http as http_kind
+from jobs.kinds.base import RunContext
 from jobs.models import Job
 
 ENV_SECRET = "env-secret-value-8Jx2"

@@ -10,7 +10,8 @@ from django.core.exceptions import ValidationError
 
 import outbound
 from jobs.definitions import save_job
-from jobs.executors import JobFailed, JobTimedOut, RunContext, http_kind
+from jobs.kinds import http as http_kind
+from jobs.kinds.base import JobFailed, JobTimedOut, RunContext
 from jobs.models import Job, JobRun
 from notifications.models import Channel, Delivery, DeliveryStatus
 from notifications.sending import send_delivery

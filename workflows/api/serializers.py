@@ -7,8 +7,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from jobs.api.serializers import GroupField, ScheduleField
-from jobs.models import JobKind
-from jobs.permissions import may_run_command_jobs, sees_everything, visible_jobs
+from jobs.permissions import guarded_kinds, may_run_command_jobs, sees_everything, visible_jobs
 
 from .. import definitions
 from ..models import FailurePolicy, Workflow, WorkflowRun, WorkflowStep
@@ -73,7 +72,7 @@ class WorkflowSerializer(serializers.ModelSerializer):
             attrs["graph"] = definitions.parse_graph(nodes, edges, jobs)
         except DjangoValidationError as exc:
             raise serializers.ValidationError(exc.message_dict) from None
-        commands = sorted(name for name, job in jobs.items() if job.kind == JobKind.COMMAND)
+        commands = sorted(name for name, job in jobs.items() if job.kind in guarded_kinds())
         if commands and not may_run_command_jobs(user):
             raise serializers.ValidationError({"nodes": [
                 f"Only users with the jobs.run_command_jobs permission may put command jobs in a workflow "

@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs import actions, as_code, definitions, secrets
+from jobs import actions, as_code, definitions, kinds
 from jobs.models import Job, RunStatus, ScheduleType
 from jobs.operations import slot_report
 from jobs.permissions import visible_jobs
@@ -151,18 +151,10 @@ class Command(BaseCommand):
         job = find_job(name, self.user)
         fields = [
             ("name", job.name), ("description", job.description or "-"), ("owner", job.owner or "-"),
-            ("tags", job.tags), ("kind", job.kind), ("target", job.target), ("args", job.args),
-            ("kwargs", job.kwargs),
+            ("tags", job.tags), ("kind", job.kind), ("target", job.target),
         ]
-        if job.kind == "command":
-            fields.append(("environment", job.environment))
-            fields.append(("secret_environment", secrets.masked(job.secret_environment)))
-            fields += [(name, getattr(job, name) or "-") for name in (
-                "memory_limit_mb", "cpu_limit_seconds", "max_open_files", "max_processes", "working_directory")]
-        if job.kind == "http":
-            fields += [("http_method", job.http_method), ("http_headers", job.http_headers),
-                       ("secret_http_headers", secrets.masked(job.secret_http_headers)),
-                       ("http_body", job.http_body or "-"), ("http_ok_statuses", job.http_ok_statuses or "any 2xx")]
+        if spec := kinds.get(job.kind):
+            fields += spec.described(job)
         fields += [
             ("schedule", job.describe_schedule()), ("schedule object", definitions.schedule_of(job)),
             ("enabled", job.enabled), ("catchup", f"{job.catchup_policy} (max {job.catchup_max})"),

@@ -42,7 +42,7 @@
   function jobForm(form) {
     function toggle(select, attribute) {
       form.querySelectorAll("[" + attribute + "]").forEach(function (section) {
-        var on = section.getAttribute(attribute) === select.value;
+        var on = section.getAttribute(attribute).split(" ").indexOf(select.value) >= 0;
         section.hidden = !on;
         section.disabled = !on;
       });

@@ -9,9 +9,9 @@ from django.core.exceptions import ValidationError
 
 import outbound
 
-from .. import secrets
-from . import JobFailed, JobTimedOut, Outcome
-from .output import first_bytes
+from ... import secrets
+from ...output import first_bytes
+from ..base import JobFailed, JobKindSpec, JobTimedOut, Outcome, result_as_json
 
 METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
 # An RFC 9110 field name.
@@ -118,3 +118,21 @@ def stored_answer(response, limit):
         return status_line + body, result
     note = f"… [the body was {response.size} bytes; the rest not kept]"
     return status_line + first_bytes(body, room - len(note.encode()), note=False) + note, result
+
+
+def result_text(result):
+    """The status and headers of the answer, as the run page shows them above the body."""
+    if not (isinstance(result, dict) and "status" in result):
+        return result_as_json(result)
+    lines = [f"HTTP {result['status']}"]
+    lines += [f"{name}: {value}" for name, value in (result.get("headers") or {}).items()]
+    return "\n".join(lines)
+
+
+KIND = JobKindSpec(
+    name="http", label="HTTP call", execute=execute, validate=validate,
+    fields=("http_method", "http_headers", "secret_http_headers", "http_body", "http_ok_statuses"),
+    secret_fields=("secret_http_headers",),
+    field_options={"http_method": sorted(METHODS)}, result_title="Response", result_text=result_text,
+    when_empty={"http_ok_statuses": "any 2xx"},
+)

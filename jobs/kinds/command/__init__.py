@@ -12,9 +12,10 @@ import time
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from .. import secrets
-from . import JobFailed, JobTimedOut, Outcome, isolation, limits
-from .output import OutputTail
+from ... import secrets
+from ...output import OutputTail
+from ..base import JobFailed, JobKindSpec, JobTimedOut, Outcome
+from . import isolation, limits
 
 
 def validate(job):
@@ -105,3 +106,12 @@ def _drain(stream, tail):
     for chunk in iter(lambda: stream.read1(65536), b""):
         tail.write(chunk)
     stream.close()
+
+
+KIND = JobKindSpec(
+    name="command", label="Shell command", execute=execute, validate=validate,
+    fields=("environment", "secret_environment", "working_directory", "memory_limit_mb", "cpu_limit_seconds",
+            "max_open_files", "max_processes"),
+    secret_fields=("secret_environment",), needs_permission=True,
+    worker_start=isolation.report,
+)

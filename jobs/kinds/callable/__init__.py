@@ -1,12 +1,15 @@
+"""Registered functions (``jobs.registry``), called in the worker's own process: Celery's soft time
+limit stops one at its timeout."""
+
 import json
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from .. import registry
-from . import JobTimedOut, Outcome
-from .output import OutputTail, capture_prints
+from ... import registry
+from ...output import OutputTail, capture_prints
+from ..base import JobKindSpec, JobTimedOut, Outcome
 
 
 def validate(job):
@@ -41,3 +44,9 @@ def execute(context):
         result = repr(result)
     output, written = tail.snapshot()
     return Outcome(output=output, output_bytes=written, result=result)
+
+
+KIND = JobKindSpec(
+    name="callable", label="Registered function", execute=execute, validate=validate, fields=("args", "kwargs"),
+    soft_time_limit=True, target_options=registry.registered_names,
+)

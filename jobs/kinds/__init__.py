@@ -1,0 +1,69 @@
+"""The job kinds, each one package (``jobs/kinds/callable/``, ``command/``, ``http/``) that exports
+``KIND``, a ``base.JobKindSpec``: what it runs, how it checks a job, the fields it uses and which
+of them are secret, whether its jobs need the command-job permission, and how its result is shown.
+
+They are listed once, by the package's dotted path, in the setting ``JOBS_KINDS`` (default: the
+three). Everything else asks this registry and never names a kind: the model's choices and
+validation, the permissions, the API, the pages, the admin, jobs-as-code, the command line, the
+lifecycle's time limits and the worker. Adding a kind is one new package and its line in the setting.
+"""
+
+from functools import cache
+from importlib import import_module
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from .base import JobKindSpec
+
+DEFAULT_KINDS = ("jobs.kinds.callable", "jobs.kinds.command", "jobs.kinds.http")
+NAME_MAX_LENGTH = 16  # Job.kind's column
+
+
+def kinds():
+    """The registered kinds by name, in the setting's order."""
+    return _loaded(tuple(getattr(settings, "JOBS_KINDS", DEFAULT_KINDS)))
+
+
+@cache
+def _loaded(paths):
+    found = {}
+    for path in paths:
+        spec = getattr(import_module(path), "KIND", None)
+        if not isinstance(spec, JobKindSpec):
+            raise ImproperlyConfigured(f"JOBS_KINDS: {path} exports no KIND (a JobKindSpec).")
+        if spec.name in found or not 0 < len(spec.name) <= NAME_MAX_LENGTH:
+            raise ImproperlyConfigured(f"JOBS_KINDS: {path}: the kind's name {spec.name!r} is taken "
+                                       f"or not 1 to {NAME_MAX_LENGTH} characters long.")
+        found[spec.name] = spec
+    return found
+
+
+def get(name):
+    """The kind named ``name``, or None when it is not registered (any more)."""
+    return kinds().get(name)
+
+
+def names():
+    return list(kinds())
+
+
+def choices():
+    """(name, label) of each kind: Job.kind's choices, evaluated when asked."""
+    return [(spec.name, spec.label) for spec in kinds().values()]
+
+
+def needing_permission():
+    """The names of the kinds whose jobs need the jobs.run_command_jobs permission."""
+    return {spec.name for spec in kinds().values() if spec.needs_permission}
+
+
+def fields_of(name):
+    """The fields a job of kind ``name`` uses beyond its target ([] for an unknown kind)."""
+    spec = get(name)
+    return list(spec.fields) if spec else []
+
+
+def secret_fields():
+    """The fields some kind keeps secret."""
+    return {name for spec in kinds().values() for name in spec.secret_fields}
