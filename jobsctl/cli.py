@@ -208,22 +208,14 @@ def exit_for(run):
 @click.argument("job")
 def pause(ctx, as_json, job):
     """Pause a job's schedule (run now still works)."""
-    done = ctx.api.post(f"/api/jobs/{find_job(ctx.api, job)['id']}/pause/")
-    if as_json:
-        output.emit_json(done)
-    else:
-        click.echo(f"Paused {done['name']}.")
+    output.switched(ctx.api.post(f"/api/jobs/{find_job(ctx.api, job)['id']}/pause/"), as_json, paused=True)
 
 
 @command()
 @click.argument("job")
 def resume(ctx, as_json, job):
     """Resume a job's schedule from now on."""
-    done = ctx.api.post(f"/api/jobs/{find_job(ctx.api, job)['id']}/resume/")
-    if as_json:
-        output.emit_json(done)
-    else:
-        click.echo(f"Resumed {done['name']}; next run {output.when(done['next_run_at'])}.")
+    output.switched(ctx.api.post(f"/api/jobs/{find_job(ctx.api, job)['id']}/resume/"), as_json, paused=False)
 
 
 @command()

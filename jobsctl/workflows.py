@@ -142,22 +142,14 @@ def run(ctx, as_json, workflow, wait, timeout, interval):
 @click.argument("workflow")
 def pause(ctx, as_json, workflow):
     """Pause a workflow's schedule (run still works)."""
-    done = ctx.api.post(f"/api/workflows/{find_workflow(ctx.api, workflow)['id']}/pause/")
-    if as_json:
-        output.emit_json(done)
-    else:
-        click.echo(f"Paused {done['name']}.")
+    output.switched(ctx.api.post(f"/api/workflows/{find_workflow(ctx.api, workflow)['id']}/pause/"), as_json, paused=True)
 
 
 @command()
 @click.argument("workflow")
 def resume(ctx, as_json, workflow):
     """Resume a workflow's schedule from now on."""
-    done = ctx.api.post(f"/api/workflows/{find_workflow(ctx.api, workflow)['id']}/resume/")
-    if as_json:
-        output.emit_json(done)
-    else:
-        click.echo(f"Resumed {done['name']}; next run {output.when(done['next_run_at'])}.")
+    output.switched(ctx.api.post(f"/api/workflows/{find_workflow(ctx.api, workflow)['id']}/resume/"), as_json, paused=False)
 
 
 @command()
