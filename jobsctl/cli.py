@@ -82,14 +82,7 @@ def main():
 
 def find_job(api, ref):
     """A job by name, or by id when no job has that name."""
-    found = api.get("/api/jobs/", {"name": ref})["results"]
-    if found:
-        return found[0]
-    missing = f"no job named {ref!r}" + (f" and no job {ref}" if ref.isdigit() else "") + \
-        " (or it is not yours to see); jobsctl list shows the jobs."
-    if not ref.isdigit():
-        raise CliError(NOT_FOUND, missing)
-    return api.get(f"/api/jobs/{ref}/", not_found=missing)
+    return api.named("/api/jobs/", ref, "job", "jobsctl list shows the jobs")
 
 
 def get_run(api, run_id):
