@@ -9,8 +9,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs.actions import Actor
-from jobs.management.commands.jobs import EXIT_FAILED, EXIT_WAIT_TIMED_OUT, resolve_user, table, when
+from jobs.management.commands.jobs import EXIT_FAILED, EXIT_WAIT_TIMED_OUT, act, resolve_user, table, when
 from workflows import actions, definitions
 from workflows.models import Workflow, WorkflowRun, WorkflowRunStatus
 from workflows.permissions import visible_workflow_runs, visible_workflows
@@ -58,10 +57,7 @@ class Command(BaseCommand):
         getattr(self, f"handle_{action}")(**options)
 
     def act(self, action, *args):
-        try:
-            return action(Actor.command_line(self.user), *args)
-        except actions.ActionError as exc:
-            raise CommandError(exc.message) from None
+        return act(action, *args, user=self.user)
 
     def handle_list(self, **options):
         rows = []
