@@ -102,9 +102,7 @@ class Command(BaseCommand):
 
     def handle_run(self, name, wait, timeout, **options):
         wf_run = self.act(actions.run_now, find_workflow(name, self.user))
-        self.stdout.write(f"Workflow run {wf_run.pk} of {wf_run.workflow.name} started.")
-        if wait:
-            self.wait_for(wf_run, timeout)
+        self.started(wf_run, f"Workflow run {wf_run.pk} of {wf_run.workflow.name} started.", wait, timeout)
 
     def handle_pause(self, name, **options):
         workflow = self.act(actions.pause, find_workflow(name, self.user))
@@ -116,9 +114,7 @@ class Command(BaseCommand):
 
     def handle_rerun(self, id, wait, timeout, **options):
         wf_run = self.act(actions.rerun, find_run(id, self.user))
-        self.stdout.write(f"Workflow run {wf_run.pk} re-runs {id} from its failed steps.")
-        if wait:
-            self.wait_for(wf_run, timeout)
+        self.started(wf_run, f"Workflow run {wf_run.pk} re-runs {id} from its failed steps.", wait, timeout)
 
     def handle_cancel(self, id, **options):
         wf_run = find_run(id, self.user)
@@ -126,6 +122,11 @@ class Command(BaseCommand):
             self.stdout.write(f"Workflow run {id} cancelled.")
         else:
             self.stdout.write(f"Workflow run {id} is already {wf_run.status}; nothing changed.")
+
+    def started(self, wf_run, says, wait, timeout):
+        self.stdout.write(says)
+        if wait:
+            self.wait_for(wf_run, timeout)
 
     def wait_for(self, wf_run, timeout):
         deadline = time.monotonic() + timeout
