@@ -25,6 +25,20 @@ def setup(**env):
     return REPO
 
 
+def add_broker_option(parser):
+    parser.add_argument("--broker", nargs="+", default=["redis"], metavar="NAME",
+                        help="redis (REDIS_URL), rabbitmq (a private node) or a broker URL; several in one invocation")
+
+
+def each_broker(names):
+    """Point this process at each broker of ``names`` in turn (see ``brokers``), yielding its label;
+    a private node is stopped once all were run."""
+    with contextlib.ExitStack() as stack:
+        for label, url in brokers(names, stack):
+            use_broker(url)
+            yield label
+
+
 def brokers(names, stack):
     """[(label, broker URL)] for ``names``: ``redis`` is REDIS_URL (the benchmark's own database),
     ``rabbitmq`` a private RabbitMQ node started here (tests/brokers.py, on TEST_PORT_BASE's ports)

@@ -19,7 +19,6 @@ publishing and added its own lag); on RabbitMQ a kombu consumer.
 """
 
 import argparse
-import contextlib
 import os
 import random
 import signal
@@ -193,22 +192,19 @@ def main():
     parser.add_argument("--seconds", type=int, default=120)
     parser.add_argument("--scenario", choices=["spread", "burst", "edit"], default="spread")
     parser.add_argument("--only", choices=["ours", "stock"])
-    parser.add_argument("--broker", nargs="+", default=["redis"], metavar="NAME",
-                        help="redis (REDIS_URL), rabbitmq (a private node) or a broker URL; several in one invocation")
+    benchenv.add_broker_option(parser)
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
-    with contextlib.ExitStack() as stack:
-        for label, url in benchenv.brokers(args.broker, stack):
-            benchenv.use_broker(url)
-            rows = []
-            for n in args.jobs:
-                for which in ("ours", "stock"):
-                    if args.only and which != args.only:
-                        continue
-                    say(f"{args.scenario} on {label}: {which} scheduler, {n} jobs, {args.seconds}s")
-                    rows.append((n, which, run_one(which, n, args.seconds, args.scenario)))
-            report(label, args, rows)
-            reset()
+    for label in benchenv.each_broker(args.broker):
+        rows = []
+        for n in args.jobs:
+            for which in ("ours", "stock"):
+                if args.only and which != args.only:
+                    continue
+                say(f"{args.scenario} on {label}: {which} scheduler, {n} jobs, {args.seconds}s")
+                rows.append((n, which, run_one(which, n, args.seconds, args.scenario)))
+        report(label, args, rows)
+        reset()
 
 
 def report(broker, args, rows):

@@ -22,7 +22,6 @@ Needs an empty database it may fill (it migrates it) and a Redis database of its
 """
 
 import argparse
-import contextlib
 import os
 import signal
 import statistics
@@ -204,16 +203,13 @@ def main():
     parser.add_argument("--profile", metavar="DIR", help="py-spy each pool process of the drain into DIR")
     parser.add_argument("--rounds", type=int, default=1,
                         help="drain raw and ours this many times, alternating; the table adds the medians")
-    parser.add_argument("--broker", nargs="+", default=["redis"], metavar="NAME",
-                        help="redis (REDIS_URL), rabbitmq (a private node) or a broker URL; several in one invocation")
+    benchenv.add_broker_option(parser)
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
-    with contextlib.ExitStack() as stack:
-        for label, url in benchenv.brokers(args.broker, stack):
-            benchenv.use_broker(url)
-            say(f"=== broker: {label}")
-            report(label, [one_round(number, args) for number in range(1, args.rounds + 1)])
-            reset()
+    for label in benchenv.each_broker(args.broker):
+        say(f"=== broker: {label}")
+        report(label, [one_round(number, args) for number in range(1, args.rounds + 1)])
+        reset()
 
 
 def one_round(number, args):

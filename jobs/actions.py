@@ -380,18 +380,18 @@ def run_now(actor, job):
 
 
 def pause(actor, job):
-    _check(actor, job.kind)
-    with transaction.atomic():
-        definitions.pause(job)
-        _record(actor, job, Action.PAUSE)
-    return job
+    return _switch(actor, job, definitions.pause, Action.PAUSE)
 
 
 def resume(actor, job):
+    return _switch(actor, job, definitions.resume, Action.RESUME)
+
+
+def _switch(actor, job, switch, action):
     _check(actor, job.kind)
     with transaction.atomic():
-        definitions.resume(job)
-        _record(actor, job, Action.RESUME)
+        switch(job)
+        _record(actor, job, action)
     return job
 
 

@@ -38,10 +38,14 @@ def visible_jobs(user):
 
 
 def visible_runs(user):
-    runs = JobRun.objects.all()
+    return following(JobRun.objects.all(), "job", visible_jobs, user)
+
+
+def following(queryset, parent, visible, user):
+    """The rows of ``queryset`` whose ``parent`` (a job, a workflow) is among ``visible(user)``."""
     if sees_everything(user):
-        return runs
-    return runs.filter(job__in=visible_jobs(user))
+        return queryset
+    return queryset.filter(**{f"{parent}__in": visible(user)})
 
 
 RUN_COMMAND_JOBS = "jobs.run_command_jobs"

@@ -82,14 +82,7 @@ def main():
 
 def find_job(api, ref):
     """A job by name, or by id when no job has that name."""
-    found = api.get("/api/jobs/", {"name": ref})["results"]
-    if found:
-        return found[0]
-    missing = f"no job named {ref!r}" + (f" and no job {ref}" if ref.isdigit() else "") + \
-        " (or it is not yours to see); jobsctl list shows the jobs."
-    if not ref.isdigit():
-        raise CliError(NOT_FOUND, missing)
-    return api.get(f"/api/jobs/{ref}/", not_found=missing)
+    return api.named("/api/jobs/", ref, "job", "jobsctl list shows the jobs")
 
 
 def get_run(api, run_id):
@@ -208,22 +201,14 @@ def exit_for(run):
 @click.argument("job")
 def pause(ctx, as_json, job):
     """Pause a job's schedule (run now still works)."""
-    done = ctx.api.post(f"/api/jobs/{find_job(ctx.api, job)['id']}/pause/")
-    if as_json:
-        output.emit_json(done)
-    else:
-        click.echo(f"Paused {done['name']}.")
+    output.switched(ctx.api.post(f"/api/jobs/{find_job(ctx.api, job)['id']}/pause/"), as_json, paused=True)
 
 
 @command()
 @click.argument("job")
 def resume(ctx, as_json, job):
     """Resume a job's schedule from now on."""
-    done = ctx.api.post(f"/api/jobs/{find_job(ctx.api, job)['id']}/resume/")
-    if as_json:
-        output.emit_json(done)
-    else:
-        click.echo(f"Resumed {done['name']}; next run {output.when(done['next_run_at'])}.")
+    output.switched(ctx.api.post(f"/api/jobs/{find_job(ctx.api, job)['id']}/resume/"), as_json, paused=False)
 
 
 @command()

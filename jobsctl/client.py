@@ -38,6 +38,18 @@ class Api:
             items += answer["results"]
         return items[:limit] if limit else items
 
+    def named(self, path, ref, noun, listed_by):
+        """The {noun} of the collection ``path`` named ``ref``, or whose id it is when none has that
+        name; not found, the error says which command (``listed_by``) lists them."""
+        found = self.get(path, {"name": ref})["results"]
+        if found:
+            return found[0]
+        missing = f"no {noun} named {ref!r}" + (f" and no {noun} {ref}" if ref.isdigit() else "") + \
+            f" (or it is not yours to see); {listed_by}."
+        if not ref.isdigit():
+            raise CliError(NOT_FOUND, missing)
+        return self.get(f"{path}{ref}/", not_found=missing)
+
     def request(self, method, path, params=None, body=None, not_found=None, rejected=None):
         """The answer's JSON. ``not_found``: the message for a 404; ``rejected(answer)``: a hook
         for a 400 whose JSON the caller shows itself (it may raise)."""

@@ -93,3 +93,13 @@ def shown(value):
 def emit_line(value):
     """One JSON object on one line (JSON Lines), for streams."""
     click.echo(json.dumps(value, ensure_ascii=False))
+
+
+def switched(answer, as_json, paused):
+    """The answer to pausing or resuming a job's or a workflow's schedule: as JSON, or in a line."""
+    if as_json:
+        emit_json(answer)
+    elif paused:
+        click.echo(f"Paused {answer['name']}.")
+    else:
+        click.echo(f"Resumed {answer['name']}; next run {when(answer['next_run_at'])}.")

@@ -7,7 +7,7 @@ import time
 import click
 
 from . import output
-from .errors import NOT_FOUND, RUN_FAILED, WAIT_TIMED_OUT, CliError
+from .errors import RUN_FAILED, WAIT_TIMED_OUT, CliError
 from .subcommands import subcommand
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
@@ -24,14 +24,7 @@ def command(name=None, **attrs):
 
 def find_workflow(api, ref):
     """A workflow by name, or by id when none has that name."""
-    found = api.get("/api/workflows/", {"name": ref})["results"]
-    if found:
-        return found[0]
-    missing = f"no workflow named {ref!r}" + (f" and no workflow {ref}" if ref.isdigit() else "") + \
-        " (or it is not yours to see); jobsctl workflows list shows them."
-    if not ref.isdigit():
-        raise CliError(NOT_FOUND, missing)
-    return api.get(f"/api/workflows/{ref}/", not_found=missing)
+    return api.named("/api/workflows/", ref, "workflow", "jobsctl workflows list shows them")
 
 
 def get_run(api, run_id):
@@ -142,22 +135,14 @@ def run(ctx, as_json, workflow, wait, timeout, interval):
 @click.argument("workflow")
 def pause(ctx, as_json, workflow):
     """Pause a workflow's schedule (run still works)."""
-    done = ctx.api.post(f"/api/workflows/{find_workflow(ctx.api, workflow)['id']}/pause/")
-    if as_json:
-        output.emit_json(done)
-    else:
-        click.echo(f"Paused {done['name']}.")
+    output.switched(ctx.api.post(f"/api/workflows/{find_workflow(ctx.api, workflow)['id']}/pause/"), as_json, paused=True)
 
 
 @command()
 @click.argument("workflow")
 def resume(ctx, as_json, workflow):
     """Resume a workflow's schedule from now on."""
-    done = ctx.api.post(f"/api/workflows/{find_workflow(ctx.api, workflow)['id']}/resume/")
-    if as_json:
-        output.emit_json(done)
-    else:
-        click.echo(f"Resumed {done['name']}; next run {output.when(done['next_run_at'])}.")
+    output.switched(ctx.api.post(f"/api/workflows/{find_workflow(ctx.api, workflow)['id']}/resume/"), as_json, paused=False)
 
 
 @command()

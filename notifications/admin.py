@@ -43,8 +43,32 @@ class ChannelForm(forms.ModelForm):
         return cleaned
 
 
+class ThroughActions(admin.ModelAdmin):
+    """Adding, changing and deleting go through the actions ``acts`` (create, edit, delete), each
+    of which checks the permission and writes the audit entry."""
+
+    acts = ()
+
+    def save_model(self, request, obj, form, change):
+        create, edit, _ = self.acts
+        (edit if change else create)(admin_actor(request), obj)
+
+    def delete_model(self, request, obj):
+        self.acts[2](admin_actor(request), obj)
+
+    def delete_queryset(self, request, queryset):
+        actor = admin_actor(request)
+        with transaction.atomic():
+            for obj in self.deleted(queryset):
+                self.acts[2](actor, obj)
+
+    def deleted(self, queryset):
+        return queryset
+
+
 @admin.register(Channel)
-class ChannelAdmin(admin.ModelAdmin):
+class ChannelAdmin(ThroughActions):
+    acts = (actions.create_channel, actions.edit_channel, actions.delete_channel)  # before the admin's own actions
     form = ChannelForm
     list_display = ["name", "kind", "enabled", "last_error", "disabled_reason"]
     list_filter = ["kind", "enabled"]
@@ -60,21 +84,6 @@ class ChannelAdmin(admin.ModelAdmin):
     @admin.display(description="config")
     def shown_config(self, channel):
         return channel_secrets.masked(channel.kind, channel.config)
-
-    def save_model(self, request, obj, form, change):
-        if change:
-            actions.edit_channel(admin_actor(request), obj)
-        else:
-            actions.create_channel(admin_actor(request), obj)
-
-    def delete_model(self, request, obj):
-        actions.delete_channel(admin_actor(request), obj)
-
-    def delete_queryset(self, request, queryset):
-        actor = admin_actor(request)
-        with transaction.atomic():
-            for channel in queryset:
-                actions.delete_channel(actor, channel)
 
     @admin.action(description="Send a test notification", permissions=["change"])
     def send_test(self, request, queryset):
@@ -92,26 +101,15 @@ class RuleForm(forms.ModelForm):
 
 
 @admin.register(Rule)
-class RuleAdmin(admin.ModelAdmin):
+class RuleAdmin(ThroughActions):
     form = RuleForm
     list_display = ["__str__", "channel", "scope", "enabled"]
     list_filter = ["enabled", "scope", "channel"]
     autocomplete_fields = ["job"]
+    acts = (actions.create_rule, actions.edit_rule, actions.delete_rule)
 
-    def save_model(self, request, obj, form, change):
-        if change:
-            actions.edit_rule(admin_actor(request), obj)
-        else:
-            actions.create_rule(admin_actor(request), obj)
-
-    def delete_model(self, request, obj):
-        actions.delete_rule(admin_actor(request), obj)
-
-    def delete_queryset(self, request, queryset):
-        actor = admin_actor(request)
-        with transaction.atomic():
-            for rule in queryset.select_related("channel", "job"):
-                actions.delete_rule(actor, rule)
+    def deleted(self, queryset):
+        return queryset.select_related("channel", "job")
 
 
 @admin.register(Delivery)

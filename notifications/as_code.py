@@ -201,19 +201,23 @@ def apply_channels(plan, actor):
         channel = change.obj
         for key, value in change.values.items():
             setattr(channel, key, value)
-        try:
-            channel.full_clean()
-            if change.is_new:
-                actions.create_channel(actor, channel, detail="jobs apply")
-            else:
-                actions.edit_channel(actor, channel, detail="jobs apply")
-        except ValidationError as exc:
-            errors += [f"{change.entry.where}: {line}" for line in messages_of(exc.message_dict)]
-        except ActionError as exc:
-            errors.append(f"{change.entry.where}: {exc.message}")
-        except DatabaseError as exc:
-            errors.append(f"{change.entry.where}: {str(exc).strip()}")
+        errors += saved(change, actor, actions.create_channel, actions.edit_channel,
+                        refusals=(ActionError, DatabaseError))
     return errors
+
+
+def saved(change, actor, create, edit, refusals=()):
+    """Check ``change.obj`` and save it through the action ``create`` (a new one) or ``edit``: its
+    errors, each naming the entry; of the other errors, ``refusals`` are told the same way."""
+    try:
+        change.obj.full_clean()
+        (create if change.is_new else edit)(actor, change.obj, detail="jobs apply")
+    except ValidationError as exc:
+        return [f"{change.entry.where}: {line}" for line in messages_of(exc.message_dict)]
+    except refusals as exc:
+        message = exc.message if isinstance(exc, ActionError) else str(exc).strip()
+        return [f"{change.entry.where}: {message}"]
+    return []
 
 
 def delete_channels(plan, actor):
@@ -336,14 +340,7 @@ def apply_rules(plan, actor):
         rule.channel = channels[values["channel"]]
         rule.job = Job.objects.get(name=values["job"]) if values["scope"] == RuleScope.JOB else None
         rule.events, rule.enabled = values["events"], values["enabled"]
-        try:
-            rule.full_clean()
-            if change.is_new:
-                actions.create_rule(actor, rule, detail="jobs apply")
-            else:
-                actions.edit_rule(actor, rule, detail="jobs apply")
-        except ValidationError as exc:
-            errors += [f"{change.entry.where}: {line}" for line in messages_of(exc.message_dict)]
+        errors += saved(change, actor, actions.create_rule, actions.edit_rule)
     return errors
 
 

@@ -31,33 +31,29 @@ def _duration(run):
     return None
 
 
+HEADLINES = {
+    "failed": "{job} failed after {attempt} attempt(s)",
+    "attempt_failed": "{job}: attempt {attempt} of {max_attempts} failed, will retry",
+    "timed_out": "{job} timed out",
+    "lost": "{job} was lost: its worker stopped {attempt} time(s) in a row",
+    "sla_overrun": "{job} is still running after {elapsed}, expected {sla}",
+    "finished_late": "{job} finished late ({status} after {duration}, expected {sla})",
+    "missed": "{job} missed its run scheduled for {scheduled_for}",
+    "recovered": "{job} recovered: it succeeded again",
+    "succeeded": "{job} succeeded",
+    "test": "Test notification from the job scheduler",
+}
+
+
 def headline(payload):
-    event, job, run = payload.get("event"), (payload.get("job") or {}).get("name"), payload.get("run") or {}
-    details = payload.get("details") or {}
-    sla = seconds_text(payload.get("sla_seconds"))
-    if event == "failed":
-        return f"{job} failed after {run.get('attempt')} attempt(s)"
-    if event == "attempt_failed":
-        return f"{job}: attempt {run.get('attempt')} of {run.get('max_attempts')} failed, will retry"
-    if event == "timed_out":
-        return f"{job} timed out"
-    if event == "lost":
-        return f"{job} was lost: its worker stopped {run.get('attempt')} time(s) in a row"
-    if event == "sla_overrun":
-        return f"{job} is still running after {seconds_text(details.get('elapsed_seconds'))}, expected {sla}"
-    if event == "finished_late":
-        return f"{job} finished late ({run.get('status')} after {seconds_text(_duration(run))}, expected {sla})"
-    if event == "missed":
-        return f"{job} missed its run scheduled for {run.get('scheduled_for')}"
-    if event == "recovered":
-        return f"{job} recovered: it succeeded again"
-    if event == "succeeded":
-        return f"{job} succeeded"
+    event, run = payload.get("event"), payload.get("run") or {}
     if event in ("scheduler_down", "scheduler_recovered"):
         return scheduler_headline(event, payload.get("scheduler") or {})
-    if event == "test":
-        return "Test notification from the job scheduler"
-    return f"{job}: {event}"
+    return HEADLINES.get(event, "{job}: {event}").format(
+        event=event, job=(payload.get("job") or {}).get("name"), attempt=run.get("attempt"),
+        max_attempts=run.get("max_attempts"), status=run.get("status"), scheduled_for=run.get("scheduled_for"),
+        elapsed=seconds_text((payload.get("details") or {}).get("elapsed_seconds")),
+        sla=seconds_text(payload.get("sla_seconds")), duration=seconds_text(_duration(run)))
 
 
 def scheduler_headline(event, scheduler):

@@ -53,26 +53,21 @@ def env_bool(name, default=False):
 
 
 def env_int(name, default, minimum=None):
-    value = _raw(name, None)
-    if value is None:
-        return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a whole number, got {value!r}") from None
-    if minimum is not None and number < minimum:
-        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {number}")
-    return number
+    return _env_number(name, default, minimum, int, "a whole number")
 
 
 def env_float(name, default, minimum=None):
+    return _env_number(name, default, minimum, float, "a number")
+
+
+def _env_number(name, default, minimum, parse, what):
     value = _raw(name, None)
     if value is None:
         return default
     try:
-        number = float(value)
+        number = parse(value)
     except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from None
+        raise ImproperlyConfigured(f"{name} must be {what}, got {value!r}") from None
     if minimum is not None and number < minimum:
         raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {number}")
     return number

@@ -4,6 +4,7 @@ in another group, a staff member, and a runner (in the job's group and in "Comma
 from dataclasses import dataclass
 
 from django.contrib.auth.models import Group, User
+from django.test import Client
 from rest_framework.test import APIClient
 
 from jobs.definitions import save_job
@@ -25,6 +26,13 @@ class Personas:
         client = APIClient()
         client.force_authenticate(user)
         return client
+
+
+def browser(user):
+    """A client of the pages, logged in as ``user``."""
+    client = Client()
+    client.force_login(user)
+    return client
 
 
 def make_personas():

@@ -15,7 +15,7 @@ from jobs.definitions import save_job
 from jobs.models import Job
 from jobs.permissions import COMMAND_JOBS_DENIED
 
-from .api_personas import make_personas
+from .api_personas import browser, make_personas
 from .workflow_helpers import make_workflow
 
 pytestmark = pytest.mark.django_db
@@ -24,12 +24,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def people():
     return make_personas()
-
-
-def client_for(user):
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 class FormReader(HTMLParser):
@@ -90,7 +84,7 @@ def submit(client, url, form, **changes):
 
 
 def test_it_creates_a_job_with_its_arguments_as_rows_and_shows_them_again(people):
-    client = client_for(people.teammate)
+    client = browser(people.teammate)
     form = form_of(client, "/jobs/new/")
     assert form["kind"] == ["callable"] and form["schedule_type"] == ["manual"]
 
@@ -128,7 +122,7 @@ def test_it_creates_a_job_with_its_arguments_as_rows_and_shows_them_again(people
 
 
 def test_it_shows_the_apis_messages_next_to_each_field(people):
-    client = client_for(people.owner)
+    client = browser(people.owner)
     form = form_of(client, "/jobs/new/")
     bad = {"name": "nightly-report", "target": "no.such.function", "schedule_type": "cron", "cron": "61 * * * *",
            "timezone": "Mars/Olympus", "timeout_seconds": "0", "sla_seconds": "soon"}
@@ -160,7 +154,7 @@ def test_it_shows_the_apis_messages_next_to_each_field(people):
 
 
 def test_secret_values_are_never_shown_and_kept_unless_replaced(people):
-    client = client_for(people.runner)  # command jobs need the runners' permission
+    client = browser(people.runner)  # command jobs need the runners' permission
     form = form_of(client, "/jobs/new/")
     response = submit(client, "/jobs/new/", form, name="deploy", kind="command", target="./deploy.sh",
                       **{"environment-key": ["STAGE"], "environment-value": ["prod"],
@@ -187,7 +181,7 @@ def test_secret_values_are_never_shown_and_kept_unless_replaced(people):
 
 def test_only_the_owner_and_their_group_may_open_or_change_a_job(people):
     job = people.job  # the owner's, shared with the group "team"
-    outsider = client_for(people.outsider)
+    outsider = browser(people.outsider)
     for url in (f"/jobs/{job.pk}/edit/", f"/jobs/{job.pk}/delete/"):
         assert outsider.get(url).status_code == 404
         assert outsider.post(url, {"name": "taken-over"}).status_code == 404
@@ -195,7 +189,7 @@ def test_only_the_owner_and_their_group_may_open_or_change_a_job(people):
     job.refresh_from_db()
     assert job.name == "nightly-report" and Job.objects.count() == 1
 
-    teammate = client_for(people.teammate)
+    teammate = browser(people.teammate)
     assert teammate.get(f"/jobs/{job.pk}/edit/").status_code == 200
 
     # Every page of the forms asks for a login first.
@@ -210,7 +204,7 @@ def test_only_the_owner_and_their_group_may_open_or_change_a_job(people):
 def test_command_jobs_need_the_runners_permission_in_the_forms_as_in_the_api(people):
     shell = save_job(Job(name="shell", kind="command", target="true", owner=people.owner, group=people.team),
                      {"type": "manual"})
-    owner = client_for(people.owner)  # sees the job, but may not touch a command job
+    owner = browser(people.owner)  # sees the job, but may not touch a command job
     assert owner.get(f"/jobs/{shell.pk}/edit/").status_code == 403
     assert owner.post(f"/jobs/{shell.pk}/clone/").status_code == 403
     assert owner.post(f"/jobs/{shell.pk}/delete/").status_code == 403
@@ -221,7 +215,7 @@ def test_command_jobs_need_the_runners_permission_in_the_forms_as_in_the_api(peo
     kind = response.content.decode().split('id="field-kind"')[1].split('<div class="field')[0]
     assert escape(COMMAND_JOBS_DENIED) in kind
 
-    runner = client_for(people.runner)
+    runner = browser(people.runner)
     form = form_of(runner, f"/jobs/{shell.pk}/edit/")
     assert submit(runner, f"/jobs/{shell.pk}/edit/", form, target="echo changed").status_code == 302
     shell.refresh_from_db()
@@ -229,7 +223,7 @@ def test_command_jobs_need_the_runners_permission_in_the_forms_as_in_the_api(peo
 
 
 def test_it_clones_a_job_paused_and_opens_the_copy_to_edit(people):
-    client = client_for(people.owner)
+    client = browser(people.owner)
     response = client.post(f"/jobs/{people.job.pk}/clone/")
     copy = Job.objects.get(name="nightly-report (copy)")
     assert response.status_code == 302 and response["Location"] == f"/jobs/{copy.pk}/edit/"
@@ -240,7 +234,7 @@ def test_it_clones_a_job_paused_and_opens_the_copy_to_edit(people):
 
 
 def test_it_deletes_a_job_after_asking(people):
-    client = client_for(people.teammate)
+    client = browser(people.teammate)
     page = client.get(f"/jobs/{people.job.pk}/delete/").content.decode()
     assert "Delete nightly-report" in page and Job.objects.filter(pk=people.job.pk).exists()
 
@@ -263,7 +257,7 @@ def test_a_group_set_by_staff_is_kept_when_its_owner_edits_the_job(people):
     job = people.job
     job.group = people.outsider.groups.get()  # "others": the owner is not a member
     job.save()
-    client = client_for(people.owner)
+    client = browser(people.owner)
     form = form_of(client, f"/jobs/{job.pk}/edit/")
     assert form["group"] == ["others"]
     assert submit(client, f"/jobs/{job.pk}/edit/", form, description="changed").status_code == 302
@@ -275,7 +269,7 @@ def test_a_group_set_by_staff_is_kept_when_its_owner_edits_the_job(people):
 
 
 def test_the_schedule_preview_describes_it_and_lists_its_next_ten_slots(people):
-    client = client_for(people.outsider)
+    client = browser(people.outsider)
     cron = client.get("/jobs/schedule-preview/", {"schedule_type": "cron", "cron": "30 2 * * *",
                                                   "timezone": "America/New_York", "every_seconds": "ignored"}).json()
     assert cron["description"] == "At 02:30 AM (30 2 * * *, America/New_York)"
@@ -298,7 +292,7 @@ def test_the_schedule_preview_describes_it_and_lists_its_next_ten_slots(people):
 
 
 def test_an_http_jobs_headers_and_accepted_statuses_go_round_the_form(people, local_http_allowed):
-    client = client_for(people.owner)
+    client = browser(people.owner)
     form = form_of(client, "/jobs/new/")
     response = submit(client, "/jobs/new/", form, name="ping", kind="http", target="http://127.0.0.1:9/ping",
                       http_method="POST", http_body='\n{"hello": "world"}', http_ok_statuses="200, 204",

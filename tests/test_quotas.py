@@ -7,13 +7,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth.models import Permission
-from django.test import Client
 from django.utils.html import escape
 
 from jobs.definitions import save_job
 from jobs.models import Job, JobRun, RunTrigger
 
-from .api_personas import make_personas
+from .api_personas import browser, make_personas
 
 pytestmark = pytest.mark.django_db
 
@@ -24,12 +23,6 @@ HOURLY = {"type": "cron", "cron": "0 * * * *", "timezone": "UTC"}
 @pytest.fixture
 def people():
     return make_personas()
-
-
-def browser(user):
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def new_job(name, schedule=None):

@@ -124,18 +124,18 @@ def run_now(actor, workflow):
 
 
 def pause(actor, workflow):
-    _check(actor, workflow)
-    with transaction.atomic():
-        definitions.pause(workflow)
-        _record(actor, workflow, Action.PAUSE)
-    return workflow
+    return _switch(actor, workflow, definitions.pause, Action.PAUSE)
 
 
 def resume(actor, workflow):
+    return _switch(actor, workflow, definitions.resume, Action.RESUME)
+
+
+def _switch(actor, workflow, switch, action):
     _check(actor, workflow)
     with transaction.atomic():
-        definitions.resume(workflow)
-        _record(actor, workflow, Action.RESUME)
+        switch(workflow)
+        _record(actor, workflow, action)
     return workflow
 
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
 
 from jobs.models import Job, JobRun, ScheduleType
+from jobs.models.job import exactly_one_schedule
 
 
 class FailurePolicy(models.TextChoices):
@@ -89,15 +90,7 @@ class Workflow(models.Model):
     class Meta:
         ordering = ["name"]
         constraints = [
-            models.CheckConstraint(
-                name="workflow_exactly_one_schedule",
-                condition=(
-                    Q(schedule_type=ScheduleType.CRON, crontab__isnull=False, interval__isnull=True, clocked__isnull=True)
-                    | Q(schedule_type=ScheduleType.INTERVAL, crontab__isnull=True, interval__isnull=False, clocked__isnull=True)
-                    | Q(schedule_type=ScheduleType.ONCE, crontab__isnull=True, interval__isnull=True, clocked__isnull=False)
-                    | Q(schedule_type=ScheduleType.MANUAL, crontab__isnull=True, interval__isnull=True, clocked__isnull=True)
-                ),
-            ),
+            exactly_one_schedule("workflow_exactly_one_schedule"),
             models.CheckConstraint(condition=Q(on_upstream_failure__in=FailurePolicy.values),
                                    name="workflow_failure_policy_valid"),
         ]

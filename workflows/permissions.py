@@ -1,7 +1,7 @@
 """Who sees which workflows: as with jobs, a user sees the workflows they own and those of their
 groups, staff see all; a workflow run follows its workflow. Anything else answers 404."""
 
-from jobs.permissions import guarded_kinds, may_run_command_jobs, owned_or_shared, sees_everything
+from jobs.permissions import following, guarded_kinds, may_run_command_jobs, owned_or_shared
 
 from .models import Workflow, WorkflowRun
 
@@ -14,10 +14,7 @@ def visible_workflows(user):
 
 
 def visible_workflow_runs(user):
-    found = WorkflowRun.objects.all()
-    if sees_everything(user):
-        return found
-    return found.filter(workflow__in=visible_workflows(user))
+    return following(WorkflowRun.objects.all(), "workflow", visible_workflows, user)
 
 
 def may_act_on(user, workflow):

@@ -184,10 +184,7 @@ class JobSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError("Must be a JSON list of strings.")
         return value
 
-    def validate_environment(self, value):
-        if not isinstance(value, dict):
-            raise serializers.ValidationError("Must be a JSON object.")
-        return value
+    validate_environment = validate_kwargs  # a JSON object too
 
     def validate_group(self, group):
         actor = self.context["actor"]  # a jobs.actions.Actor

@@ -22,19 +22,26 @@ NAME_MAX_LENGTH = 16  # Job.kind's column
 
 def kinds():
     """The registered kinds by name, in the setting's order."""
-    return _loaded(tuple(getattr(settings, "JOBS_KINDS", DEFAULT_KINDS)))
+    return registered("JOBS_KINDS", DEFAULT_KINDS, "KIND", JobKindSpec)
+
+
+def registered(setting, default, attribute, spec_class, name_max_length=NAME_MAX_LENGTH):
+    """The specs of the packages listed by dotted path in the setting ``setting`` (``default`` when
+    unset), by name, in its order: each package exports ``attribute``, a ``spec_class``, named in
+    1 to ``name_max_length`` characters. The channel kinds of notifications are loaded here too."""
+    return _loaded(setting, attribute, spec_class, name_max_length, tuple(getattr(settings, setting, default)))
 
 
 @cache
-def _loaded(paths):
+def _loaded(setting, attribute, spec_class, name_max_length, paths):
     found = {}
     for path in paths:
-        spec = getattr(import_module(path), "KIND", None)
-        if not isinstance(spec, JobKindSpec):
-            raise ImproperlyConfigured(f"JOBS_KINDS: {path} exports no KIND (a JobKindSpec).")
-        if spec.name in found or not 0 < len(spec.name) <= NAME_MAX_LENGTH:
-            raise ImproperlyConfigured(f"JOBS_KINDS: {path}: the kind's name {spec.name!r} is taken "
-                                       f"or not 1 to {NAME_MAX_LENGTH} characters long.")
+        spec = getattr(import_module(path), attribute, None)
+        if not isinstance(spec, spec_class):
+            raise ImproperlyConfigured(f"{setting}: {path} exports no {attribute} (a {spec_class.__name__}).")
+        if spec.name in found or not 0 < len(spec.name) <= name_max_length:
+            raise ImproperlyConfigured(f"{setting}: {path}: the kind's name {spec.name!r} is taken "
+                                       f"or not 1 to {name_max_length} characters long.")
         found[spec.name] = spec
     return found
 

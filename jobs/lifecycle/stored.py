@@ -21,19 +21,20 @@ RESULT_NOT_KEPT = "result_not_kept"
 
 
 def output(text):
-    text = without_nul(text)
-    data = text.encode("utf-8", errors="replace")
-    if len(data) <= settings.JOBS_OUTPUT_MAX_BYTES:
-        return text
-    return last_bytes(data, len(data), settings.JOBS_OUTPUT_MAX_BYTES)
+    return _last(text, settings.JOBS_OUTPUT_MAX_BYTES)
 
 
 def traceback(text):
+    return _last(text, settings.JOBS_ERROR_MAX_BYTES)
+
+
+def _last(text, most):
+    """``text`` without NULs, or its last ``most`` bytes when longer."""
     text = without_nul(text)
     data = text.encode("utf-8", errors="replace")
-    if len(data) <= settings.JOBS_ERROR_MAX_BYTES:
+    if len(data) <= most:
         return text
-    return last_bytes(data, len(data), settings.JOBS_ERROR_MAX_BYTES)
+    return last_bytes(data, len(data), most)
 
 
 def error(text, then=""):

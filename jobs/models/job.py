@@ -17,6 +17,20 @@ from ..publishing import DEFAULT_PRIORITY, MAX_PRIORITY
 from .fields import CountField
 
 
+def exactly_one_schedule(name):
+    """The constraint that a job's or a workflow's schedule type has its one schedule row, or none
+    for manual."""
+    return models.CheckConstraint(
+        name=name,
+        condition=(
+            Q(schedule_type=ScheduleType.CRON, crontab__isnull=False, interval__isnull=True, clocked__isnull=True)
+            | Q(schedule_type=ScheduleType.INTERVAL, crontab__isnull=True, interval__isnull=False, clocked__isnull=True)
+            | Q(schedule_type=ScheduleType.ONCE, crontab__isnull=True, interval__isnull=True, clocked__isnull=False)
+            | Q(schedule_type=ScheduleType.MANUAL, crontab__isnull=True, interval__isnull=True, clocked__isnull=True)
+        ),
+    )
+
+
 def _positive(name):
     return Q(**{f"{name}__gt": 0})
 
@@ -146,15 +160,7 @@ class Job(models.Model):
         ordering = ["name"]
         permissions = [("run_command_jobs", "Can create, change, run and cancel command jobs")]
         constraints = [
-            models.CheckConstraint(
-                name="job_exactly_one_schedule",
-                condition=(
-                    Q(schedule_type=ScheduleType.CRON, crontab__isnull=False, interval__isnull=True, clocked__isnull=True)
-                    | Q(schedule_type=ScheduleType.INTERVAL, crontab__isnull=True, interval__isnull=False, clocked__isnull=True)
-                    | Q(schedule_type=ScheduleType.ONCE, crontab__isnull=True, interval__isnull=True, clocked__isnull=False)
-                    | Q(schedule_type=ScheduleType.MANUAL, crontab__isnull=True, interval__isnull=True, clocked__isnull=True)
-                ),
-            ),
+            exactly_one_schedule("job_exactly_one_schedule"),
             models.CheckConstraint(condition=_positive("timeout_seconds"), name="job_timeout_positive"),
             models.CheckConstraint(condition=Q(priority__gte=0, priority__lte=MAX_PRIORITY), name="job_priority_range"),
             models.CheckConstraint(

@@ -164,17 +164,20 @@ def job_run_now(request, pk):
 @require_POST
 @refused_is_forbidden
 def job_pause(request, pk):
-    job = actions.pause(actor(request), visible_job(request, pk))
-    messages.success(request, f"{job.name} is paused: its schedule will not start runs until resumed.")
-    return redirect("pages:job", pk=job.pk)
+    return switched(request, pk, actions.pause, "{} is paused: its schedule will not start runs until resumed.")
 
 
 @login_required
 @require_POST
 @refused_is_forbidden
 def job_resume(request, pk):
-    job = actions.resume(actor(request), visible_job(request, pk))
-    messages.success(request, f"{job.name} is resumed.")
+    return switched(request, pk, actions.resume, "{} is resumed.")
+
+
+def switched(request, pk, switch, says):
+    """Pause or resume (``switch``) the job ``pk``; back to its page, which ``says`` (of its name) so."""
+    job = switch(actor(request), visible_job(request, pk))
+    messages.success(request, says.format(job.name))
     return redirect("pages:job", pk=job.pk)
 
 

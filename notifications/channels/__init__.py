@@ -8,11 +8,7 @@ choices and validation, the channel secrets, the admin, the API, the channels pa
 and the sender. Adding a kind is one new package and its line in the setting.
 """
 
-from functools import cache
-from importlib import import_module
-
-from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
+from jobs import kinds as job_kinds
 
 from .base import ChannelKindSpec
 
@@ -22,21 +18,7 @@ NAME_MAX_LENGTH = 16  # Channel.kind's column
 
 def kinds():
     """The registered kinds by name, in the setting's order."""
-    return _loaded(tuple(getattr(settings, "NOTIFICATION_CHANNEL_KINDS", DEFAULT_KINDS)))
-
-
-@cache
-def _loaded(paths):
-    found = {}
-    for path in paths:
-        spec = getattr(import_module(path), "CHANNEL", None)
-        if not isinstance(spec, ChannelKindSpec):
-            raise ImproperlyConfigured(f"NOTIFICATION_CHANNEL_KINDS: {path} exports no CHANNEL (a ChannelKindSpec).")
-        if spec.name in found or not 0 < len(spec.name) <= NAME_MAX_LENGTH:
-            raise ImproperlyConfigured(f"NOTIFICATION_CHANNEL_KINDS: {path}: the kind's name {spec.name!r} is taken "
-                                       f"or not 1 to {NAME_MAX_LENGTH} characters long.")
-        found[spec.name] = spec
-    return found
+    return job_kinds.registered("NOTIFICATION_CHANNEL_KINDS", DEFAULT_KINDS, "CHANNEL", ChannelKindSpec, NAME_MAX_LENGTH)
 
 
 def get(name):

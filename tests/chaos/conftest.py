@@ -138,6 +138,33 @@ def make_job(name, target="test.ledger", kind="callable", schedule=None, **field
     return job
 
 
+def every_second_job(name, ledger):
+    return make_job(name, kwargs={"path": ledger.path}, schedule={"type": "interval", "every_seconds": 1})
+
+
+def wait_for_runs(job, count, after=None, timeout=20):
+    from jobs.models import RunStatus
+
+    runs = job.runs.filter(status=RunStatus.SUCCEEDED)
+    if after is not None:
+        runs = runs.filter(scheduled_for__gt=after)
+    wait_for(lambda: runs.count() >= count, timeout=timeout, message=f"{count} succeeded runs")
+
+
+def pause_and_check(job, ledger):
+    """Pause the job so no slot is added (beat keeps running its monitor), then check every slot
+    due by then on the test's clock (one run each, its effect once), and the runs' invariants."""
+    from jobs.definitions import pause
+
+    from . import invariants
+
+    paused_at = timezone.now()
+    pause(job)
+    slots = invariants.check_slots(job, paused_at, ledger)
+    verdict = invariants.check(invariants.runs_of(job), ledger, terminal_within=30)
+    return slots, verdict
+
+
 def started_attempt(run, number=1, timeout=20):
     """The JobAttempt once the worker claimed the run for attempt ``number``."""
     return wait_for(lambda: run.attempts.filter(number=number).first(), timeout=timeout,

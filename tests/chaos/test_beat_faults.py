@@ -5,38 +5,12 @@ import time
 from pathlib import Path
 
 import pytest
-from django.utils import timezone
-
-from jobs.definitions import pause
-from jobs.models import RunStatus
 
 from ..conftest import wait_for
-from . import invariants
-from .conftest import leader_node, make_job, since, wait_for_leader
+from .conftest import every_second_job, leader_node, pause_and_check, since, wait_for_leader, wait_for_runs
 
 # Leadership lives in PostgreSQL: the broker plays no part in these faults.
 pytestmark = pytest.mark.brokers("redis")
-
-
-def every_second_job(name, ledger):
-    return make_job(name, kwargs={"path": ledger.path}, schedule={"type": "interval", "every_seconds": 1})
-
-
-def wait_for_runs(job, count, after=None, timeout=20):
-    runs = job.runs.filter(status=RunStatus.SUCCEEDED)
-    if after is not None:
-        runs = runs.filter(scheduled_for__gt=after)
-    wait_for(lambda: runs.count() >= count, timeout=timeout, message=f"{count} succeeded runs")
-
-
-def pause_and_check(job, ledger):
-    """Pause the job so no slot is added (beat keeps running its monitor), then check every slot
-    due by then on the test's clock, and the runs."""
-    paused_at = timezone.now()
-    pause(job)
-    slots = invariants.check_slots(job, paused_at, ledger)
-    verdict = invariants.check(invariants.runs_of(job), ledger, terminal_within=30)
-    return slots, verdict
 
 
 @pytest.mark.timeout(90)

@@ -18,13 +18,22 @@ from django.utils import timezone
 
 from jobs import lifecycle
 from jobs.coordination import leases
-from jobs.definitions import pause
 from jobs.models import AttemptOutcome, JobAttempt, RunStatus
 
 from ..brokers import PrivateRedis, use
 from ..conftest import require, wait_for
 from . import invariants
-from .conftest import make_job, private_postgres_bindir, serving_the_test_database, since, ticks, wait_for_leader
+from .conftest import (
+    every_second_job,
+    make_job,
+    pause_and_check,
+    private_postgres_bindir,
+    serving_the_test_database,
+    since,
+    ticks,
+    wait_for_leader,
+    wait_for_runs,
+)
 from .hosts import Network, can_make_namespaces
 from .servers import PrivatePostgres
 
@@ -115,26 +124,6 @@ def test_a_worker_host_cut_off_mid_run_is_fenced_its_run_runs_elsewhere_and_its_
           f"fenced its attempt {fenced_after:.1f} s after the cut; overlap of the two executions "
           f"{max(overlap, 0):.1f} s (gap {max(-overlap, 0):.1f} s)")
 
-
-def every_second_job(name, ledger):
-    return make_job(name, kwargs={"path": ledger.path}, schedule={"type": "interval", "every_seconds": 1})
-
-
-def wait_for_runs(job, count, after=None, timeout=20):
-    runs = job.runs.filter(status=RunStatus.SUCCEEDED)
-    if after is not None:
-        runs = runs.filter(scheduled_for__gt=after)
-    wait_for(lambda: runs.count() >= count, timeout=timeout, message=f"{count} succeeded runs")
-
-
-def pause_and_check(job, ledger):
-    """Pause the job, then check every slot due by then on the test's clock (one run each, its
-    effect once), and the runs' invariants."""
-    paused_at = timezone.now()
-    pause(job)
-    slots = invariants.check_slots(job, paused_at, ledger)
-    verdict = invariants.check(invariants.runs_of(job), ledger, terminal_within=30)
-    return slots, verdict
 
 
 def lateness(job, ledger):

@@ -64,10 +64,14 @@ def workflow_run_now(request, pk):
     return redirect(f"{workflow_url(workflow)}?run={wf_run.pk}")
 
 
+def visible_workflow_run(request, pk):
+    return get_object_or_404(visible_workflow_runs(request.user).select_related("workflow"), pk=pk)
+
+
 @login_required
 @require_POST
 def workflow_rerun(request, pk):
-    wf_run = get_object_or_404(visible_workflow_runs(request.user).select_related("workflow"), pk=pk)
+    wf_run = visible_workflow_run(request, pk)
     workflow = wf_run.workflow
     try:
         new_run = acting(actions.rerun, request, wf_run)
@@ -81,7 +85,7 @@ def workflow_rerun(request, pk):
 @login_required
 @require_POST
 def workflow_cancel(request, pk):
-    wf_run = get_object_or_404(visible_workflow_runs(request.user).select_related("workflow"), pk=pk)
+    wf_run = visible_workflow_run(request, pk)
     workflow = wf_run.workflow
     if acting(actions.cancel, request, wf_run):
         messages.success(request, f"Workflow run #{wf_run.pk} is cancelled.")

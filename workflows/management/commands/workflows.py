@@ -9,8 +9,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs.actions import Actor
-from jobs.management.commands.jobs import EXIT_FAILED, EXIT_WAIT_TIMED_OUT, resolve_user, table, when
+from jobs.management.commands.jobs import EXIT_FAILED, EXIT_WAIT_TIMED_OUT, act, resolve_user, table, when
 from workflows import actions, definitions
 from workflows.models import Workflow, WorkflowRun, WorkflowRunStatus
 from workflows.permissions import visible_workflow_runs, visible_workflows
@@ -58,10 +57,7 @@ class Command(BaseCommand):
         getattr(self, f"handle_{action}")(**options)
 
     def act(self, action, *args):
-        try:
-            return action(Actor.command_line(self.user), *args)
-        except actions.ActionError as exc:
-            raise CommandError(exc.message) from None
+        return act(action, *args, user=self.user)
 
     def handle_list(self, **options):
         rows = []
@@ -106,9 +102,7 @@ class Command(BaseCommand):
 
     def handle_run(self, name, wait, timeout, **options):
         wf_run = self.act(actions.run_now, find_workflow(name, self.user))
-        self.stdout.write(f"Workflow run {wf_run.pk} of {wf_run.workflow.name} started.")
-        if wait:
-            self.wait_for(wf_run, timeout)
+        self.started(wf_run, f"Workflow run {wf_run.pk} of {wf_run.workflow.name} started.", wait, timeout)
 
     def handle_pause(self, name, **options):
         workflow = self.act(actions.pause, find_workflow(name, self.user))
@@ -120,9 +114,7 @@ class Command(BaseCommand):
 
     def handle_rerun(self, id, wait, timeout, **options):
         wf_run = self.act(actions.rerun, find_run(id, self.user))
-        self.stdout.write(f"Workflow run {wf_run.pk} re-runs {id} from its failed steps.")
-        if wait:
-            self.wait_for(wf_run, timeout)
+        self.started(wf_run, f"Workflow run {wf_run.pk} re-runs {id} from its failed steps.", wait, timeout)
 
     def handle_cancel(self, id, **options):
         wf_run = find_run(id, self.user)
@@ -130,6 +122,11 @@ class Command(BaseCommand):
             self.stdout.write(f"Workflow run {id} cancelled.")
         else:
             self.stdout.write(f"Workflow run {id} is already {wf_run.status}; nothing changed.")
+
+    def started(self, wf_run, says, wait, timeout):
+        self.stdout.write(says)
+        if wait:
+            self.wait_for(wf_run, timeout)
 
     def wait_for(self, wf_run, timeout):
         deadline = time.monotonic() + timeout
