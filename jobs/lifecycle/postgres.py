@@ -57,9 +57,7 @@ WITH commit_mode AS (
         started_at = statement_timestamp(), finished_at = NULL
     FROM {JOB} AS j, commit_mode
     WHERE r.id = %(run_id)s AND r.attempt = %(attempt)s AND r.status IS NOT DISTINCT FROM '{RunStatus.QUEUED.value}'
-      -- The job by the run's id, not by r.job_id: joined on r.job_id, PostgreSQL may read the run through
-      -- jobrun_one_per_slot (job, slot), every run of its job, when statistics say the job has few.
-      AND j.id = (SELECT job_id FROM {RUN} WHERE id = %(run_id)s)
+      AND j.id = r.job_id
       -- attempts.past_start_deadline: a scheduled first attempt past its job's start deadline is not claimed
       AND NOT (r.trigger = '{RunTrigger.SCHEDULE.value}' AND r.attempt = 1 AND COALESCE(j.start_deadline_seconds, 0) > 0
                AND statement_timestamp() - r.scheduled_for > make_interval(secs => j.start_deadline_seconds))
