@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
-from jobs.definitions import save_job
+from jobs.actions.permissions import COMMAND_RUNNERS_GROUP
+from jobs.definitions.jobs import save_job
 from jobs.models import Job
-from jobs.permissions import COMMAND_RUNNERS_GROUP
 
 
 @dataclass

@@ -10,7 +10,7 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.utils.html import escape
 
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunTrigger
 
 from .api_personas import make_personas

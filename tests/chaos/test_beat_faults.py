@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from jobs.definitions import pause
+from jobs.definitions.jobs import pause
 from jobs.models import RunStatus
 
 from ..conftest import wait_for

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from jobs import lifecycle
 from jobs.coordination import leases
-from jobs.definitions import pause
+from jobs.definitions.jobs import pause
 from jobs.models import AttemptOutcome, JobAttempt, RunStatus
 
 from ..brokers import PrivateRedis, use

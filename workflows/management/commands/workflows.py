@@ -9,7 +9,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs.actions import Actor
+from jobs.actions.jobs import Actor
 from jobs.management.commands.jobs import EXIT_FAILED, EXIT_WAIT_TIMED_OUT, resolve_user, table, when
 from workflows import actions, definitions
 from workflows.models import Workflow, WorkflowRun, WorkflowRunStatus
