@@ -2,7 +2,7 @@
 (``jobs.actions``) in the same transaction as the change.
 
 The trail knows nothing of what a job is: the caller gives the changes as {field: [old, new]}
-(``jobs.snapshot`` builds them, with secret values hidden) and says who acted, from where
+(``jobs.actions.snapshot`` builds them, with secret values hidden) and says who acted, from where
 (``client_address``: the client behind the trusted proxies).
 """
 

@@ -70,7 +70,7 @@ def use_broker(url):
     from django.conf import settings
     from kombu import pools
 
-    from jobs import publishing
+    from jobs.execution import publishing
     from scheduler_site import broker
 
     os.environ["CELERY_BROKER_URL"] = url

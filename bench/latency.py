@@ -39,9 +39,9 @@ from django.db import connection  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from jobs.access import tokens  # noqa: E402
-from jobs.definitions import save_job  # noqa: E402
+from jobs.actions.permissions import COMMAND_RUNNERS_GROUP  # noqa: E402
+from jobs.definitions.jobs import save_job  # noqa: E402
 from jobs.models import Job, JobRun, RunStatus  # noqa: E402
-from jobs.permissions import COMMAND_RUNNERS_GROUP  # noqa: E402
 
 
 def say(*parts):

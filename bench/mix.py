@@ -66,7 +66,8 @@ def write_file(path, n, seed=21):
 def create(n, seed=21, progress=None):
     """Save the ``n`` jobs of the mix through ``actions.save_many`` (the bulk path of ``jobs apply``).
     Returns the seconds it took."""
-    from jobs import actions, as_code
+    from jobs.actions import jobs as actions
+    from jobs.as_code import files as as_code
     from jobs.models import Job
 
     actor = actions.Actor.command_line()

@@ -41,7 +41,7 @@ from django.utils import timezone  # noqa: E402
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule  # noqa: E402
 
 from jobs import lifecycle  # noqa: E402
-from jobs.definitions import apply_schedule  # noqa: E402
+from jobs.definitions.jobs import apply_schedule  # noqa: E402
 from jobs.models import Job, JobRun, ScheduleType  # noqa: E402
 from jobs.pages.keyset import position  # noqa: E402
 

@@ -1,5 +1,5 @@
 """Messages per second of the scheduler's publishing on plain Redis: kombu's producer batch against
-the hand-built fast path (jobs/publishing.py), and Celery's ``send_task`` one message at a time.
+the hand-built fast path (jobs/execution/publishing.py), and Celery's ``send_task`` one message at a time.
 
     REDIS_URL=redis://127.0.0.1:6379/9 .venv/bin/python bench/publishing.py --messages 20000 --rounds 5
 
@@ -17,7 +17,7 @@ benchenv.setup(DATABASE_URL="sqlite:///:memory:")
 
 from celery import current_app  # noqa: E402
 
-from jobs import publishing  # noqa: E402
+from jobs.execution import publishing  # noqa: E402
 
 QUEUE = "bench-publishing"
 

@@ -39,7 +39,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django_celery_beat.models import IntervalSchedule, PeriodicTask, PeriodicTasks  # noqa: E402
 
-from jobs.definitions import apply_schedule  # noqa: E402
+from jobs.definitions.jobs import apply_schedule  # noqa: E402
 from jobs.models import Job, JobRun  # noqa: E402
 
 PERIOD = 60

@@ -69,7 +69,7 @@ from django.db import connection  # noqa: E402
 from django.db.models import Count  # noqa: E402
 from django.test import Client  # noqa: E402
 
-from jobs import publishing  # noqa: E402
+from jobs.execution import publishing  # noqa: E402
 from jobs.metrics import collector as metrics  # noqa: E402
 from jobs.models import ACTIVE_STATUSES, Job, JobRun, RunTrigger  # noqa: E402
 from jobs.operations import retention, slot_report  # noqa: E402

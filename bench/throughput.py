@@ -45,7 +45,7 @@ from django.utils import timezone  # noqa: E402
 from django_celery_results.models import TaskResult  # noqa: E402
 
 from jobs import lifecycle  # noqa: E402
-from jobs.definitions import save_job  # noqa: E402
+from jobs.definitions.jobs import save_job  # noqa: E402
 from jobs.models import Job, JobAttempt, JobRun, RunStatus, RunTrigger  # noqa: E402
 
 RAW_QUEUE = "rawbench"

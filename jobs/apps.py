@@ -9,8 +9,8 @@ class JobsConfig(AppConfig):
         from django.conf import settings
         from django.db.models.signals import post_migrate
 
-        from . import registry
-        from .permissions import ensure_command_runners_group
+        from .actions.permissions import ensure_command_runners_group
+        from .kinds.callable import registry
         from .worker import signals  # noqa: F401  (connects the Celery signal handlers)
 
         registry.load_modules(settings.JOBS_CALLABLE_MODULES)

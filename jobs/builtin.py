@@ -2,7 +2,7 @@
 
 import time
 
-from .registry import job_function
+from .kinds.callable.registry import job_function
 
 
 @job_function("builtin.noop")

@@ -1,7 +1,7 @@
 """What a person does to a channel or a rule, one function per action: create, change, delete (and
 send a test message through a channel).
 
-Every interface calls these (the admin, the API, ``jobs apply``) with a ``jobs.actions.Actor``.
+Every interface calls these (the admin, the API, ``jobs apply``) with a ``jobs.actions.jobs.Actor``.
 Each checks the permission, makes the change and writes its audit entry, in one transaction.
 An entry never holds a secret value: a channel's secret keys are shown as ``•••``, and
 ``••• (changed)`` when the value changed.
@@ -19,8 +19,8 @@ from django.db import transaction
 
 from audit import trail
 from audit.models import Action, Subject
-from jobs.actions import ActionError
-from jobs.snapshot import HIDDEN
+from jobs.actions.jobs import ActionError
+from jobs.actions.snapshot import HIDDEN
 
 from . import channel_secrets
 from .models import Channel, Rule, RuleScope
@@ -167,7 +167,7 @@ def delete_rule(actor, rule, detail=""):
         rule.delete()
 
 
-# --- secrets rotate (registered with jobs.secrets in NotificationsConfig.ready)
+# --- secrets rotate (registered with jobs.access.secrets in NotificationsConfig.ready)
 
 
 def rotate_channel_secrets():

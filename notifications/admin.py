@@ -7,7 +7,7 @@ from django.contrib import admin, messages
 from django.db import transaction
 
 from audit.models import Source
-from jobs.actions import Actor
+from jobs.actions.jobs import Actor
 
 from . import actions, channel_secrets, channels
 from .models import RULE_EVENTS, Channel, Delivery, Rule

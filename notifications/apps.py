@@ -6,7 +6,7 @@ class NotificationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from jobs import secrets
+        from jobs.access import secrets
         from jobs.lifecycle import events
         from jobs.metrics import collector as metrics
         from jobs.scheduling import duties

@@ -27,10 +27,10 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError
 
 from audit.models import Source
-from jobs.actions import ActionError
-from jobs.as_code import Plan, Section, messages_of, register, show
+from jobs.actions.jobs import ActionError
+from jobs.actions.permissions import sees_everything, visible_jobs
+from jobs.as_code.files import Plan, Section, messages_of, register, show
 from jobs.models import Job
-from jobs.permissions import sees_everything, visible_jobs
 
 from . import actions, channel_secrets
 from .api.serializers import ChannelSerializer
@@ -49,7 +49,7 @@ def staff(actor):
 
 @dataclass
 class Change:
-    entry: object  # jobs.as_code.Entry
+    entry: object  # jobs.as_code.files.Entry
     obj: object  # the Channel or Rule, unsaved when new
     values: dict
     name: str  # as the plan shows it

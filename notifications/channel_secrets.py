@@ -1,5 +1,5 @@
 """The secret parts of a channel's configuration, in one place: which keys are secret (each kind
-says, ``notifications.channels``), how they are stored (encrypted with the job secrets' keys, ``jobs.secrets``), how the API, the admin and an
+says, ``notifications.channels``), how they are stored (encrypted with the job secrets' keys, ``jobs.access.secrets``), how the API, the admin and an
 export show them (masked), how an update that sends the mask back keeps the stored value, and how a
 text that may quote a secret (a transport's error) is redacted.
 
@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from cryptography.fernet import InvalidToken
 from django.core.exceptions import ValidationError
 
-from jobs import secrets as job_secrets
+from jobs.access import secrets as job_secrets
 
 from . import channels
 

@@ -21,8 +21,8 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 
-from jobs import clock
 from jobs.models import JobRun, RunStatus
+from jobs.timing import clock
 
 from .models import Channel, Delivery, DeliveryStatus, Rule
 from .queueing import enqueue, enqueue_pending

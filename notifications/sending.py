@@ -11,7 +11,7 @@ from datetime import timedelta
 from django.db.models import F, Q
 from django.utils import timezone
 
-from jobs import clock
+from jobs.timing import clock
 
 from . import channel_secrets, channels
 from .channels.base import TransportError

@@ -67,7 +67,7 @@ def celery_settings(url, *, variable, master_name, visibility_timeout, max_timeo
                 f"CELERY_VISIBILITY_TIMEOUT ({visibility_timeout}s) must be longer than JOBS_MAX_TIMEOUT_SECONDS "
                 f"({max_timeout}s) plus the kill grace"
             )
-        # One list per priority (a job's 0-9, jobs.publishing.broker_priority), popped most urgent first.
+        # One list per priority (a job's 0-9, jobs.execution.publishing.broker_priority), popped most urgent first.
         options.update(visibility_timeout=visibility_timeout, health_check_interval=10, retry_on_timeout=True,
                        priority_steps=list(range(10)))
     if kind == SENTINEL:

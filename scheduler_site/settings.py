@@ -272,7 +272,7 @@ JOBS_QUEUES = env_queues("JOBS_QUEUES", JOBS_DEFAULT_QUEUE)
 # Outbound HTTP (http jobs, Slack, webhooks) reaches public addresses only, and these networks.
 JOBS_HTTP_ALLOWED_NETWORKS = env_networks("JOBS_HTTP_ALLOWED_NETWORKS", [])
 JOBS_HTTP_MAX_RESPONSE_BYTES = env_int("JOBS_HTTP_MAX_RESPONSE_BYTES", 10 * 1024 * 1024, 1024)
-# Fernet keys for jobs' secret values; the first encrypts, all decrypt (jobs.secrets).
+# Fernet keys for jobs' secret values; the first encrypts, all decrypt (jobs.access.secrets).
 JOBS_SECRETS_KEYS = env_fernet_keys("JOBS_SECRETS_KEYS", checkout_secret(VAR_DIR, "secrets_key"))
 # Operator tools: backfill and slot accounting are bounded; commands drop root (see command_kind).
 JOBS_BACKFILL_MAX_SLOTS = env_int("JOBS_BACKFILL_MAX_SLOTS", 1000, 1)

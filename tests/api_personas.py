@@ -7,9 +7,9 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 from rest_framework.test import APIClient
 
-from jobs.definitions import save_job
+from jobs.actions.permissions import COMMAND_RUNNERS_GROUP
+from jobs.definitions.jobs import save_job
 from jobs.models import Job
-from jobs.permissions import COMMAND_RUNNERS_GROUP
 
 
 @dataclass

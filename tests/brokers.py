@@ -317,7 +317,7 @@ def use(server, settings, **options):
     app.set_default()
 
     def undo():
-        from jobs import publishing
+        from jobs.execution import publishing
 
         publishing.forget()
         previous.set_current()

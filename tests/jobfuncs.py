@@ -5,7 +5,7 @@ idempotency key it was given."""
 import os
 import time
 
-from jobs.registry import job_function
+from jobs.kinds.callable.registry import job_function
 
 
 def _append(ledger, line):

@@ -10,9 +10,9 @@ from django.test import Client, RequestFactory
 from django.urls import reverse
 
 from audit.models import AuditEntry
-from jobs import actions
-from jobs.actions import ActionError, Actor
-from jobs.definitions import save_job
+from jobs.actions import jobs as actions
+from jobs.actions.jobs import ActionError, Actor
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus
 
 from .api_personas import make_personas

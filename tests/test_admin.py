@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import escape
 
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import AttemptOutcome, Job, JobAttempt, JobRun, RunStatus, RunTrigger
 
 pytestmark = pytest.mark.django_db

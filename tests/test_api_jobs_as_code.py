@@ -7,7 +7,7 @@ from django.contrib.auth.models import Permission
 from rest_framework.test import APIClient
 
 from audit.models import AuditEntry
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job
 from workflows.models import Workflow
 

@@ -4,7 +4,7 @@ rules for the jobs they can see (scope job) on an existing channel, and see only
 import pytest
 from rest_framework.test import APIClient
 
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job
 from notifications.models import Channel, Rule
 

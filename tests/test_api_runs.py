@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from rest_framework.test import APIClient
 
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobAttempt, JobRun, RunStatus
 
 from .api_personas import make_personas

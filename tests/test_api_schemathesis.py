@@ -17,7 +17,7 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
 from jobs.access import tokens as api_tokens
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun
 from notifications.models import Channel, Rule
 from scheduler_site.wsgi import application

@@ -5,7 +5,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from jobs import lifecycle
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun
 from workflows.models import Workflow, WorkflowRun
 

@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 
 from audit import retention
 from audit.models import AuditEntry
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun
 
 from .api_personas import make_personas

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client, override_settings
 
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus, RunTrigger
 
 from .api_personas import make_personas

@@ -4,7 +4,7 @@ writes: each wait is the capped exponential delay with its jitter (half fixed, h
 import pytest
 
 from jobs import lifecycle
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, RunStatus
 
 from .conftest import wait_for

@@ -12,9 +12,9 @@ from django.contrib.auth.models import Group, User
 from django.db import connections
 
 from jobs import lifecycle
-from jobs.definitions import save_job
+from jobs.actions.permissions import COMMAND_RUNNERS_GROUP
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun
-from jobs.permissions import COMMAND_RUNNERS_GROUP
 
 from .conftest import REPO, require, wait_for
 

@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from jobs import lifecycle
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobAttempt, JobRun, RunStatus
 
 from .test_browser import browser_page  # noqa: F401  (the fixture, which needs Chromium)

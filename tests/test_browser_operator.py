@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 import time_machine
 from django.contrib.auth.models import User
 
-from jobs import actions
-from jobs.definitions import save_job
+from jobs.actions import jobs as actions
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus, RunTrigger
 
 from .test_browser import browser_page, shot  # noqa: F401  (the fixture, which needs Chromium)

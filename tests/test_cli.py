@@ -11,9 +11,9 @@ from django.contrib.auth.models import Group, Permission, User
 from django.utils import timezone
 
 from jobs.access import tokens as api_tokens
-from jobs.definitions import save_job
+from jobs.actions.permissions import COMMAND_RUNNERS_GROUP
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus
-from jobs.permissions import COMMAND_RUNNERS_GROUP
 
 from .test_api_jobs_as_code import FILE as JOBS_FILE
 

@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from jobs.access import tokens as api_tokens
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus
 
 from .cli_support import free_port

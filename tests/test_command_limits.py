@@ -9,7 +9,7 @@ import pytest
 from django.test import override_settings
 
 from jobs import lifecycle
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.kinds import command as command_kind
 from jobs.kinds.base import JobFailed, RunContext
 from jobs.models import Job, RunStatus

@@ -10,8 +10,9 @@ from django.conf import settings
 from django.test import override_settings
 from django.utils import timezone
 
-from jobs import lifecycle, publishing
-from jobs.definitions import pause, save_job
+from jobs import lifecycle
+from jobs.definitions.jobs import pause, save_job
+from jobs.execution import publishing
 from jobs.models import Job, RunStatus
 from jobs.scheduling import dispatch
 

@@ -16,7 +16,7 @@ import pytest
 import time_machine
 from django.test import Client
 
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import CatchupPolicy, Job, JobRun, RunStatus, RunTrigger
 from jobs.scheduling import dispatch
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs import definitions
+from jobs.definitions import jobs as definitions
 
 from .dst_oracle import MINUTE, oracle_slots, transitions_2026_2030
 

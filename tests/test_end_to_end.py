@@ -3,7 +3,7 @@
 import subprocess
 
 from jobs import lifecycle
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus
 
 from .conftest import wait_for

@@ -7,7 +7,7 @@ from django.core.exceptions import PermissionDenied
 from django.test import Client, RequestFactory
 from django.views import defaults
 
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job
 
 from .api_personas import make_personas

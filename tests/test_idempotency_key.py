@@ -12,8 +12,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from jobs import actions, lifecycle
-from jobs.definitions import save_job
+from jobs import lifecycle
+from jobs.actions import jobs as actions
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus
 from workflows import progress
 from workflows.models import WorkflowRunStatus

@@ -10,10 +10,10 @@ from django.utils.html import escape
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule
 
 from audit.models import AuditEntry
-from jobs import secrets
-from jobs.definitions import save_job
+from jobs.access import secrets
+from jobs.actions.permissions import COMMAND_JOBS_DENIED
+from jobs.definitions.jobs import save_job
 from jobs.models import Job
-from jobs.permissions import COMMAND_JOBS_DENIED
 
 from .api_personas import browser, make_personas
 from .workflow_helpers import make_workflow

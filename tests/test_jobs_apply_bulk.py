@@ -12,8 +12,9 @@ from django.db import DatabaseError
 from django_celery_beat.models import CrontabSchedule
 
 from audit.models import Action, AuditEntry
-from jobs import as_code, definitions
-from jobs.definitions import save_job
+from jobs.as_code import files as as_code
+from jobs.definitions import jobs as definitions
+from jobs.definitions.jobs import save_job
 from jobs.models import Job
 
 pytestmark = pytest.mark.django_db

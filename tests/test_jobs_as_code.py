@@ -13,8 +13,8 @@ from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from jobs import as_code
-from jobs.definitions import save_job
+from jobs.as_code import files as as_code
+from jobs.definitions.jobs import save_job
 from jobs.models import Job
 
 from .conftest import REPO, database_url

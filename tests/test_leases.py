@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from jobs import lifecycle
 from jobs.coordination import leases
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, Lease, RunStatus
 from jobs.operations import tasks as operations_tasks
 from jobs.scheduling import dispatch

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from jobs import publishing
+from jobs.execution import publishing
 from jobs.lifecycle import attempts, moves, postgres, runs
 from jobs.models import AttemptOutcome, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
 

@@ -14,10 +14,10 @@ from rest_framework.test import APIClient
 
 from jobs import lifecycle
 from jobs.access import tokens as api_tokens
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
+from jobs.execution.output import OutputTail, capture_prints
 from jobs.management.commands.runs import Follower
 from jobs.models import Job, RunStatus
-from jobs.output import OutputTail, capture_prints
 from jobs.worker import heartbeats
 
 from .conftest import REPO, wait_for

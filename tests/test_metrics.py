@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from jobs import lifecycle
 from jobs.coordination import leases
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.lifecycle import DUPLICATES_DROPPED
 from jobs.models import DeliveryCounter, Job, JobAttempt, JobRun, RunStatus
 from notifications.models import Channel, Delivery

@@ -8,7 +8,7 @@ from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 
 from audit.models import AuditEntry
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job
 from notifications.models import Channel, Rule
 

@@ -11,8 +11,9 @@ import time_machine
 from django.test import override_settings
 from django.utils import timezone
 
-from jobs import clock, lifecycle
+from jobs import lifecycle
 from jobs.models import Job, JobRun, RunStatus
+from jobs.timing import clock
 from notifications.models import Channel, Delivery, DeliveryStatus
 from notifications.outbox import record_event
 from notifications.sending import MAX_ATTEMPTS, REQUEUE_AFTER, send_delivery, send_due

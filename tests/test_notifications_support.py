@@ -13,7 +13,7 @@ from django.contrib.auth.models import Permission
 from django.test import override_settings
 from django.utils import timezone
 
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus
 from notifications import channel_secrets
 from notifications.models import Channel, Delivery, DeliveryStatus, Rule

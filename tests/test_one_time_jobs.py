@@ -10,7 +10,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from jobs.coordination import leases
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, RunStatus
 
 from .chaos.conftest import wait_for_leader

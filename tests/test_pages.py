@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from jobs import lifecycle
 from jobs.coordination import leases
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import TERMINAL_STATUSES, AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus
 from jobs.pages import figures
 from notifications.models import Channel, Delivery

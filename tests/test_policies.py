@@ -8,7 +8,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from jobs import lifecycle
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus
 from jobs.scheduling import dispatch
 

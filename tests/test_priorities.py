@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
 from jobs import lifecycle
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, RunStatus
 
 from .brokers import use

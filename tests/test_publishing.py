@@ -1,5 +1,5 @@
 """The scheduler's batched messages are the messages Celery's send_task sends, on every broker
-(jobs/publishing.py), and the queue depth is what the broker holds."""
+(jobs/execution/publishing.py), and the queue depth is what the broker holds."""
 
 import base64
 import json
@@ -11,7 +11,8 @@ import redis
 from celery import current_app
 from kombu import Exchange, Queue
 
-from jobs import lifecycle, publishing
+from jobs import lifecycle
+from jobs.execution import publishing
 from jobs.models import Job
 
 QUEUE = "wire-test"

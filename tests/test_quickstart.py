@@ -63,7 +63,7 @@ def test_the_readmes_manage_py_commands_work_in_a_new_shell_after_the_quick_star
     assert setup.returncode == 0, setup.stdout + setup.stderr
     assert (clone / "var" / "secret_key").stat().st_mode & 0o777 == 0o600
     made = run([".venv/bin/python", "manage.py", "shell", "-c",
-                "from jobs.definitions import save_job; from jobs.models import Job; from jobs import lifecycle;"
+                "from jobs.definitions.jobs import save_job; from jobs.models import Job; from jobs import lifecycle;"
                 "run = lifecycle.create_run(save_job(Job(name='hello', kind='callable', target='builtin.noop'),"
                 " {'type': 'manual'})); lifecycle.claim(run.pk, 1, 'worker', 1);"
                 " lifecycle.record_success(run.pk, 1, output='hello')"], clone)

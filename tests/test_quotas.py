@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.utils.html import escape
 
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunTrigger
 
 from .api_personas import browser, make_personas

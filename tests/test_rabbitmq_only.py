@@ -10,7 +10,7 @@ from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from jobs import lifecycle
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, RunStatus
 
 from .conftest import Processes, wait_for

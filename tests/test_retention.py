@@ -10,7 +10,7 @@ from django.test import Client
 from django.utils import timezone
 from django_celery_results.models import TaskResult
 
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import TERMINAL_STATUSES, AttemptOutcome, Job, JobAttempt, JobRun, RunStatus
 from jobs.operations import retention
 from notifications.models import Channel, Delivery

@@ -8,7 +8,7 @@ from croniter import croniter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.schedules import cron_slots, next_cron_slot, next_interval_slot
+from jobs.timing.schedules import cron_slots, next_cron_slot, next_interval_slot
 
 
 def utc(text):

@@ -12,7 +12,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus, RunTrigger
 from jobs.operations import slot_report
 from notifications.models import Delivery

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import connection
 
 from jobs import lifecycle
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus
 
 from .conftest import wait_for

@@ -5,7 +5,7 @@ import pytest
 from django.test import override_settings
 
 from jobs import lifecycle
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, RunStatus
 
 from .conftest import wait_for

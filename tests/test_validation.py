@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule
 
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job
 
 pytestmark = pytest.mark.django_db

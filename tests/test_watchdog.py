@@ -9,9 +9,9 @@ from django.conf import settings
 from django.core.management import call_command
 from django.utils import timezone
 
-from jobs import clock
 from jobs.coordination import leases
 from jobs.models import Lease, SchedulerOutage
+from jobs.timing import clock
 from jobs.worker import watchdog
 from jobs.worker.watchdog import DOWN, OK, RECOVERED, STALE, STANDBY, Watchdog
 from notifications import render

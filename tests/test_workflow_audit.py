@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from audit.models import AuditEntry
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job
 from workflows.models import Workflow, WorkflowRun
 

@@ -1,6 +1,6 @@
 """Building workflows for the tests: jobs by name and a graph given as edges."""
 
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job
 from workflows.definitions import parse_graph, save_workflow
 from workflows.models import Workflow

@@ -12,10 +12,10 @@ from django.db import transaction
 
 from audit import trail
 from audit.models import Action, Subject
-from jobs import definitions as job_definitions
-from jobs.actions import ActionError, may_run_command_jobs
+from jobs.actions.jobs import ActionError, may_run_command_jobs
+from jobs.actions.permissions import guarded_kinds
+from jobs.definitions import jobs as job_definitions
 from jobs.models import Job
-from jobs.permissions import guarded_kinds
 
 from . import definitions, progress
 from .models import Workflow

@@ -7,8 +7,8 @@ from django.contrib import admin
 from django.db import transaction
 
 from audit.models import Source
-from jobs.actions import Actor
-from jobs.admin import refused_as_message
+from jobs.actions.jobs import Actor
+from jobs.admin.jobs import refused_as_message
 
 from . import actions
 from .models import Workflow, WorkflowEdge, WorkflowNode, WorkflowRun, WorkflowStep

@@ -7,7 +7,7 @@ class WorkflowsConfig(AppConfig):
     verbose_name = "Workflows"
 
     def ready(self):
-        from jobs import as_code as files
+        from jobs.as_code import files as files
         from jobs.lifecycle import events
         from jobs.scheduling import duties
 

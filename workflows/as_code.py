@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError
 
-from jobs import definitions as job_definitions
-from jobs.as_code import Plan
+from jobs.actions.permissions import COMMAND_JOBS_DENIED, guarded_kinds, may_run_command_jobs
+from jobs.as_code.files import Plan
+from jobs.definitions import jobs as job_definitions
 from jobs.models import Job
-from jobs.permissions import COMMAND_JOBS_DENIED, guarded_kinds, may_run_command_jobs
 
 from . import actions, definitions
 from .models import FailurePolicy, Workflow
@@ -49,7 +49,7 @@ def export_entries(actor):
 
 @dataclass
 class Change:
-    entry: object  # jobs.as_code.Entry
+    entry: object  # jobs.as_code.files.Entry
     workflow: Workflow
     values: dict
     schedule: dict | None

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, OuterRef, Subquery
 
-from jobs import definitions as job_definitions
+from jobs.definitions import jobs as job_definitions
 from jobs.models import Job
 
 from .models import Edge, FailurePolicy, WorkflowEdge, WorkflowNode, WorkflowRun

@@ -1,7 +1,7 @@
 """Who sees which workflows: as with jobs, a user sees the workflows they own and those of their
 groups, staff see all; a workflow run follows its workflow. Anything else answers 404."""
 
-from jobs.permissions import following, guarded_kinds, may_run_command_jobs, owned_or_shared
+from jobs.actions.permissions import following, guarded_kinds, may_run_command_jobs, owned_or_shared
 
 from .models import Workflow, WorkflowRun
 

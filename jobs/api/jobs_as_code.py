@@ -22,8 +22,9 @@ from rest_framework.views import APIView
 
 from audit.models import Source
 
-from .. import actions, as_code
-from ..permissions import sees_everything
+from ..actions import jobs as actions
+from ..actions.permissions import sees_everything
+from ..as_code import files as as_code
 from .views import ApiViewSet, choice_param
 
 APPLY_PERMISSION = "jobs.add_job"

@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework import serializers
 
-from .. import actions
+from ..actions import jobs as actions
 from ..operations import slot_report
 from .serializers import field_errors
 

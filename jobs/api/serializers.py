@@ -15,9 +15,12 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
-from .. import definitions, job_fields, schedules, secrets
+from ..access import secrets
+from ..actions.permissions import queue_refusal
+from ..definitions import fields as job_fields
+from ..definitions import jobs as definitions
 from ..models import Job, JobAttempt, JobRun
-from ..permissions import queue_refusal
+from ..timing import schedules
 
 # Keys of ``parse_schedule``'s errors that describe a part of the schedule object.
 SCHEDULE_KEYS = {"schedule", "type", "cron", "timezone", "every_seconds", "run_at"}
@@ -109,7 +112,7 @@ class ScheduleField(serializers.Field):
                    f"\"{secrets.MASK}\" keeps the stored value, leaving a name out removes it.",
 })
 class SecretsField(serializers.Field):
-    """A secret field: its values are stored encrypted and never read back (``jobs.secrets``)."""
+    """A secret field: its values are stored encrypted and never read back (``jobs.access.secrets``)."""
 
     def to_representation(self, stored):
         return secrets.masked(stored)
@@ -139,7 +142,7 @@ class JobSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Job
-        # The job's fields as jobs.job_fields declares them, with what the service sets itself.
+        # The job's fields as jobs.definitions.fields declares them, with what the service sets itself.
         fields = ["id", *job_fields.EDITABLE, "next_run_at", "last_run", "created_at", "updated_at"]
         read_only_fields = ["next_run_at", "created_at", "updated_at"]
         # Kept as given: a request body is sent byte for byte, and a text of several lines keeps
@@ -152,7 +155,7 @@ class JobSerializer(serializers.ModelSerializer):
                if definitions.contains_nul(attrs.get(name))]
         if nul:
             raise serializers.ValidationError({name: ["Must not contain NUL (\\u0000) characters."] for name in nul})
-        # Sealed here, where the stored values are known: the mask keeps a stored value (jobs.secrets).
+        # Sealed here, where the stored values are known: the mask keeps a stored value (jobs.access.secrets).
         for name in secrets.FIELDS:
             if name in attrs:
                 stored = getattr(self.instance, name, None) if self.instance is not None else None
@@ -187,13 +190,13 @@ class JobSerializer(serializers.ModelSerializer):
     validate_environment = validate_kwargs  # a JSON object too
 
     def validate_group(self, group):
-        actor = self.context["actor"]  # a jobs.actions.Actor
+        actor = self.context["actor"]  # a jobs.actions.jobs.Actor
         if group is not None and not actor.sees_everything and not actor.user.groups.filter(pk=group.pk).exists():
             raise serializers.ValidationError(f"You are not a member of the group '{group.name}'.")
         return group
 
     def save(self, **kwargs):
-        raise NotImplementedError("A job is saved by jobs.actions.create or edit, which check the command-job "
+        raise NotImplementedError("A job is saved by jobs.actions.jobs.create or edit, which check the command-job "
                                   "permission and write the audit entry: pass them the validated data.")
 
 

@@ -17,9 +17,10 @@ from rest_framework.reverse import reverse
 
 from audit.models import Source
 
-from .. import actions, kinds
+from .. import kinds
+from ..actions import jobs as actions
+from ..actions.permissions import visible_jobs, visible_runs
 from ..models import Job, JobRun, RunStatus
-from ..permissions import visible_jobs, visible_runs
 from . import operator
 from .serializers import JobSerializer, RunDetailSerializer, RunSerializer, field_errors
 

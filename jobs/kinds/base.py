@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .. import secrets
+from ..access import secrets
 
 
 @dataclass
@@ -70,10 +70,10 @@ class JobKindSpec:
     label: str  # as the API's schema, the pages and the admin offer it
     execute: Callable  # execute(context) -> Outcome; raises JobFailed or JobTimedOut
     validate: Callable = no_check  # validate(job); raises ValidationError keyed by field
-    # The job's fields (jobs.job_fields, KIND_FIELDS) this kind uses beyond its target: shown, sent
+    # The job's fields (jobs.definitions.fields, KIND_FIELDS) this kind uses beyond its target: shown, sent
     # and described for a job of this kind only.
     fields: tuple = ()
-    # Of those, the ones whose values are secrets (stored encrypted, write-only, jobs.secrets; the
+    # Of those, the ones whose values are secrets (stored encrypted, write-only, jobs.access.secrets; the
     # audit trail and `jobs show` give their keys only).
     secret_fields: tuple = ()
     # Whether creating, changing, running or cancelling a job of this kind needs the

@@ -21,7 +21,7 @@ pending ─► queued ─► running ─► succeeded
   imports neither).
 
 Each move is one conditional transition (``moves.transition`` along ``moves.MOVES``), so two
-processes can never both move a run; times come from the database's clock (``jobs.clock``).
+processes can never both move a run; times come from the database's clock (``jobs.timing.clock``).
 """
 
 from .attempts import (

@@ -14,9 +14,9 @@ import random
 from django.db import connection, transaction
 from django.db.models.functions import Now
 
-from .. import clock
+from ..execution.publishing import task_id_for
 from ..models import AttemptOutcome, DeliveryCounter, Job, JobAttempt, JobRun, RunStatus, RunTrigger
-from ..publishing import task_id_for
+from ..timing import clock
 from . import events, postgres, stored
 from .backoff import backoff_delay
 from .moves import transition

@@ -19,8 +19,8 @@ import psycopg
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connection, connections
 
+from ..execution.publishing import task_id_for
 from ..models import AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
-from ..publishing import task_id_for
 
 # A run is found by its id, and its status then checked with IS NOT DISTINCT FROM (the same as =,
 # the status is never NULL), which no index on status can serve: with "status = 'queued'" PostgreSQL

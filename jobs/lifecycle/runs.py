@@ -4,7 +4,7 @@ skipped, cancelled, or given up on when they never started.
 
 Every move goes through ``moves.transition``: a conditional UPDATE on (run, status, attempt)
 along the state machine of ``moves.MOVES``. A run that ends tells ``events`` in the same
-transaction. Times come from the database's clock (jobs.clock).
+transaction. Times come from the database's clock (jobs.timing.clock).
 """
 
 import functools
@@ -16,9 +16,10 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 
-from .. import clock, publishing
-from ..definitions import stopped_by_soft_time_limit
+from ..definitions.jobs import stopped_by_soft_time_limit
+from ..execution import publishing
 from ..models import ACTIVE_STATUSES, AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
+from ..timing import clock
 from . import events, postgres
 from .moves import move_locked, transition
 
@@ -48,7 +49,7 @@ def _message(run_id, attempt, queue, kind, timeout_seconds, priority):
 
 
 def publish_many(items):
-    """Publish (run id, attempt, job) triples, one broker round trip per thousand (jobs.publishing)."""
+    """Publish (run id, attempt, job) triples, one broker round trip per thousand (jobs.execution.publishing)."""
     publishing.publish([message_for(run_id, attempt, job) for run_id, attempt, job in items])
 
 
@@ -231,7 +232,7 @@ def _release_timed(now, batch, limit, release_batch):
 
 @functools.cache
 def _release_publisher():
-    """One thread (and, jobs.publishing's being per thread, one broker connection) that publishes a
+    """One thread (and, jobs.execution.publishing's being per thread, one broker connection) that publishes a
     burst's batches while the next is released."""
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="release-publisher")
 

@@ -15,7 +15,7 @@ import json
 
 from django.conf import settings
 
-from ..output import first_bytes, last_bytes
+from ..execution.output import first_bytes, last_bytes
 
 RESULT_NOT_KEPT = "result_not_kept"
 

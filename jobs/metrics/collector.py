@@ -26,8 +26,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
-from .. import publishing
 from ..coordination import leases
+from ..execution import publishing
 from ..lifecycle import DUPLICATES_DROPPED
 from ..models import ACTIVE_STATUSES, TERMINAL_STATUSES, DeliveryCounter, RunStatus
 

@@ -11,9 +11,10 @@ from django.db.models import Q
 from django.utils import timezone
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
 
-from .. import kinds, schedules
+from .. import kinds
 from ..choices import CatchupPolicy, OverlapPolicy, RunTrigger, ScheduleType
-from ..publishing import DEFAULT_PRIORITY, MAX_PRIORITY
+from ..execution.publishing import DEFAULT_PRIORITY, MAX_PRIORITY
+from ..timing import schedules
 from .fields import CountField
 
 
@@ -63,7 +64,7 @@ class Job(models.Model):
     http_ok_statuses = models.JSONField(
         verbose_name="accepted HTTP statuses", default=list, blank=True, help_text="Accepted status codes; empty means any 2xx."
     )
-    # {name: Fernet token}: written through jobs.secrets.seal, never shown (jobs.secrets).
+    # {name: Fernet token}: written through jobs.access.secrets.seal, never shown (jobs.access.secrets).
     secret_environment = models.JSONField(
         default=dict, blank=True, help_text="Environment variables for a command job whose values are secret."
     )

@@ -9,7 +9,7 @@ from django.db.models.lookups import In
 from django.utils import timezone
 
 from ..choices import TERMINAL_STATUSES, UNSUCCESSFUL_END_STATUSES, RunStatus, RunTrigger
-from ..publishing import task_id_for
+from ..execution.publishing import task_id_for
 from .job import Job
 
 

@@ -28,8 +28,8 @@ from django_celery_results.models import TaskResult
 
 from audit import retention as audit_retention
 
+from ..execution.publishing import task_id_for
 from ..models import TERMINAL_STATUSES, Job, JobRun
-from ..publishing import task_id_for
 
 logger = logging.getLogger(__name__)
 

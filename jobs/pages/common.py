@@ -11,7 +11,7 @@ from django.utils import dateformat
 
 from audit.models import Source
 
-from .. import actions
+from ..actions import jobs as actions
 from ..models import ScheduleType
 
 

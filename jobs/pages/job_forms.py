@@ -26,15 +26,19 @@ from django.views.decorators.http import require_POST
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
-from .. import actions, definitions, job_fields, kinds, secrets
+from .. import kinds
+from ..access import secrets
+from ..actions import jobs as actions
+from ..actions.permissions import sees_everything, visible_jobs
 from ..api.serializers import JobSerializer, ScheduleField, field_errors
+from ..definitions import fields as job_fields
+from ..definitions import jobs as definitions
 from ..models import Job, ScheduleType
-from ..permissions import sees_everything, visible_jobs
 from .common import actor, job_timezone, page, refused_is_forbidden, slot_text
 
 PREVIEW_SLOTS = 10
 
-# The form's cards are the groups of jobs.job_fields, each with the fields the API lets a user set;
+# The form's cards are the groups of jobs.definitions.fields, each with the fields the API lets a user set;
 # only the fields of the chosen kind (jobs.kinds) and schedule type are shown, read and sent.
 SCHEDULE_FIELDS = {ScheduleType.CRON: ["cron", "timezone"], ScheduleType.INTERVAL: ["every_seconds"],
                    ScheduleType.ONCE: ["run_at"], ScheduleType.MANUAL: []}
@@ -139,7 +143,7 @@ def from_post(post):
 
 @functools.cache
 def settable():
-    """The fields of jobs.job_fields a user sets (the API's writable ones), the schedule apart."""
+    """The fields of jobs.definitions.fields a user sets (the API's writable ones), the schedule apart."""
     return {name for name, api_field in JobSerializer().fields.items() if not api_field.read_only} - {"schedule"}
 
 

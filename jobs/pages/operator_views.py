@@ -10,9 +10,9 @@ from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect
 from django.utils import timezone
 
-from .. import actions
+from ..actions import jobs as actions
+from ..actions.permissions import visible_jobs
 from ..operations import slot_report
-from ..permissions import visible_jobs
 from .common import actor, job_timezone, page, refused_is_forbidden, slot_text
 
 LOCAL_FORMAT = "%Y-%m-%dT%H:%M"  # what <input type="datetime-local"> sends

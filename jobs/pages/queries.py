@@ -9,8 +9,8 @@ from django.db.models import DurationField, ExpressionWrapper, F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from .. import publishing
 from ..coordination import leases
+from ..execution import publishing
 from ..models import ACTIVE_STATUSES, Job, JobAttempt, JobRun, RunStatus
 from ..worker import watchdog
 from . import figures, keyset

@@ -16,11 +16,12 @@ from django.views.decorators.http import require_POST
 
 from audit import trail
 
-from .. import actions, kinds
+from .. import kinds
+from ..actions import jobs as actions
+from ..actions.permissions import sees_everything, visible_jobs, visible_runs
 from ..api.views import with_tag
 from ..kinds.base import result_as_json
 from ..models import ACTIVE_STATUSES, RunStatus
-from ..permissions import sees_everything, visible_jobs, visible_runs
 from . import charts, figures, keyset, queries
 from .common import actor, flower_url, job_timezone, may_act_on, page, refused_is_forbidden, slot_text
 from .operator_views import why_line

@@ -16,9 +16,10 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Q
 
-from .. import clock, lifecycle
+from .. import lifecycle
 from ..coordination import leases
 from ..models import ACTIVE_STATUSES, CatchupPolicy, Job, JobRun, OverlapPolicy, RunStatus
+from ..timing import clock
 
 logger = logging.getLogger(__name__)
 

@@ -18,8 +18,10 @@ from datetime import timedelta
 from django.conf import settings
 from django.db.models import Count
 
-from .. import clock, lifecycle, publishing
+from .. import lifecycle
+from ..execution import publishing
 from ..models import JobRun, RunStatus
+from ..timing import clock
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from .. import kinds
-from ..publishing import TASK_NAME
+from ..execution.publishing import TASK_NAME
 from . import hardening, watchdog
 
 logger = logging.getLogger(__name__)

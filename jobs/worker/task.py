@@ -10,10 +10,10 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, close_old_connections, connection
 
 from .. import kinds, lifecycle
+from ..execution.output import OutputTail
+from ..execution.publishing import TASK_NAME
 from ..kinds.base import JobFailed, JobTimedOut, RunContext
 from ..lifecycle import stored
-from ..output import OutputTail
-from ..publishing import TASK_NAME
 from . import heartbeats
 
 logger = logging.getLogger(__name__)

@@ -26,10 +26,10 @@ from django.conf import settings
 from django.db import Error as DatabaseError
 from django.db import close_old_connections, transaction
 
-from .. import clock
 from ..coordination import leases
 from ..lifecycle import events
 from ..models import SchedulerOutage
+from ..timing import clock
 
 logger = logging.getLogger(__name__)
 

@@ -6,9 +6,9 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from jobs.definitions import contains_nul
+from jobs.actions.permissions import sees_everything, visible_jobs
+from jobs.definitions.jobs import contains_nul
 from jobs.models import Job
-from jobs.permissions import sees_everything, visible_jobs
 
 from .. import channel_secrets, channels
 from ..models import RULE_EVENTS, Channel, Rule, RuleScope

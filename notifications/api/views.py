@@ -14,8 +14,8 @@ from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from jobs.actions.permissions import sees_everything, visible_jobs
 from jobs.api.views import ApiViewSet, int_param
-from jobs.permissions import sees_everything, visible_jobs
 
 from .. import actions
 from ..models import Channel, Rule, RuleScope

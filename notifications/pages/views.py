@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
 from audit.models import Source
-from jobs.actions import Actor
+from jobs.actions.jobs import Actor
 from jobs.pages.views import page
 
 from .. import actions, channels

@@ -126,7 +126,7 @@ def since(start):
 def make_job(name, target="test.ledger", kind="callable", schedule=None, **fields):
     """Save a job; an interval job remembers its first slot as ``first_slot``, checked against the
     clock: ``every`` seconds after it was saved."""
-    from jobs.definitions import save_job
+    from jobs.definitions.jobs import save_job
     from jobs.models import Job
 
     before = timezone.now()

@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from jobs import lifecycle
-from jobs.definitions import pause
+from jobs.definitions.jobs import pause
 from jobs.models import RunStatus
 
 from ..brokers import BROKERS

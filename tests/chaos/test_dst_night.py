@@ -16,9 +16,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from jobs import clock
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus
+from jobs.timing import clock
 
 from .. import dst_oracle
 from ..conftest import require, wait_for

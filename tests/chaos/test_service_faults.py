@@ -10,8 +10,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from jobs import lifecycle, publishing
-from jobs.definitions import pause
+from jobs import lifecycle
+from jobs.definitions.jobs import pause
+from jobs.execution import publishing
 from jobs.models import JobRun, RunStatus, RunTrigger
 
 from ..brokers import BROKERS

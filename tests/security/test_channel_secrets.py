@@ -17,8 +17,9 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from audit.models import AuditEntry
-from jobs import lifecycle, secrets
-from jobs.definitions import save_job
+from jobs import lifecycle
+from jobs.access import secrets
+from jobs.definitions.jobs import save_job
 from jobs.models import Job
 from notifications import channel_secrets
 from notifications.models import Channel, Delivery, DeliveryStatus, Rule

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from django.test import override_settings
 
-from jobs import lifecycle, secrets
-from jobs.definitions import save_job
+from jobs import lifecycle
+from jobs.access import secrets
+from jobs.definitions.jobs import save_job
 from jobs.kinds import command as command_kind
 from jobs.kinds.base import JobTimedOut, RunContext
 from jobs.models import Job, JobRun, RunStatus

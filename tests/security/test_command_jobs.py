@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 
 from audit.models import AuditEntry
 from jobs import lifecycle
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun
 from workflows.models import Workflow
 

@@ -11,7 +11,8 @@ from django.core.management import call_command
 from django.db import connection
 
 from audit.models import AuditEntry
-from jobs import lifecycle, secrets
+from jobs import lifecycle
+from jobs.access import secrets
 from jobs.kinds import command as command_kind
 from jobs.kinds import http as http_kind
 from jobs.kinds.base import RunContext

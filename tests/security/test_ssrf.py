@@ -9,7 +9,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 import outbound
-from jobs.definitions import save_job
+from jobs.definitions.jobs import save_job
 from jobs.kinds import http as http_kind
 from jobs.kinds.base import JobFailed, JobTimedOut, RunContext
 from jobs.models import Job, JobRun

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from jobs import lifecycle
-from jobs.definitions import save_job
+from jobs.actions.permissions import COMMAND_RUNNERS_GROUP  # noqa: F401  (the group exists: migrations ran)
+from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun
-from jobs.permissions import COMMAND_RUNNERS_GROUP  # noqa: F401  (the group exists: migrations ran)
 
 from ..conftest import REPO, require, wait_for
 

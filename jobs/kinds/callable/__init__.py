@@ -1,4 +1,4 @@
-"""Registered functions (``jobs.registry``), called in the worker's own process: Celery's soft time
+"""Registered functions (``jobs.kinds.callable.registry``), called in the worker's own process: Celery's soft time
 limit stops one at its timeout."""
 
 import json
@@ -7,9 +7,9 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from ... import registry
-from ...output import OutputTail, capture_prints
+from ...execution.output import OutputTail, capture_prints
 from ..base import JobKindSpec, JobTimedOut, Outcome
+from . import registry
 
 
 def validate(job):

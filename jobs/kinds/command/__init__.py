@@ -12,8 +12,8 @@ import time
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from ... import secrets
-from ...output import OutputTail
+from ...access import secrets
+from ...execution.output import OutputTail
 from ..base import JobFailed, JobKindSpec, JobTimedOut, Outcome
 from . import isolation, limits
 

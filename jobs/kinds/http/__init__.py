@@ -9,8 +9,8 @@ from django.core.exceptions import ValidationError
 
 import outbound
 
-from ... import secrets
-from ...output import first_bytes
+from ...access import secrets
+from ...execution.output import first_bytes
 from ..base import JobFailed, JobKindSpec, JobTimedOut, Outcome, result_as_json
 
 METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}

@@ -16,10 +16,13 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs import actions, as_code, definitions, kinds
+from jobs import kinds
+from jobs.actions import jobs as actions
+from jobs.actions.permissions import visible_jobs
+from jobs.as_code import files as as_code
+from jobs.definitions import jobs as definitions
 from jobs.models import Job, RunStatus, ScheduleType
 from jobs.operations import slot_report
-from jobs.permissions import visible_jobs
 
 EXIT_FAILED = 1
 EXIT_WAIT_TIMED_OUT = 2

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from jobs import actions
+from jobs.actions import jobs as actions
 from jobs.models import Job, JobRun, RunStatus
 from jobs.operations import retention
 

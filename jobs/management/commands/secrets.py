@@ -2,12 +2,13 @@
 
 ``new-key`` prints a Fernet key for JOBS_SECRETS_KEYS. ``rotate`` encrypts every stored secret
 value again with the first key of JOBS_SECRETS_KEYS (the jobs', and the other apps' registered with
-``jobs.secrets.register_holder``: the notification channels'): put a new key first, keep the old
+``jobs.access.secrets.register_holder``: the notification channels'): put a new key first, keep the old
 ones after it, run ``rotate``, then remove the old keys. The audit trail records each rotation."""
 
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs import actions, secrets
+from jobs.access import secrets
+from jobs.actions import jobs as actions
 
 
 class Command(BaseCommand):

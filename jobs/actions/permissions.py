@@ -12,8 +12,8 @@ is not enough. Queues are named in ``JOBS_QUEUES``, each open to everyone or to 
 from django.conf import settings
 from django.db.models import Q
 
-from . import kinds
-from .models import Job, JobRun
+from .. import kinds
+from ..models import Job, JobRun
 
 
 def sees_everything(user):

@@ -8,9 +8,10 @@ the keys, and marks a key whose value changed.
 
 from datetime import datetime
 
-from . import job_fields, kinds
-from .definitions import schedule_of
-from .models import Job
+from .. import kinds
+from ..definitions import fields as job_fields
+from ..definitions.jobs import schedule_of
+from ..models import Job
 
 HIDDEN = "•••"
 TRACKED = list(job_fields.EDITABLE)

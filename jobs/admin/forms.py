@@ -4,10 +4,10 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.dateparse import parse_datetime
 
-from . import secrets
-from .definitions import apply_schedule, parse_schedule, schedule_of
-from .models import Job, ScheduleType
-from .permissions import COMMAND_JOBS_DENIED, guarded_kinds, may_run_command_jobs, queue_refusal
+from ..access import secrets
+from ..actions.permissions import COMMAND_JOBS_DENIED, guarded_kinds, may_run_command_jobs, queue_refusal
+from ..definitions.jobs import apply_schedule, parse_schedule, schedule_of
+from ..models import Job, ScheduleType
 
 SCHEDULE_FIELDS = ("schedule_type", "cron", "timezone", "every_seconds", "run_at")
 

@@ -8,8 +8,9 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
 
-from . import kinds, schedules
-from .models import Job, ScheduleType
+from .. import kinds
+from ..models import Job, ScheduleType
+from ..timing import schedules
 
 MAX_INTERVAL_SECONDS = 10 * 365 * 86400  # IntervalSchedule.every is a 32-bit integer
 

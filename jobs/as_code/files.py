@@ -30,10 +30,12 @@ from rest_framework.serializers import ValidationError, as_serializer_error
 from rest_framework.settings import api_settings
 from rest_framework.validators import UniqueValidator
 
-from . import actions, definitions, secrets
-from .api.serializers import JobSerializer, field_errors
-from .models import Job
-from .permissions import visible_jobs
+from ..access import secrets
+from ..actions import jobs as actions
+from ..actions.permissions import visible_jobs
+from ..api.serializers import JobSerializer, field_errors
+from ..definitions import jobs as definitions
+from ..models import Job
 
 ALWAYS_WRITTEN = {"name", "kind", "target", "schedule"}
 

@@ -12,10 +12,14 @@ from django.utils.html import format_html, format_html_join
 
 from audit.models import Source
 
-from . import actions, beat_admin, job_fields, kinds, secrets  # noqa: F401  (beat_admin: periodic tasks' actions get permissions)
+from .. import kinds
+from ..access import secrets
+from ..actions import jobs as actions
+from ..actions.permissions import may_act_on
+from ..definitions import fields as job_fields
+from ..models import Job, JobAttempt, JobRun, RunStatus, ScheduleType
+from . import beat as beat_admin  # noqa: F401  (beat_admin: periodic tasks' actions get permissions)
 from .forms import SCHEDULE_FIELDS, JobAdminForm
-from .models import Job, JobAttempt, JobRun, RunStatus, ScheduleType
-from .permissions import may_act_on
 
 RECENT_RUNS_ON_JOB_PAGE = 20
 RECENT_AUDIT_ON_JOB_PAGE = 20
@@ -160,7 +164,7 @@ class JobAdmin(admin.ModelAdmin):
                 for title, options in self.fieldsets_for(obj)]
 
     def fieldsets_for(self, obj):
-        """The groups of jobs.job_fields, the schedule as the form's fields, each kind's own fields
+        """The groups of jobs.definitions.fields, the schedule as the form's fields, each kind's own fields
         apart (a field several kinds use, once), and what a saved job shows besides."""
         schedule = [*SCHEDULE_FIELDS]
         if obj is not None:

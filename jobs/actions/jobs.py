@@ -24,9 +24,13 @@ from django.db.models import ProtectedError
 from audit import trail
 from audit.models import Action, Source, Subject
 
-from . import clock, definitions, lifecycle, permissions, schedules, secrets
-from .models import Job, JobRun, RunTrigger
-from .operations import backfill as backfills
+from .. import lifecycle
+from ..access import secrets
+from ..definitions import jobs as definitions
+from ..models import Job, JobRun, RunTrigger
+from ..operations import backfill as backfills
+from ..timing import clock, schedules
+from . import permissions
 from .snapshot import created, diff, snapshot
 
 COMMAND_JOBS_DENIED = permissions.COMMAND_JOBS_DENIED
@@ -99,7 +103,7 @@ class ActionError(Exception):
 
 def may_run_command_jobs(actor):
     """A command job runs a shell command on the workers: who may create, change, run or cancel one
-    (``jobs.permissions``: the run_command_jobs permission; the operator on the command line)."""
+    (``jobs.actions.permissions``: the run_command_jobs permission; the operator on the command line)."""
     return actor.user is None or permissions.may_run_command_jobs(actor.user)
 
 
