@@ -13,9 +13,9 @@ from django.core.management import CommandError, call_command
 from jobs import kinds, lifecycle
 from jobs.models import Job, RunStatus
 
-from .api_personas import make_personas
+from .api_personas import browser, make_personas
 from .conftest import wait_for
-from .test_job_forms import client_for, form_of, submit
+from .test_job_forms import form_of, submit
 
 KINDS = [*kinds.DEFAULT_KINDS, "tests.echo_kind"]
 
@@ -56,7 +56,7 @@ def test_without_its_line_in_the_setting_the_kind_is_refused():
 @pytest.mark.django_db
 def test_the_job_form_offers_the_added_kind_with_its_fields_and_saves_a_job_of_it(echo_kind):
     people = make_personas()
-    client = client_for(people.owner)
+    client = browser(people.owner)
     page = client.get("/jobs/new/").content.decode()
     assert '<option value="echo">Echo a line</option>' in page
     # kwargs belongs to two kinds: shown once, for both.
