@@ -154,7 +154,7 @@ def wait_for_runs(job, count, after=None, timeout=20):
 def pause_and_check(job, ledger):
     """Pause the job so no slot is added (beat keeps running its monitor), then check every slot
     due by then on the test's clock (one run each, its effect once), and the runs' invariants."""
-    from jobs.definitions import pause
+    from jobs.definitions.jobs import pause
 
     from . import invariants
 
