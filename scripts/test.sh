@@ -2,7 +2,7 @@
 # Install what the tests need, start PostgreSQL, Redis and RabbitMQ if they are down, and run the suite
 # on PostgreSQL and again on SQLite (the quick start's database) for the tests that start no processes
 # (see tests/conftest.py; TEST_SQLITE=false leaves that pass out). With no arguments the whole suite runs
-# as three passes side by side (the chaos tests, the others, SQLite; TEST_SHARDS=false: one after the
+# as four passes side by side (the chaos tests, the DST night, the others, SQLite; TEST_SHARDS=false: one after the
 # other). Arguments go to pytest in both passes, one after the other (scripts/test.sh tests/test_schedules.py -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,19 +64,24 @@ if [ $# -gt 0 ] || [ "${TEST_SHARDS:-true}" = false ]; then
   fi
   exit "$status"
 fi
-# The whole suite in three passes side by side (most of the chaos tests' time is waiting for processes),
+# The whole suite in four passes side by side (most of the chaos tests' time is waiting for processes),
 # each printed when it ends.
 logs="$(mktemp -d)"
-run_pass "the chaos tests on PostgreSQL" "$postgres/scheduler_chaos" 14 6600 tests/chaos >"$logs/chaos" 2>&1 &
+# The real beat through a compiled DST night waits 5 minutes for its clock: a pass of its own.
+night=tests/chaos/test_dst_night.py
+run_pass "the chaos tests on PostgreSQL" "$postgres/scheduler_chaos" 14 6600 tests/chaos --ignore="$night" \
+  >"$logs/chaos" 2>&1 &
 chaos=$!
+run_pass "the DST night on PostgreSQL" "$postgres/scheduler_night" 12 7000 "$night" >"$logs/night" 2>&1 &
+night_pass=$!
 run_pass "the other tests on PostgreSQL" "$DATABASE_URL" "$redis_db" 6390 --ignore=tests/chaos >"$logs/main" 2>&1 &
 main=$!
 if [ "${TEST_SQLITE:-true}" != false ]; then
   run_pass "the tests that start no processes, on SQLite" "$sqlite" 13 6800 >"$logs/sqlite" 2>&1 &
   sqlite_pass=$!
 fi
-for pass in main chaos ${sqlite_pass:+sqlite}; do
-  pid_var=$pass; [ "$pass" = sqlite ] && pid_var=sqlite_pass
+for pass in main chaos night ${sqlite_pass:+sqlite}; do
+  pid_var=$pass; [ "$pass" = sqlite ] && pid_var=sqlite_pass; [ "$pass" = night ] && pid_var=night_pass
   wait "${!pid_var}" || status=$?
   cat "$logs/$pass"
 done
