@@ -255,7 +255,7 @@ JOBS_DISPATCH_BATCH = env_int("JOBS_DISPATCH_BATCH", 2000, 1)
 # Runs of a slot that at least JOBS_DISPATCH_AHEAD_MIN_JOBS jobs share (of those that allow overlap
 # and have no jitter) are created this long before it, waiting (pending) until it, then queued in
 # bulk: a minute's burst of thousands is queued in a fraction of a second instead of being created
-# and published batch by batch after its slot (docs/OPERATIONS.md). A slot of fewer jobs is
+# and published batch by batch after its slot (docs/guide/operator-tools.md). A slot of fewer jobs is
 # dispatched at the slot, as with 0 s.
 JOBS_DISPATCH_AHEAD_SECONDS = env_float("JOBS_DISPATCH_AHEAD_SECONDS", 10.0, 0)
 JOBS_DISPATCH_AHEAD_MIN_JOBS = env_int("JOBS_DISPATCH_AHEAD_MIN_JOBS", 1000, 1)

@@ -39,6 +39,8 @@ export PYTHONPATH="$PWD"
 mkdir -p staticfiles
 .venv/bin/ruff check .
 .venv/bin/lint-imports --no-cache
+# The docs site (mkdocs.yml): a broken link or anchor, or a setting the reference lacks, fails it.
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
 
 # One pass of pytest: pass NAME DATABASE_URL REDIS_DB PORT_BASE [pytest args]. Each pass has its own
 # database, Redis database and ports, so passes can run side by side.

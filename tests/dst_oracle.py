@@ -1,7 +1,7 @@
 """The test's own DST oracle: cron slots of a zone's wall clock without croniter nor PEP 495's fold.
 
 It walks UTC minutes, reads each on the zone's clock, and turns each matching wall-clock minute into
-an instant by the README's rule:
+an instant by the documented rule (docs/guide/schedules.md):
 
 - a wall-clock minute the clock reads once or more: its first reading;
 - a wall-clock minute the clock skips (it jumps from r to r'): the minute the clock reads at that

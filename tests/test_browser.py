@@ -1,7 +1,7 @@
 """The pages in a real browser (Debian's Chromium driven by Playwright) against a live server and a
 real worker: log in, run a job from its page and watch its run finish without reloading, see a
 failing job on the overview. Screenshots go to the test's temporary folder, or to
-docs/screenshots/ with REFRESH_SCREENSHOTS=1 (the README's pictures)."""
+docs/screenshots/ with REFRESH_SCREENSHOTS=1 (the README's and the docs site's pictures)."""
 
 import importlib.util
 import os

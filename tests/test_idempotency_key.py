@@ -24,7 +24,7 @@ from .workflow_helpers import make_workflow
 
 
 def key_of(job, slot):
-    """The key the README promises for ``job``'s run of ``slot``."""
+    """The key the docs promise (docs/guide/jobs.md) for ``job``'s run of ``slot``."""
     return f"{job.pk}:{slot.astimezone(UTC):%Y-%m-%dT%H:%M:%S.%fZ}"
 
 

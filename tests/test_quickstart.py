@@ -1,7 +1,7 @@
 """The README's first steps, as a newcomer takes them: the quick start's setup in a copy of the
 checkout (`scripts/quickstart.sh --no-start`: everything but starting the four processes), then every
-`manage.py` line of the README's shell blocks, each in a new shell: an environment with none of the
-service's variables, only what a login shell has."""
+`manage.py` line of the shell blocks of the README and of the docs pages its first steps moved to,
+each in a new shell: an environment with none of the service's variables, only what a login shell has."""
 
 import os
 import re
@@ -15,20 +15,23 @@ import pytest
 
 from .conftest import REPO
 
-# What the README's placeholders stand for here: a job and its finished run, made after the setup.
+# The README and the pages of the docs site whose `manage.py` lines work right after the quick start.
+PAGES = ("README.md", "docs/tutorial/quickstart.md", "docs/guide/command-line.md", "docs/reference/jobs-as-code.md")
+# What the pages' placeholders stand for here: a job and its finished run, made after the setup.
 PLACEHOLDERS = {"NAME": "hello", "RUN": "1", "USER": "admin"}
 # Lines that need a long-running process the setup does not start (a worker runs the job).
 NEEDS_A_WORKER = ("--wait",)
 
 
 def readme_manage_blocks():
-    """The README's ``manage.py`` lines, block by block (a block's lines may depend on each other:
-    export, then apply), its placeholders filled in."""
+    """The pages' ``manage.py`` lines, block by block (a block's lines may depend on each other:
+    export, then apply), their placeholders filled in."""
     blocks = []
-    for block in re.findall(r"```sh\n(.*?)```", (REPO / "README.md").read_text(), re.S):
+    text = "\n".join((REPO / page).read_text() for page in PAGES)
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
         lines = [re.sub(r"\b(NAME|RUN|USER)\b", lambda m: PLACEHOLDERS[m.group(1)], line.split("  #")[0].strip())
                  for line in block.splitlines() if line.startswith(".venv/bin/python manage.py ")]
-        if lines:
+        if lines and lines not in blocks:  # the README repeats the quick start page's first block
             blocks.append(lines)
     return blocks
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 from ..choices import ACTIVE_STATUSES, TERMINAL_STATUSES, RunStatus
 from ..models import JobRun, RunEnd
 
-# The run state machine (README, "Runs and their states"): each status and the statuses a run may
+# The run state machine (docs/reference/run-states.md): each status and the statuses a run may
 # reach it from. queued -> queued is a publish again; running -> queued a lost attempt run again.
 MOVES = {
     RunStatus.QUEUED: frozenset({RunStatus.PENDING, RunStatus.RETRYING, RunStatus.QUEUED, RunStatus.RUNNING}),

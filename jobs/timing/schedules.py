@@ -1,7 +1,7 @@
 """When a job's slots fall: cron in the job's own timezone, fixed intervals, one moment.
 
 Cron expressions are read with croniter on naive wall-clock times, and each matching wall-clock
-time becomes one instant (``wall_instant``). That fixes the DST cases (documented in the README):
+time becomes one instant (``wall_instant``). That fixes the DST cases (documented in docs/guide/schedules.md):
 
 - every slot in a skipped stretch (02:00-02:59 when clocks jump from 02:00 to 03:00) runs, each
   shifted forward by the gap: 02:00, 02:15, 02:30, 02:45 run at 03:00, 03:15, 03:30, 03:45, in

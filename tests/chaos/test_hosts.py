@@ -3,7 +3,7 @@ cut off, healed, and out of time.
 
 The core host (the root namespace) holds the test's PostgreSQL and broker; worker hosts and
 scheduler hosts reach them across the bridge. A cut drops every packet the host sends. Each
-scenario prints a line starting ``HOSTS`` with what it measured (docs/DEPLOYMENT.md quotes them);
+scenario prints a line starting ``HOSTS`` with what it measured (docs/operations/deployment.md quotes them);
 the times compared are the test's own clock against stamps the jobs themselves wrote, never the
 rows under test.
 """

@@ -153,5 +153,5 @@ def report():
         logger.error("COMMAND ISOLATION UNAVAILABLE (%s): every command job on this worker will fail "
                      "(JOBS_COMMAND_ISOLATION=namespace)", reason)
     else:
-        logger.error("COMMAND ISOLATION UNAVAILABLE (%s): %s. See README, What a command can see.",
+        logger.error("COMMAND ISOLATION UNAVAILABLE (%s): %s. See docs/guide/jobs.md, What a command can see.",
                      reason, WHAT_IS_LOST)
