@@ -19,7 +19,7 @@ from audit import trail
 from .. import kinds
 from ..actions import jobs as actions
 from ..actions.permissions import sees_everything, visible_jobs, visible_runs
-from ..api.views import with_tag
+from ..api.filters import with_tag
 from ..kinds.base import result_as_json
 from ..models import ACTIVE_STATUSES, RunStatus
 from . import charts, figures, keyset, queries
