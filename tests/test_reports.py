@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from croniter import croniter
 from django.db import connection
+from django.test import Client
 from django.utils import timezone
 
 from jobs import lifecycle
@@ -92,7 +93,8 @@ def test_a_jobs_report_counts_what_became_of_each_slot():
     assert report["started_on_time"] == expect["on_time"]
     assert report["finished_within_sla"] == expect["within_sla"]
     assert report["skipped"] == expect["skipped"]
-    assert report["skipped_by_reason"] == ({"missed": expect["skipped"]} if expect["skipped"] else {})
+    assert report["skipped_by_reason"] == ({"missed: catch-up policy 'none'": expect["skipped"]}
+                                          if expect["skipped"] else {})
     assert report["outcomes"]["failed"] == expect["failed"]
     assert report["duration"]["runs"] == len(durations)
     ordered = sorted(durations)
@@ -201,3 +203,33 @@ def test_the_api_answers_a_jobs_report_its_csv_and_a_tags_sum_and_refuses_the_re
     assert owner.get("/api/reports/?group=nobody-has-this").status_code == 404
     assert owner.get("/api/reports/?tag=" + "x" * 500).status_code == 400
     assert personas.client(None).get(f"/api/jobs/{job.pk}/report/").status_code in (401, 403)
+
+
+@pytest.mark.django_db
+def test_the_pages_show_the_report_and_its_heat_map_to_those_who_may_see_the_job():
+    from .api_personas import browser
+
+    personas = make_personas()
+    job = personas.job
+    now = timezone.now()
+    ended_run(job, now - timedelta(hours=30), RunStatus.SUCCEEDED, start_delay=1, seconds=2)
+    ended_run(job, now - timedelta(hours=54), RunStatus.SUCCEEDED, start_delay=900, seconds=2)
+    lifecycle.recount_ends()
+    owner = browser(personas.owner)
+
+    detail = owner.get(f"/jobs/{job.pk}/").content.decode()
+    assert 'class="heat-map"' in detail and "On-time report" in detail
+    report = owner.get(f"/jobs/{job.pk}/report/?days=7")
+    assert report.status_code == 200
+    text = report.content.decode()
+    expected = reports.job_report(job, 7)
+    assert f"<th>Slots with a run</th><td>{expected['slots_with_run']}" in text and expected["slots_with_run"] == 2
+    assert f"<th>Started on time</th><td>{expected['started_on_time']}" in text and expected["started_on_time"] == 1
+    assert text.count("<td class=\"heat-") == 7
+    assert owner.get(f"/jobs/{job.pk}/report/?days=zzz").status_code == 200  # falls back to 30 days
+    assert "2 run(s)" in owner.get("/reports/?tag=reports&days=7").content.decode()
+    assert owner.get("/reports/?group=team").status_code == 200
+    assert owner.get("/reports/?group=nobody").status_code == 404
+    assert browser(personas.outsider).get(f"/jobs/{job.pk}/report/").status_code == 404
+    assert "nightly-report" not in browser(personas.outsider).get("/reports/?tag=reports").content.decode()
+    assert Client().get(f"/jobs/{job.pk}/report/").status_code == 302

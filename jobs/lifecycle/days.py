@@ -6,12 +6,13 @@ the days a user reads a report in. For a scheduled run: that its slot has a run
 (``slots``), how it ended (its status), whether its first attempt started within the job's start
 deadline (``on_time``; with no deadline set, within JOBS_MISFIRE_GRACE_SECONDS, the scheduler's own
 measure of on time), whether it succeeded within the job's SLA (``within_sla``; with no SLA,
-whether it succeeded) and, for a skipped one, why (``skipped:<the reason's first words>``). For
+whether it succeeded) and, for a skipped one, why (``skipped:<its reason, numbers made #>``). For
 every run that ran (any trigger): its duration, as one count in a histogram of buckets each 2^(1/4)
 (19 %) wider than the last (``d:<bucket>``), from which the reports read p50 and p95.
 """
 
 import math
+import re
 from collections import defaultdict
 from datetime import UTC, tzinfo
 from zoneinfo import ZoneInfo
@@ -25,7 +26,8 @@ from ..models import Job, JobAttempt, JobDayCounts, JobRun
 FIRST_BUCKET_SECONDS = 0.001  # bucket 0 holds every duration up to a millisecond
 BUCKET_GROWTH = 2 ** 0.25
 SLOTS, ON_TIME, WITHIN_SLA, SKIPPED, DURATION = "slots", "on_time", "within_sla", "skipped:", "d:"
-WHY_LENGTH = 40
+WHY_LENGTH = 90
+NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?")
 
 
 def bucket_of(seconds):
@@ -42,9 +44,9 @@ def bucket_seconds(bucket):
 
 
 def skip_reason(reason):
-    """A skip's reason as the reports group it: its words before the first colon ("missed",
-    "overlap policy 'forbid'", ...)."""
-    return (reason.split(":", 1)[0].strip() or "unknown")[:WHY_LENGTH]
+    """A skip's reason as the reports group it: its words, each number made "#" ("missed: not
+    started within # s of its slot (# s late)")."""
+    return (NUMBER.sub("#", reason).strip() or "unknown")[:WHY_LENGTH]
 
 
 def zone_of(timezone):
@@ -98,6 +100,8 @@ def add_days(ends, live):
 
 
 def _upsert(counts):
+    if not counts:  # the ends' runs were deleted before the fold
+        return
     table = JobDayCounts._meta.db_table
     conflict = f"ON CONFLICT (job_id, day, measure) DO UPDATE SET count = {table}.count + excluded.count"
     rows = [[job_id, day, measure, count] for (job_id, day, measure), count in sorted(counts.items())]
@@ -121,7 +125,8 @@ def recount_in_sql(cursor, ended):
     timed = f"r.status IN ({', '.join(repr(str(s)) for s in TIMED_END_STATUSES)}) AND r.started_at IS NOT NULL"
     bucket = (f"CASE WHEN {seconds} <= {FIRST_BUCKET_SECONDS} THEN 0 ELSE floor(ln({seconds} / "
               f"{FIRST_BUCKET_SECONDS}) / ln({BUCKET_GROWTH}))::int + 1 END")
-    why = f"left(COALESCE(NULLIF(trim(split_part(r.reason, ':', 1)), ''), 'unknown'), {WHY_LENGTH})"
+    why = (f"left(COALESCE(NULLIF(trim(regexp_replace(r.reason, '{NUMBER.pattern}', '#', 'g')), ''), 'unknown'), "
+           f"{WHY_LENGTH})")
     cursor.execute(f"""
         INSERT INTO {JobDayCounts._meta.db_table} (job_id, day, measure, count)
         SELECT job_id, day, measure, count(*) FROM (

@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('day', models.DateField()),
-                ('measure', models.CharField(max_length=48)),
+                ('measure', models.CharField(max_length=100)),
                 ('count', models.BigIntegerField(default=0)),
                 ('job', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='jobs.job')),
             ],

@@ -87,7 +87,7 @@ class JobDayCounts(models.Model):
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="+", db_index=False)
     day = models.DateField()
-    measure = models.CharField(max_length=48)
+    measure = models.CharField(max_length=100)
     count = models.BigIntegerField(default=0)
 
     class Meta:
