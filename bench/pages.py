@@ -175,7 +175,7 @@ def seed_runs(runs_wanted, jobs_wanted):
     started = time.monotonic()
     # VACUUM as autovacuum soon would: it sets the visibility map that index-only scans need.
     for table in ("jobs_job", "jobs_jobrun", "jobs_jobattempt", "jobs_jobhourcounts", "jobs_hourcounts",
-                  "jobs_recentruns"):
+                  "jobs_recentruns", "jobs_jobdaycounts"):
         execute(f"VACUUM ANALYZE {table}")
     say(f"vacuumed and analyzed in {time.monotonic() - started:.0f} s")
 
@@ -233,6 +233,9 @@ def pages(heavy_job, run_id, deep):
         ("runs list", "owner", "/runs/"),
         ("runs list ?status=failed", "owner", "/runs/?status=failed"),
         ("runs list, half the history back", "owner", f"/runs/?older={deep}"),
+        ("job on-time report, 30 days (heavy job)", "owner", f"/jobs/{heavy_job}/report/?days=30"),
+        ("job on-time report, 90 days (heavy job)", "staff", f"/jobs/{heavy_job}/report/?days=90"),
+        ("job on-time report API, 90 days (heavy job)", "staff", f"/api/jobs/{heavy_job}/report/?days=90"),
         ("run detail", "staff", f"/runs/{run_id}/"),
         ("run detail", "owner", f"/runs/{run_id}/"),
         ("admin run changelist", "staff", "/admin/jobs/jobrun/"),

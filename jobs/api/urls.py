@@ -2,6 +2,7 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from .jobs_as_code import JobsAsCodeView
+from .reports import TagOrGroupReport
 from .tokens import TokenDetail, TokenList
 from .views import JobViewSet, RunViewSet
 
@@ -15,6 +16,7 @@ router.register("runs", RunViewSet, basename="run")
 
 urlpatterns = [
     path("jobs-as-code/", JobsAsCodeView.as_view(), name="jobs-as-code"),
+    path("reports/", TagOrGroupReport.as_view(), name="reports"),
     path("tokens/", TokenList.as_view(), name="token-list"),
     path("tokens/<str:prefix>/", TokenDetail.as_view(), name="token-detail"),
     *router.urls,

@@ -3,7 +3,7 @@
 from datetime import UTC, datetime, time
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
@@ -21,7 +21,9 @@ from .. import kinds
 from ..actions import jobs as actions
 from ..actions.permissions import visible_jobs, visible_runs
 from ..models import Job, JobRun, RunStatus
-from . import operator
+from ..operations.reports import job_report
+from . import operator, reports
+from .filters import with_tag
 from .serializers import JobSerializer, RunDetailSerializer, RunSerializer, field_errors
 
 MAX_BODY_BYTES = 256 * 1024
@@ -129,13 +131,6 @@ def text_param(params, name):
     if "\x00" in value:  # PostgreSQL text cannot hold NUL: a 500 if it reached a query
         raise ValidationError({name: ["Must not contain NUL characters."]})
     return value
-
-
-def with_tag(jobs, tag):
-    if connection.features.supports_json_field_contains:
-        return jobs.filter(tags__contains=[tag])
-    # SQLite has no JSON containment: match in Python on the (small) set of visible jobs.
-    return jobs.filter(pk__in=[pk for pk, tags in jobs.values_list("pk", "tags") if tag in (tags or [])])
 
 
 @extend_schema_view(
@@ -255,6 +250,13 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
     def slots(self, request, pk=None):
         return Response(operator.slots_of(self.get_object(), request.query_params))
 
+
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT, parameters=[reports.DAYS],
+                   description=reports.DESCRIPTION)
+    @action(detail=True, methods=["get"], renderer_classes=reports.RENDERERS)
+    def report(self, request, pk=None):
+        job = self.get_object()
+        return reports.respond(request, job_report(job, reports.days_of(request.query_params)), f"job-{job.pk}")
 
     @extend_schema(
         request=None, responses=operator.WhySerializer,

@@ -24,11 +24,13 @@ from ..models import (
     EndCounts,
     HourCounts,
     Job,
+    JobDayCounts,
     JobHourCounts,
     JobRun,
     RecentRuns,
     RunEnd,
 )
+from . import days
 
 FOLD_LOCK = 0x6A6F6273  # pg_advisory_xact_lock key of the fold ("jobs")
 PASS_SECONDS = 0.25
@@ -63,6 +65,7 @@ def fold_batch(batch):
             live = set(Job.objects.filter(pk__in={end[1] for end in ends}).values_list("pk", flat=True))
             _add_counts(ends, live)
             _add_recent(ends, live)
+            days.add_days(ends, live)
     return len(ends)
 
 
@@ -156,7 +159,7 @@ def recount():
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [FOLD_LOCK])
-        for model in (RunEnd, JobHourCounts, HourCounts, RecentRuns):
+        for model in (RunEnd, JobHourCounts, HourCounts, RecentRuns, JobDayCounts):
             cursor.execute(f"DELETE FROM {model._meta.db_table}")
         if connection.vendor == "postgresql":
             return _recount_in_sql(cursor)
@@ -174,7 +177,7 @@ def recount():
 
 def _recount_in_sql(cursor):
     """What folding every end would make (tests/test_rollup.py holds the two to it), in three
-    statements: 10,000,000 runs through the fold would take the benchmark an hour."""
+    statements (and the days' one): 10,000,000 runs through the fold would take the benchmark an hour."""
     ended = f"status IN ({_marks(ENDED_STATUSES)}) AND finished_at IS NOT NULL"
     timed = f"status IN ({_marks(TIMED)}) AND started_at IS NOT NULL"
     counters = ", ".join([f"count(*) FILTER (WHERE status = '{status}')" for status in ENDED_COUNTERS]
@@ -196,6 +199,8 @@ def _recount_in_sql(cursor):
         "FROM (SELECT *, row_number() OVER (PARTITION BY job_id ORDER BY finished_at DESC, id DESC) AS n "
         f"      FROM {runs} WHERE {timed} AND finished_at IS NOT NULL) AS r "
         "WHERE n <= %s GROUP BY job_id", TIMED + [RecentRuns.KEPT])
+    days.recount_in_sql(cursor, "r.status IN ({}) AND r.finished_at IS NOT NULL".format(
+        ", ".join(repr(str(status)) for status in ENDED_STATUSES)))
     cursor.execute(f"SELECT COALESCE(sum({' + '.join(ENDED_COUNTERS)}), 0) FROM {HourCounts._meta.db_table}")
     return cursor.fetchone()[0]
 

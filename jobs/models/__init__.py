@@ -19,7 +19,7 @@ from ..choices import (
     ScheduleType,
 )
 from .attempt import JobAttempt
-from .counts import DeliveryCounter, EndCounts, HourCounts, JobHourCounts, RecentRuns, RunEnd
+from .counts import DeliveryCounter, EndCounts, HourCounts, JobDayCounts, JobHourCounts, RecentRuns, RunEnd
 from .fields import CountField
 from .job import Job
 from .leases import Lease, SchedulerOutage
@@ -28,6 +28,6 @@ from .run import JobRun, StatusOf, idempotency_key
 __all__ = [
     "ACTIVE_STATUSES", "ENDED_STATUSES", "TERMINAL_STATUSES", "TIMED_END_STATUSES", "UNSUCCESSFUL_END_STATUSES",
     "AttemptOutcome", "CatchupPolicy", "CountField", "DeliveryCounter", "EndCounts", "HourCounts", "Job",
-    "JobAttempt", "JobHourCounts", "JobRun", "Lease", "OverlapPolicy", "RecentRuns", "RunEnd",
+    "JobAttempt", "JobDayCounts", "JobHourCounts", "JobRun", "Lease", "OverlapPolicy", "RecentRuns", "RunEnd",
     "RunStatus", "RunTrigger", "ScheduleType", "SchedulerOutage", "StatusOf", "idempotency_key",
 ]

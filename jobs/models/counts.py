@@ -78,6 +78,25 @@ class RecentRuns(models.Model):
     points = models.JSONField(default=list)
 
 
+class JobDayCounts(models.Model):
+    """What became of one job's runs whose slot fell on one day (UTC), by measure: the on-time
+    reports (``jobs.operations.reports``) read these, never the runs. Measures (``DayMeasure``):
+    scheduled slots that have a run, how those runs ended, how many started within the start
+    deadline and finished within the SLA, the skips by their reason, and a duration histogram
+    (``d:<bucket>``, every run with a duration, whatever its trigger)."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="+", db_index=False)
+    day = models.DateField()
+    measure = models.CharField(max_length=100)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # Also the index of every read: a job's days since a day.
+            models.UniqueConstraint(fields=["job", "day", "measure"], name="job_day_counts_one_per_measure"),
+        ]
+
+
 class DeliveryCounter(models.Model):
     """Counts of events that leave no row of their own, such as dropped duplicate deliveries."""
 

@@ -114,6 +114,23 @@ class EnabledTimeline:
         return "" if self.job.enabled else "job paused or disabled (no record of since when)"
 
 
+    def spans(self, start, end):
+        """The stretches of [start, end) in which the job was enabled."""
+        if start >= end:
+            return []
+        if self.changes is None:
+            self._load()
+        spans, since = [], None if self.off_reason(start) else start
+        for when, enabled, _ in self.changes:
+            if start < when < end:
+                if enabled and since is None:
+                    since = when
+                elif not enabled and since is not None:
+                    spans.append((since, when))
+                    since = None
+        return spans + ([(since, end)] if since is not None else [])
+
+
 def schedule_changed_at(job):
     return (AuditEntry.objects.filter(job=job, action=Action.CHANGE, changes__has_key="schedule")
             .order_by("-created_at").values_list("created_at", flat=True).first())

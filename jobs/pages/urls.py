@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import job_forms, operator_views, tokens, views
+from . import job_forms, operator_views, reports, tokens, views
 
 app_name = "pages"
 
@@ -18,6 +18,8 @@ urlpatterns = [
     path("jobs/<int:pk>/pause/", views.job_pause, name="job-pause"),
     path("jobs/<int:pk>/resume/", views.job_resume, name="job-resume"),
     path("jobs/<int:pk>/slots/", operator_views.job_slots, name="job-slots"),
+    path("jobs/<int:pk>/report/", reports.job_report, name="job-report"),
+    path("reports/", reports.tag_or_group_report, name="reports"),
     path("jobs/<int:pk>/backfill/", operator_views.job_backfill, name="job-backfill"),
     path("runs/", views.run_list, name="runs"),
     path("runs/<int:pk>/", views.run_detail, name="run"),

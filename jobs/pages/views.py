@@ -19,12 +19,14 @@ from audit import trail
 from .. import kinds
 from ..actions import jobs as actions
 from ..actions.permissions import sees_everything, visible_jobs, visible_runs
-from ..api.views import with_tag
+from ..api.filters import with_tag
 from ..kinds.base import result_as_json
 from ..models import ACTIVE_STATUSES, RunStatus
+from ..operations.reports import job_report
 from . import charts, figures, keyset, queries
 from .common import actor, flower_url, job_timezone, may_act_on, page, refused_is_forbidden, slot_text
 from .operator_views import why_line
+from .reports import heat_map
 
 JOBS_PER_PAGE = 50
 RUNS_PER_PAGE = 50
@@ -34,6 +36,7 @@ SPARKLINE_RUNS = 20
 CHART_RUNS = 100
 RATE_RUNS = 50
 AUDIT_ON_JOB_PAGE = 20
+ON_TIME_DAYS = 28  # the job page's heat map: four weeks
 # What a table of runs shows (templates/pages/_runs_table.html): not the output, result or error,
 # up to megabytes a run.
 RUNS_TABLE_FIELDS = ("job", "status", "trigger", "scheduled_for", "created_at", "started_at", "finished_at",
@@ -125,7 +128,9 @@ def job_detail(request, pk):
     week = figures.success_rates([job.pk], timezone.now()).get(job.pk, (0, 0))
     last_50 = [point[2] for point in points[-RATE_RUNS:]]
     tzname = job_timezone(job)
+    month = job_report(job, ON_TIME_DAYS)
     return page(request, "pages/job_detail.html", {
+        "on_time": month, "weeks": heat_map(month), "on_time_days": ON_TIME_DAYS,
         "job": job,
         "tzname": tzname,
         "upcoming": [(slot_text(slot, tzname), slot) for slot in job.upcoming_slots(10)],

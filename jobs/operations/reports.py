@@ -1,0 +1,215 @@
+"""On-time reports: for a job (or every visible job of a tag or a group) over the last N days, the
+slots its schedule expected, how many had a run, started within the start deadline and finished
+within the SLA, how many were missed or skipped (and why), and the p50 and p95 durations with their
+trend against the N days before.
+
+Every figure but the expected slots is read from the per-day counts the run ends are folded into
+(``JobDayCounts``, ``lifecycle.days``), never from the runs: a report reads at most a row per day
+and measure. The expected slots come from the schedule itself (the job's *current* one), counted
+day by day in the job's zone, from when the job was created or its schedule last changed, outside
+the times the audit trail says it was paused or disabled (as the slot report counts them). A day
+whose wall clock does not jump is counted from the cron fields alone; a day with a DST change (or
+a part of a day) walks its slots (``Job.slots_between``).
+"""
+
+import csv
+import functools
+import io
+import math
+from collections import defaultdict
+from datetime import UTC, datetime, time, timedelta
+
+from croniter import croniter
+from django.conf import settings
+from django.db.models import Sum
+from django.utils import timezone
+
+from ..lifecycle import days as day_counts
+from ..models import ACTIVE_STATUSES, JobDayCounts, JobRun, RunTrigger, ScheduleType
+from ..timing.schedules import wall_instant
+from .slot_report import EnabledTimeline, schedule_changed_at
+
+WINDOWS = (7, 30, 90)
+MAX_DAYS = 90
+MAX_JOBS = 2000  # jobs a tag's or a group's report adds up
+MAX_SLOTS_A_DAY = 86400  # an every-second interval
+
+
+def job_report(job, days, now=None):
+    return _report([job], days, now or timezone.now()) | {"job": job.pk, "name": job.name}
+
+
+def jobs_report(jobs, days, now=None):
+    """The report of several jobs together (a tag's, a group's): their figures added day by day."""
+    return _report(list(jobs), days, now or timezone.now())
+
+
+def _report(jobs, days, now):
+    today = max((now.astimezone(day_counts.zone_of(_zone(job))).date() for job in jobs), default=now.date())
+    first = today - timedelta(days=days - 1)
+    before = first - timedelta(days=days)
+    counts = _day_counts(jobs, before, today)
+    expected = defaultdict(int)
+    for job in jobs:
+        for day, number in expected_by_day(job, first, today, now).items():
+            expected[day] += number
+    in_flight = (JobRun.objects.filter(job__in=jobs, trigger=RunTrigger.SCHEDULE, status__in=ACTIVE_STATUSES,
+                                       scheduled_for__gte=datetime.combine(first, time(), UTC) - timedelta(days=1))
+                 .count())
+    window = {measure: number for (day, measure), number in _sum_days(counts, first, today).items()}
+    slots = window.get(day_counts.SLOTS, 0)
+    skipped = {m[len(day_counts.SKIPPED):]: n for m, n in window.items() if m.startswith(day_counts.SKIPPED)}
+    slots_expected = sum(expected.values())
+    p50, p95, timed = _percentiles(window)
+    _, previous_p95, _ = _percentiles({m: n for (d, m), n in _sum_days(counts, before, first - timedelta(days=1)).items()})
+    return {
+        "days": days, "from": first.isoformat(), "to": today.isoformat(),
+        "slots_expected": slots_expected,
+        "slots_with_run": slots,
+        "in_flight": in_flight,
+        "missed": max(0, slots_expected - slots - in_flight),
+        "started_on_time": window.get(day_counts.ON_TIME, 0),
+        "finished_within_sla": window.get(day_counts.WITHIN_SLA, 0),
+        "skipped": sum(skipped.values()),
+        "skipped_by_reason": dict(sorted(skipped.items(), key=lambda item: -item[1])),
+        "outcomes": {status: window.get(status, 0) for status in ("succeeded", "failed", "timed_out", "lost",
+                                                                  "cancelled", "skipped")},
+        "duration": {"runs": timed, "p50_seconds": p50, "p95_seconds": p95, "previous_p95_seconds": previous_p95,
+                     "trend": _trend(p95, previous_p95)},
+        "daily": [_day(day, expected.get(day, 0), counts.get(day, {}))
+                  for day in (first + timedelta(days=n) for n in range(days))],
+    }
+
+
+def _zone(job):
+    return job.crontab.timezone if job.schedule_type == ScheduleType.CRON else None
+
+
+def _day_counts(jobs, first, last):
+    """{day: {measure: count}} over [first, last], the jobs' counts added together."""
+    found = defaultdict(dict)
+    rows = (JobDayCounts.objects.filter(job__in=jobs, day__gte=first, day__lte=last)
+            .values_list("day", "measure").annotate(total=Sum("count")).order_by())
+    for day, measure, total in rows:
+        found[day][measure] = total
+    return found
+
+
+def _sum_days(counts, first, last):
+    summed = defaultdict(int)
+    for day, measures in counts.items():
+        if first <= day <= last:
+            for measure, number in measures.items():
+                summed[(None, measure)] += number
+    return summed
+
+
+def _percentiles(measures):
+    """p50 and p95 (seconds, each the middle of its histogram bucket) and how many durations."""
+    buckets = sorted((int(m[len(day_counts.DURATION):]), n) for m, n in measures.items()
+                     if m.startswith(day_counts.DURATION))
+    total = sum(n for _, n in buckets)
+    if not total:
+        return None, None, 0
+
+    def at(share):
+        rank, seen = math.ceil(share * total), 0
+        for bucket, number in buckets:
+            seen += number
+            if seen >= rank:
+                return round(day_counts.bucket_seconds(bucket), 6)
+
+    return at(0.5), at(0.95), total
+
+
+def _trend(now, before):
+    if now is None or before is None or before == 0:
+        return None
+    return round((now - before) / before, 3)
+
+
+def _day(day, expected, measures):
+    return {
+        "day": day.isoformat(), "expected": expected, "with_run": measures.get(day_counts.SLOTS, 0),
+        "on_time": measures.get(day_counts.ON_TIME, 0), "within_sla": measures.get(day_counts.WITHIN_SLA, 0),
+        "skipped": sum(n for m, n in measures.items() if m.startswith(day_counts.SKIPPED)),
+        "failed": sum(measures.get(status, 0) for status in ("failed", "timed_out", "lost")),
+    }
+
+
+# --- the slots a schedule expected
+
+
+def expected_by_day(job, first, last, now):
+    """{day: slots} of the job's schedule on the days [first, last] of its zone, up to the scheduler's
+    grace before ``now``, while the job was enabled and had its current schedule."""
+    zone = day_counts.zone_of(_zone(job))
+    start = wall_instant(datetime.combine(first, time()), zone)
+    end = min(wall_instant(datetime.combine(last + timedelta(days=1), time()), zone),
+              now - timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS))
+    since = max(filter(None, [job.created_at, schedule_changed_at(job)]))
+    found = defaultdict(int)
+    for lo, hi in EnabledTimeline(job).spans(max(start, since), end):
+        day = lo.astimezone(zone).date()
+        while lo < hi:
+            next_day = wall_instant(datetime.combine(day + timedelta(days=1), time()), zone)
+            part_end = min(hi, next_day)
+            found[day] += _slots_in(job, zone, day, lo, part_end, whole=part_end - lo == timedelta(days=1))
+            lo, day = part_end, day + timedelta(days=1)
+    return found
+
+
+def _slots_in(job, zone, day, lo, hi, whole):
+    if job.schedule_type == ScheduleType.CRON:
+        if whole and counted_by_fields(job):
+            return cron_slots_on(job.cron_expression, day)
+        return len(job.slots_between(lo, hi, MAX_SLOTS_A_DAY))
+    if job.schedule_type == ScheduleType.INTERVAL:
+        every = job.every_seconds
+        anchor = job.next_run_at or job.created_at or lo
+        first = anchor + timedelta(seconds=every * math.ceil((lo - anchor).total_seconds() / every))
+        return max(0, math.ceil((hi - first).total_seconds() / every))
+    if job.schedule_type == ScheduleType.ONCE:
+        return int(lo <= job.clocked.clocked_time < hi)
+    return 0
+
+
+def counted_by_fields(job):
+    """Whether a whole day's slots are its cron fields' count: nothing else moves or drops them."""
+    return True
+
+
+@functools.lru_cache(maxsize=65536)
+def cron_slots_on(expression, day):
+    """The slots of ``expression`` on ``day``, a day whose wall clock runs 24 hours without a jump:
+    its minutes times its hours, when the day matches its day, month and weekday fields."""
+    minutes, hours, *_ = croniter(expression).expanded
+    first_minute = 0 if minutes == ["*"] else minutes[0]
+    first_hour = 0 if hours == ["*"] else hours[0]
+    day_fields = " ".join(expression.split()[2:5])
+    if not croniter.match(f"{first_minute} {first_hour} {day_fields}",
+                          datetime.combine(day, time(first_hour, first_minute))):
+        return 0
+    return (60 if minutes == ["*"] else len(minutes)) * (24 if hours == ["*"] else len(hours))
+
+
+def as_csv(report):
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["day", "expected", "with_run", "on_time", "within_sla", "skipped", "failed"])
+    for row in report["daily"]:
+        writer.writerow([row[key] for key in ("day", "expected", "with_run", "on_time", "within_sla", "skipped",
+                                              "failed")])
+    return out.getvalue()
+
+
+def window_days(value):
+    """The report's window from a query's ``days`` (1 to MAX_DAYS), or a ValueError saying why."""
+    try:
+        days = int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"days is a whole number of days from 1 to {MAX_DAYS}.") from None
+    if not 1 <= days <= MAX_DAYS:
+        raise ValueError(f"days is from 1 to {MAX_DAYS}, not {days}.")
+    return days
+
