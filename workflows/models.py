@@ -133,6 +133,9 @@ class WorkflowNode(models.Model):
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="nodes")
     # PROTECT: deleting a job must not silently reshape a workflow's graph.
     job = models.ForeignKey(Job, on_delete=models.PROTECT, related_name="workflow_nodes")
+    # The values of the job's parameters its runs in this workflow are given (jobs.parameters.resolve
+    # fills in the defaults when the step starts); {}: the defaults.
+    params = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["workflow", "id"]
