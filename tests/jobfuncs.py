@@ -156,7 +156,7 @@ def nul(fail=False, context=None):
 
 @job_function("test.params")
 def params(path, context=None, **values):
-    """Appends "params <run id> <JSON of each keyword argument as [type name, value as text]>": what a
+    """Appends "params <run id> <JSON of each keyword argument but path as [type name, value as text]>": what a
     function receives of its run's parameters (merged over the job's kwargs)."""
     shown = {name: [type(value).__name__, str(value)] for name, value in sorted(values.items())}
     _append(path, f"params {context.run_id} {json.dumps(shown, sort_keys=True)}")

@@ -123,6 +123,13 @@ class Workflow(models.Model):
         return self.graph()[0]
 
     @property
+    def step_params(self):
+        """{job name: values} of the steps given parameter values."""
+        prefetched = "nodes" in getattr(self, "_prefetched_objects_cache", {})
+        nodes = self.nodes.all() if prefetched else self.nodes.select_related("job")
+        return {node.job.name: node.params for node in nodes if node.params}
+
+    @property
     def edge_dicts(self):
         return [edge.as_dict() for edge in self.graph()[1]]
 
