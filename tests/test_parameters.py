@@ -4,6 +4,7 @@ values recorded on the run and in the audit trail, the runs list filtered on the
 placeholders of an HTTP job encoded for their place."""
 
 import json
+import re
 
 import pytest
 from django.test import override_settings
@@ -14,7 +15,8 @@ from jobs.definitions.jobs import save_job
 from jobs.kinds.http import placeholders
 from jobs.models import Job, JobRun, RunTrigger
 
-from .api_personas import make_personas
+from .api_personas import browser, make_personas
+from .test_job_forms import FormReader, form_of, submit
 
 pytestmark = pytest.mark.django_db
 
@@ -323,3 +325,123 @@ def test_http_placeholders_are_encoded_for_their_place():
     assert placeholders.body(job, values) == "who=a%2Fb+c%26d%3De%22"
     job.http_body, job.http_headers = "Hello {{params.who}}", {}
     assert placeholders.body(job, values) == 'Hello a/b c&d=e"'
+
+
+# --- the pages and the admin
+
+
+class RunFormReader(FormReader):
+    """The (name, value) pairs a browser sends for the run-now form."""
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "form" and dict(attrs).get("id") == "run-form":
+            attrs = [*attrs, ("data-job-form", "")]
+        super().handle_starttag(tag, attrs)
+
+
+def run_form_of(client, url):
+    response = client.get(url)
+    assert response.status_code == 200
+    reader = RunFormReader()
+    reader.feed(response.content.decode())
+    return {name: [value] for name, value in reader.pairs}
+
+
+def test_the_run_now_button_of_a_job_with_parameters_leads_to_their_form(people, report):
+    client = browser(people.owner)
+    page = client.get(f"/jobs/{report.pk}/").content.decode()
+    assert f'id="run-now" href="/jobs/{report.pk}/run/"' in page
+    plain = client.get(f"/jobs/{people.job.pk}/").content.decode()
+    assert f'<form method="post" action="/jobs/{people.job.pk}/run/">' in plain
+
+    form = run_form_of(client, f"/jobs/{report.pk}/run/")
+    assert {name: value for name, value in form.items() if name.startswith("param-")} == {"param-day": [""], "param-customer": ["42"], "param-ratio": ["0.5"], "param-dry": ["false"],
+                    "param-region": ["eu"], "param-since": [""], "param-note": [""]}
+    assert "The day to report on." in client.get(f"/jobs/{report.pk}/run/").content.decode()
+    assert browser(people.outsider).get(f"/jobs/{report.pk}/run/").status_code == 404
+    assert browser(people.outsider).post(f"/jobs/{report.pk}/run/", {"param-day": "2026-11-01"}).status_code == 404
+
+
+def test_the_run_form_shows_a_bad_value_on_its_input_and_queues_nothing(people, report):
+    client = browser(people.owner)
+    form = run_form_of(client, f"/jobs/{report.pk}/run/")
+    refused = submit(client, f"/jobs/{report.pk}/run/", form, **{"param-day": "2026-13-01", "param-customer": "lots"})
+    assert refused.status_code == 400
+    reader = refused.content.decode()
+    assert reader.index('id="param-field-day"') < reader.index("day must be a date") < reader.index(
+        'id="param-field-customer"') < reader.index("customer must be a whole number")
+    assert 'value="lots"' in reader  # what was typed comes back
+    assert not JobRun.objects.exists()
+
+    done = submit(client, f"/jobs/{report.pk}/run/", form, **{"param-day": "2026-11-01", "param-note": "$(id)"})
+    run = JobRun.objects.get()
+    assert done.status_code == 302 and done["Location"] == f"/runs/{run.pk}/"
+    assert run.params == {"day": "2026-11-01", "customer": 42, "ratio": 0.5, "dry": False, "region": "eu",
+                          "note": "$(id)"}
+    shown = client.get(f"/runs/{run.pk}/").content.decode()
+    assert 'id="run-params"' in shown and "<dt>note</dt><dd><code>$(id)</code></dd>" in shown
+    assert AuditEntry.objects.get(action=Action.RUN_NOW).source == "page"
+
+
+def test_the_backfill_page_gives_each_run_the_values(people):
+    job = save_job(Job(name="daily", kind="callable", target="builtin.echo", owner=people.owner,
+                       parameters=[{"name": "customer", "type": "integer", "default": 1}]),
+                   {"type": "cron", "cron": "0 3 * * *", "timezone": "UTC"})
+    client = browser(people.owner)
+    assert "param-customer" in client.get(f"/jobs/{job.pk}/backfill/").content.decode()
+    rng = {"from": "2026-01-01T00:00", "to": "2026-01-03T00:00"}
+    refused = client.post(f"/jobs/{job.pk}/backfill/", {**rng, "param-customer": "x"})
+    assert "customer must be a whole number" in refused.content.decode()
+    preview = client.post(f"/jobs/{job.pk}/backfill/", {**rng, "param-customer": "42"}).content.decode()
+    assert '<input type="hidden" name="param-customer" value="42">' in preview
+    assert not JobRun.objects.exists()
+    done = client.post(f"/jobs/{job.pk}/backfill/", {**rng, "param-customer": "42", "confirm": "1"})
+    assert done.status_code == 302
+    assert [run.params for run in JobRun.objects.all()] == [{"customer": 42}] * 2
+
+
+def test_the_runs_page_filters_on_the_chosen_jobs_parameters(people, report):
+    client = people.client(people.owner)
+    first = client.post(f"/api/jobs/{report.pk}/run/", {"params": {"day": "2026-11-01"}}, format="json").json()["id"]
+    client.post(f"/api/jobs/{report.pk}/run/", {"params": {"day": "2026-11-02"}}, format="json")
+    pages = browser(people.owner)
+    listed = pages.get(f"/runs/?job={report.pk}&param.day=2026-11-01").content.decode()
+    assert 'name="param.day" value="2026-11-01"' in listed
+    assert sorted(set(re.findall(r'href="/runs/(\d+)/"', listed))) == [str(first)]
+    bad = pages.get(f"/runs/?job={report.pk}&param.day=soon").content.decode()
+    assert "day must be a date" in bad and not re.findall(r'href="/runs/(\d+)/"', bad)
+
+
+def test_the_admin_action_runs_one_job_with_the_values_given(people, report):
+    admin = browser(people.staff)
+    people.staff.is_superuser = True
+    people.staff.save()
+    url = "/admin/jobs/job/"
+    asked = admin.post(url, {"action": "run_with_parameters", "_selected_action": [report.pk]})
+    assert asked.status_code == 200 and 'name="param-day"' in asked.content.decode()
+    refused = admin.post(url, {"action": "run_with_parameters", "_selected_action": [report.pk], "apply": "1",
+                               "param-region": "mars"})
+    text = refused.content.decode()
+    assert "region must be one of eu, us" in text and "day is required" in text
+    assert not JobRun.objects.exists()
+    done = admin.post(url, {"action": "run_with_parameters", "_selected_action": [report.pk], "apply": "1",
+                            "param-day": "2026-11-01", "param-region": "us"})
+    assert done.status_code == 302
+    run = JobRun.objects.get()
+    assert run.params["region"] == "us" and run.params["day"] == "2026-11-01"
+    assert AuditEntry.objects.get(action=Action.RUN_NOW).source == "admin"
+
+
+def test_the_job_form_edits_the_declaration_as_json(people, report):
+    client = browser(people.owner)
+    form = form_of(client, f"/jobs/{report.pk}/edit/")
+    assert json.loads(form["parameters"][0]) == report.parameters
+    refused = submit(client, f"/jobs/{report.pk}/edit/", form, parameters="[{")
+    assert refused.status_code == 400 and "Not JSON" in refused.content.decode()
+    bad = submit(client, f"/jobs/{report.pk}/edit/", form, parameters='[{"name": "x", "type": "color"}]')
+    assert "type must be one of" in bad.content.decode()
+    done = submit(client, f"/jobs/{report.pk}/edit/", form, parameters='[{"name": "x", "type": "integer"}]')
+    assert done.status_code == 302
+    report.refresh_from_db()
+    assert report.parameters == [{"name": "x", "type": "integer", "default": None, "required": False,
+                                  "description": "", "choices": []}]
