@@ -5,8 +5,10 @@ placeholders of an HTTP job encoded for their place."""
 
 import json
 import re
+from io import StringIO
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.test import override_settings
 
 from audit.models import Action, AuditEntry
@@ -445,3 +447,55 @@ def test_the_job_form_edits_the_declaration_as_json(people, report):
     report.refresh_from_db()
     assert report.parameters == [{"name": "x", "type": "integer", "default": None, "required": False,
                                   "description": "", "choices": []}]
+
+
+# --- jobs as code
+
+
+JOBS_FILE = """\
+jobs:
+  - name: report
+    kind: callable
+    target: builtin.echo
+    schedule: {type: cron, cron: "0 3 * * *", timezone: UTC}
+    parameters:
+      - {name: day, type: date, default: "2026-01-01"}
+      - {name: customer, type: integer}
+workflows:
+  - name: nightly
+    nodes: [report]
+    edges: []
+    schedule: {type: manual}
+    params:
+      report: {customer: "9"}
+"""
+
+
+def run_jobs_command(*args):
+    out = StringIO()
+    call_command("jobs", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_a_file_declares_parameters_and_a_workflow_steps_values_and_applies_again_unchanged(tmp_path):
+    path = tmp_path / "jobs.yml"
+    path.write_text(JOBS_FILE)
+    run_jobs_command("apply", str(path))
+    job = Job.objects.get(name="report")
+    assert job.parameters == [
+        {"name": "day", "type": "date", "default": "2026-01-01", "required": False, "description": "", "choices": []},
+        {"name": "customer", "type": "integer", "default": None, "required": False, "description": "",
+         "choices": []}]
+    from workflows.models import Workflow
+
+    assert Workflow.objects.get(name="nightly").step_params == {"report": {"customer": 9}}
+
+    again = run_jobs_command("apply", str(path))
+    assert "= unchanged: 1" in again and "~" not in again
+
+    exported = tmp_path / "exported.yml"
+    run_jobs_command("export", str(exported))
+    assert "parameters:" in exported.read_text() and "params:" in exported.read_text()
+    path.write_text(JOBS_FILE.replace('{customer: "9"}', '{customer: "nine"}'))
+    with pytest.raises(CommandError, match="report: params.customer: customer must be a whole number"):
+        run_jobs_command("apply", str(path))

@@ -145,7 +145,7 @@ def save_workflow(workflow, schedule=None, graph=None):
             wanted = [jobs[name].pk for name in names]
             workflow.nodes.exclude(job_id__in=wanted).delete()
             for name in names:
-                job_id, values = jobs[name].pk, step_params.get(name, {})
+                job_id, values = jobs[name].pk, step_values(jobs[name], step_params.get(name, {}))
                 if job_id not in existing:
                     existing[job_id] = WorkflowNode.objects.create(workflow=workflow, job_id=job_id, params=values)
                 elif existing[job_id].params != values:
@@ -157,6 +157,19 @@ def save_workflow(workflow, schedule=None, graph=None):
                 for e in edges
             ])
     return workflow
+
+
+def step_values(job, values):
+    """A step's values coerced by its job's declaration (a file may define the job along with the
+    workflow: its values are checked again here, once it is saved); only the values given are kept."""
+    if not values:
+        return {}
+    try:
+        resolved = parameters.resolve(job.parameters, values)
+    except ValidationError as exc:
+        raise ValidationError({"params": [f"{job.name}: {key}: {' '.join(texts)}"
+                                          for key, texts in exc.message_dict.items()]}) from None
+    return {key: resolved[key] for key in values if key in resolved}
 
 
 def graph_jobs(names):

@@ -15,6 +15,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
+from .. import parameters
 from ..access import secrets
 from ..actions.permissions import queue_refusal
 from ..definitions import fields as job_fields
@@ -216,10 +217,12 @@ class JobSerializer(serializers.ModelSerializer):
         return value
 
     def validate_parameters(self, value):
-        if not isinstance(value, list):
-            raise serializers.ValidationError("Must be a JSON list of parameters, each an object with at least "
-                                              "a name and a type.")
-        return value
+        """Normalised here (a file applied twice then compares equal); the model checks it again with
+        the job's secret names."""
+        try:
+            return parameters.checked_declaration(value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict["parameters"]) from None
 
     def validate_tags(self, value):
         if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
