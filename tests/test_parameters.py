@@ -179,6 +179,10 @@ def test_params_that_are_not_an_object_are_a_400(people, report):
     for body in ({"params": ["day=2026-11-01"]}, {"params": "day=2026-11-01"}):
         answer = client.post(f"/api/jobs/{report.pk}/run/", body, format="json")
         assert answer.status_code == 400 and "params" in answer.json()
+    misspelt = client.post(f"/api/jobs/{report.pk}/run/", {"param": {"day": "2026-11-01"}}, format="json")
+    assert misspelt.status_code == 400 and misspelt.json() == {"param": ["Unknown key: the body takes params only."]}
+    listed = client.post(f"/api/jobs/{report.pk}/run/", [{"day": "2026-11-01"}], format="json")
+    assert listed.status_code == 400 and "must be a JSON object" in listed.json()["non_field_errors"][0]
     huge = client.post(f"/api/jobs/{report.pk}/run/", {"params": {f"k{i}": "x" * 4000 for i in range(100)}},
                        format="json")
     assert huge.status_code == 413

@@ -155,6 +155,15 @@ class RunRequestSerializer(serializers.Serializer):
         required=False, help_text="Values of the job's parameters by name; the defaults fill the rest. A bad value "
                                   "is a 400 naming the parameter and the rule, and nothing is queued.")
 
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [
+                'The body must be a JSON object, such as {"params": {"day": "2026-11-01"}}.']})
+        # A misspelt key would otherwise run the job with its defaults.
+        if unknown := sorted(set(data) - set(self.fields)):
+            raise serializers.ValidationError({key: ["Unknown key: the body takes params only."] for key in unknown})
+        return super().to_internal_value(data)
+
 
 class LastRunSerializer(serializers.ModelSerializer):
     class Meta:

@@ -243,7 +243,7 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
                                "is queued. The `Location` header points at the new run.")
     @action(detail=True, methods=["post"])
     def run(self, request, pk=None):
-        body = RunRequestSerializer(data=request.data if isinstance(request.data, dict) else {"params": None})
+        body = RunRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         run = actions.run_now(self.actor, self.get_object(), body.validated_data.get("params"))
         data = RunDetailSerializer(run, context=self.get_serializer_context()).data
