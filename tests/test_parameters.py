@@ -189,6 +189,27 @@ def test_params_that_are_not_an_object_are_a_400(people, report):
     assert not JobRun.objects.exists()
 
 
+def test_values_larger_than_16_kb_together_are_refused(people):
+    job = save_job(Job(name="wide", kind="callable", target="builtin.echo", owner=people.owner,
+                       parameters=[{"name": f"text{i}", "type": "string"} for i in range(5)]), {"type": "manual"})
+    answer = people.client(people.owner).post(f"/api/jobs/{job.pk}/run/",
+                                              {"params": {f"text{i}": "x" * 4000 for i in range(5)}}, format="json")
+    assert answer.status_code == 400
+    assert answer.json()["params"] == ["The values are larger than 16 KB together."]
+    assert not JobRun.objects.exists()
+
+
+def test_manage_py_jobs_run_and_backfill_take_params(report):
+    run_jobs_command("run", "report", "--param", "day=2026-11-01", "--param", "region=us")
+    run = JobRun.objects.get()
+    assert run.params["day"] == "2026-11-01" and run.params["region"] == "us"
+    with pytest.raises(CommandError, match="params.day: day must be a date"):
+        run_jobs_command("run", "report", "--param", "day=soon")
+    with pytest.raises(CommandError, match="give name=value"):
+        run_jobs_command("run", "report", "--param", "day")
+    assert JobRun.objects.count() == 1
+
+
 def test_another_users_job_cannot_be_run_with_params(people, report):
     answer = people.client(people.outsider).post(f"/api/jobs/{report.pk}/run/", {"params": {"day": "2026-11-01"}},
                                                  format="json")
@@ -357,6 +378,7 @@ def test_the_run_now_button_of_a_job_with_parameters_leads_to_their_form(people,
     client = browser(people.owner)
     page = client.get(f"/jobs/{report.pk}/").content.decode()
     assert f'id="run-now" href="/jobs/{report.pk}/run/"' in page
+    assert 'id="job-parameters"' in page and "<dt>region</dt><dd>choice of eu, us, default <code>eu</code>" in page
     plain = client.get(f"/jobs/{people.job.pk}/").content.decode()
     assert f'<form method="post" action="/jobs/{people.job.pk}/run/">' in plain
 
