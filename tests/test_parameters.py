@@ -8,6 +8,7 @@ import re
 from io import StringIO
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
@@ -525,3 +526,19 @@ def test_a_file_declares_parameters_and_a_workflow_steps_values_and_applies_agai
     path.write_text(JOBS_FILE.replace('{customer: "9"}', '{customer: "nine"}'))
     with pytest.raises(CommandError, match="report: params.customer: customer must be a whole number"):
         run_jobs_command("apply", str(path))
+
+
+def test_the_workflow_page_shows_each_steps_values(people, report):
+    from workflows.definitions import parse_graph, save_workflow
+    from workflows.models import Workflow
+
+    workflow = save_workflow(Workflow(name="monthly", owner=people.owner), {"type": "manual"},
+                             parse_graph(["report"], [], {"report": report}, {"report": {"day": "2026-11-01"}}))
+    page = browser(people.owner).get(f"/workflows/{workflow.pk}/").content.decode()
+    assert 'id="step-params"' in page and "<code>day=2026-11-01</code>" in page
+    assert people.client(people.owner).get(f"/api/workflows/{workflow.pk}/").json()["params"] == {
+        "report": {"day": "2026-11-01"}}
+    with pytest.raises(ValidationError, match="report: params.region: region must be one of eu, us"):
+        parse_graph(["report"], [], {"report": report}, {"report": {"region": "mars"}})
+    with pytest.raises(ValidationError, match="'other' is not one of the workflow's nodes"):
+        parse_graph(["report"], [], {"report": report}, {"other": {"x": 1}})
