@@ -243,9 +243,10 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
                                "is queued. The `Location` header points at the new run.")
     @action(detail=True, methods=["post"])
     def run(self, request, pk=None):
+        job = self.get_object()  # another user's job is a 404 before its body is read
         body = RunRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        run = actions.run_now(self.actor, self.get_object(), body.validated_data.get("params"))
+        run = actions.run_now(self.actor, job, body.validated_data.get("params"))
         data = RunDetailSerializer(run, context=self.get_serializer_context()).data
         location = reverse("api:run-detail", args=[run.pk], request=request)
         return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
