@@ -459,6 +459,8 @@ def test_the_admin_action_runs_one_job_with_the_values_given(people, report):
     run = JobRun.objects.get()
     assert run.params["region"] == "us" and run.params["day"] == "2026-11-01"
     assert AuditEntry.objects.get(action=Action.RUN_NOW).source == "admin"
+    shown = admin.get(f"/admin/jobs/jobrun/{run.pk}/change/").content.decode()
+    assert "Params:" in shown and "2026-11-01" in shown
 
 
 def test_the_job_form_edits_the_declaration_as_json(people, report):
