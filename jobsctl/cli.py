@@ -139,17 +139,38 @@ def show(ctx, as_json, job):
     click.echo("\nLast runs:\n" + (output.runs_table(runs) if runs else "none"))
 
 
+def param_values(texts):
+    """``--param NAME=VALUE`` options as the API's ``params`` object (values as text: the service
+    types each by the job's declaration)."""
+    values = {}
+    for text in texts:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip():
+            raise CliError(USAGE, f"--param {text!r}: give NAME=VALUE, such as --param day=2026-11-01.")
+        if name.strip() in values:
+            raise CliError(USAGE, f"--param {name.strip()} is given twice.")
+        values[name.strip()] = value
+    return values
+
+
+PARAM_OPTION = click.option(
+    "--param", "params", multiple=True, metavar="NAME=VALUE",
+    help="A value of one of the job's parameters (repeatable); the job's defaults fill the rest.")
+
+
 @command()
 @click.argument("job")
+@PARAM_OPTION
 @click.option("--wait", is_flag=True, help="Wait for the run to end; exit 0 if it succeeded, 1 if not.")
 @click.option("--timeout", default=600.0, show_default=True, type=click.FloatRange(min=0),
               help="Seconds to wait with --wait (then exit 7).")
 @click.option("--interval", default=1.0, show_default=True, type=click.FloatRange(min=0.1),
               help="Seconds between looks with --wait.")
-def run(ctx, as_json, job, wait, timeout, interval):
-    """Run a job now."""
+def run(ctx, as_json, job, params, wait, timeout, interval):
+    """Run a job now, with --param values of its parameters."""
+    values = param_values(params)
     found = find_job(ctx.api, job)
-    queued = ctx.api.post(f"/api/jobs/{found['id']}/run/")
+    queued = ctx.api.post(f"/api/jobs/{found['id']}/run/", {"params": values} if values else None)
     if not wait:
         if as_json:
             output.emit_json(queued)
@@ -181,6 +202,7 @@ def wait_for_end(api, run_id, timeout, interval, on_look=None):
 
 def run_summary(run):
     lines = [f"run {run['id']} of {run['job_name']}: {run['status']}",
+             *([f"params: {', '.join(f'{k}={v}' for k, v in run['params'].items())}"] if run.get("params") else []),
              f"attempts: {run['attempt']}/{run['max_attempts']}",
              f"worker: {run['worker'] or '-'}",
              f"duration: {output.seconds(run['duration_seconds'])}"]
@@ -217,9 +239,13 @@ def resume(ctx, as_json, job):
               help="The range's start: ISO 8601 (UTC unless it has an offset) or before now (2d, 6h).")
 @click.option("--end", "--to", "end", required=True, metavar="TIME", help="The range's end, excluded; as --start.")
 @click.option("--dry-run", is_flag=True, help="List the slots and which have a run; create nothing.")
-def backfill(ctx, as_json, job, start, end, dry_run):
-    """Create the runs of a job's past slots in [START, END); a slot with a run is left alone."""
+@PARAM_OPTION
+def backfill(ctx, as_json, job, start, end, dry_run, params):
+    """Create the runs of a job's past slots in [START, END); a slot with a run is left alone. Each
+    run gets the --param values."""
     body = {"start": moment_param(start, "--start"), "end": moment_param(end, "--end"), "dry_run": dry_run}
+    if values := param_values(params):
+        body["params"] = values
     found = find_job(ctx.api, job)
     answer = ctx.api.post(f"/api/jobs/{found['id']}/backfill/", body)
     if as_json:
@@ -255,9 +281,14 @@ def cancel_run(ctx, as_json, run_id):
 @click.option("--status", help="Only runs in this status (failed, running, ...).")
 @click.option("--since", help="Created since: 30m, 1h, 2d, or an ISO 8601 time.")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="How many, newest first.")
-def runs(ctx, as_json, job, status, since, limit):
+@click.option("--param", "values", multiple=True, metavar="NAME=VALUE",
+              help="Only runs given this value of the job's parameter NAME (repeatable; needs JOB).")
+def runs(ctx, as_json, job, status, since, limit, values):
     """Run history, newest first (of one job, or of every job you can see)."""
     params = {"status": status, "since": since and since_param(since)}
+    if values and not job:
+        raise CliError(USAGE, "--param filters the runs of one job: name the JOB.")
+    params.update({f"param.{name}": value for name, value in param_values(values).items()})
     if job:
         params["job"] = find_job(ctx.api, job)["id"]
     found = ctx.api.get_all("/api/runs/", {k: v for k, v in params.items() if v is not None}, limit=limit)

@@ -59,12 +59,18 @@ def jobs_table(jobs):
 
 
 def runs_table(runs):
-    return table(["ID", "JOB", "STATUS", "TRIGGER", "ATTEMPT", "SCHEDULED FOR", "DURATION", "WORKER"], [
+    return table(["ID", "JOB", "STATUS", "TRIGGER", "ATTEMPT", "SCHEDULED FOR", "DURATION", "WORKER", "PARAMS"], [
         (run["id"], run["job_name"], run["status"], run["trigger"], f"{run['attempt']}/{run['max_attempts']}",
-         when(run["scheduled_for"]), seconds(run["duration_seconds"]), run["worker"] or "-") for run in runs])
+         when(run["scheduled_for"]), seconds(run["duration_seconds"]), run["worker"] or "-", params_text(run))
+        for run in runs])
 
 
-JOB_FIELDS = ["id", "name", "description", "owner", "group", "tags", "kind", "target", "args", "kwargs",
+def params_text(run):
+    """A run's parameter values in one cell: name=value, ..."""
+    return ", ".join(f"{name}={shown(value)}" for name, value in (run.get("params") or {}).items()) or "-"
+
+
+JOB_FIELDS = ["id", "name", "description", "owner", "group", "tags", "kind", "target", "parameters", "args", "kwargs",
               "http_method", "http_ok_statuses", "enabled", "queue", "max_retries", "timeout_seconds",
               "sla_seconds", "overlap_policy", "catchup_policy"]
 

@@ -2,6 +2,7 @@
 file, so a test can see how many times a run's side effect happened; ``test.keys`` appends the
 idempotency key it was given."""
 
+import json
 import os
 import time
 
@@ -151,3 +152,12 @@ def nul(fail=False, context=None):
     if fail:
         raise RuntimeError(text)
     return {"text": text}
+
+
+@job_function("test.params")
+def params(path, context=None, **values):
+    """Appends "params <run id> <JSON of each keyword argument but path as [type name, value as text]>": what a
+    function receives of its run's parameters (merged over the job's kwargs)."""
+    shown = {name: [type(value).__name__, str(value)] for name, value in sorted(values.items())}
+    _append(path, f"params {context.run_id} {json.dumps(shown, sort_keys=True)}")
+    return shown

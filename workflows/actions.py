@@ -52,6 +52,7 @@ def snapshot(workflow):
         "nodes": sorted(nodes), "edges": sorted(f"{e.upstream} -> {e.downstream}" + (f" ({e.on_failure})"
                                                                                     if e.on_failure else "")
                                                 for e in edges),
+        "params": workflow.step_params if workflow.pk else {},
         "owner": workflow.owner.get_username() if workflow.owner_id else None,
         "group": workflow.group.name if workflow.group_id else None,
     }

@@ -22,7 +22,7 @@ from . import actions, definitions
 from .models import FailurePolicy, Workflow
 from .permissions import visible_workflows
 
-FIELDS = ["name", "description", "enabled", "on_upstream_failure", "schedule", "nodes", "edges"]
+FIELDS = ["name", "description", "enabled", "on_upstream_failure", "schedule", "nodes", "edges", "params"]
 ALWAYS_WRITTEN = {"name", "schedule", "nodes", "edges"}
 DEFAULTS = {"description": "", "enabled": True, "on_upstream_failure": FailurePolicy.SKIP}
 SCHEDULE_PARTS = {"cron", "timezone", "every_seconds", "run_at", "type"}
@@ -37,6 +37,8 @@ def workflow_entry(workflow):
     entry["schedule"] = job_definitions.schedule_of(workflow)
     entry["nodes"] = nodes
     entry["edges"] = [edge.as_dict() for edge in edges]
+    if step_params := workflow.step_params:
+        entry["params"] = step_params
     return {key: entry[key] for key in FIELDS if key in entry}
 
 
@@ -103,7 +105,7 @@ def parse_entry(entry, job_names):
         errors += [f"{here}: {schedule_key(key)}: {m}" for key, ms in exc.message_dict.items() for m in ms]
     if "nodes" in data:
         try:
-            graph = definitions.parse_graph(data["nodes"], data.get("edges", []), job_names)
+            graph = definitions.parse_graph(data["nodes"], data.get("edges", []), job_names, data.get("params"))
         except ValidationError as exc:
             errors += [f"{here}: {key}: {m}" for key, ms in exc.message_dict.items() for m in ms]
     if errors:
@@ -122,6 +124,10 @@ def plan_workflows(entries, actor, prune, earlier):
     errors, changes, seen, unchanged = [], [], {}, 0
     existing = {w.name: w for w in Workflow.objects.select_related("crontab", "interval", "clocked")}
     names = dict.fromkeys(job_names, True)
+    # The jobs whose parameters a workflow gives values: checked against their saved declarations.
+    given = {name for entry in entries if isinstance(entry.data, dict) and isinstance(entry.data.get("params"), dict)
+             for name in entry.data["params"] if isinstance(name, str)}
+    names.update({job.name: job for job in Job.objects.filter(name__in=given & set(job_names)).only("name", "parameters")})
     for entry in entries:
         name = entry.data.get("name") if isinstance(entry.data, dict) else None
         if isinstance(name, str) and name in seen:
@@ -141,7 +147,7 @@ def plan_workflows(entries, actor, prune, earlier):
         changed = [(key, getattr(workflow, key), value) for key, value in values.items()
                    if getattr(workflow, key) != value]
         current_nodes, current_edges = workflow.graph()
-        if (current_nodes, set(current_edges)) != (graph[0], set(graph[1])):
+        if (current_nodes, set(current_edges), workflow.step_params) != (graph[0], set(graph[1]), graph[2]):
             changed.append(("graph", None, None))
         else:
             graph = None

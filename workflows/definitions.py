@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, OuterRef, Subquery
 
+from jobs import parameters
 from jobs.definitions import jobs as job_definitions
 from jobs.models import Job
 
@@ -18,9 +19,10 @@ from .models import Edge, FailurePolicy, WorkflowEdge, WorkflowNode, WorkflowRun
 MAX_NODES = 200
 
 
-def parse_graph(nodes, edges, jobs_by_name):
-    """Check ``nodes`` (a list of job names) and ``edges`` (a list of {"from", "to", "on_failure"?})
-    against the jobs that may be used (``jobs_by_name``); returns (job names, [Edge])."""
+def parse_graph(nodes, edges, jobs_by_name, params=None):
+    """Check ``nodes`` (a list of job names), ``edges`` (a list of {"from", "to", "on_failure"?}) and
+    ``params`` ({job name: {parameter: value}}, the values each step's runs are given) against the
+    jobs that may be used (``jobs_by_name``); returns (job names, [Edge], {job name: values})."""
     errors = {}
     if not isinstance(nodes, list) or not nodes or not all(isinstance(n, str) for n in nodes):
         errors["nodes"] = ["Must be a non-empty list of job names."]
@@ -60,9 +62,43 @@ def parse_graph(nodes, edges, jobs_by_name):
         edge_errors.append("cycle: " + " → ".join(cycle))
     if edge_errors:
         errors["edges"] = edge_errors
+    step_params, param_errors = parse_step_params(params, nodes, jobs_by_name)
+    if param_errors:
+        errors["params"] = param_errors
     if errors:
         raise ValidationError(errors)
-    return nodes, parsed
+    return nodes, parsed, step_params
+
+
+def parse_step_params(params, nodes, jobs_by_name):
+    """({job name: values}, [errors]) of a workflow's ``params``: each step's values checked against
+    its job's parameters as a run of it would be (the defaults fill the rest when the step starts;
+    only the values given are kept)."""
+    if params in (None, {}):
+        return {}, []
+    if not isinstance(params, dict):
+        return {}, ["Must be an object of job names to {parameter: value} objects."]
+    found, errors = {}, []
+    for name, values in params.items():
+        if name not in nodes or name not in jobs_by_name:
+            errors.append(f"'{name}' is not one of the workflow's nodes.")
+            continue
+        if not isinstance(values, dict) or not all(isinstance(key, str) for key in values):
+            errors.append(f"{name}: Must be an object of parameter names to values.")
+            continue
+        job = jobs_by_name[name]
+        if not isinstance(job, Job):  # a job a file creates along with the workflow: checked when the step starts
+            if values:
+                found[name] = values
+            continue
+        try:
+            resolved = parameters.resolve(job.parameters, values)
+        except ValidationError as exc:
+            errors += [f"{name}: {key}: {' '.join(texts)}" for key, texts in exc.message_dict.items()]
+            continue
+        if given := {key: resolved[key] for key in values if key in resolved}:
+            found[name] = given
+    return found, errors
 
 
 def find_cycle(nodes, edges):
@@ -103,14 +139,17 @@ def save_workflow(workflow, schedule=None, graph=None):
         workflow.full_clean(exclude=["crontab", "interval", "clocked"])
         workflow.save()
         if graph is not None:
-            names, edges = graph
+            names, edges, step_params = graph
             jobs = graph_jobs(names)
             existing = {node.job_id: node for node in workflow.nodes.all()}
             wanted = [jobs[name].pk for name in names]
             workflow.nodes.exclude(job_id__in=wanted).delete()
-            for job_id in wanted:
+            for name in names:
+                job_id, values = jobs[name].pk, step_values(jobs[name], step_params.get(name, {}))
                 if job_id not in existing:
-                    existing[job_id] = WorkflowNode.objects.create(workflow=workflow, job_id=job_id)
+                    existing[job_id] = WorkflowNode.objects.create(workflow=workflow, job_id=job_id, params=values)
+                elif existing[job_id].params != values:
+                    WorkflowNode.objects.filter(pk=existing[job_id].pk).update(params=values)
             workflow.edges.all().delete()
             WorkflowEdge.objects.bulk_create([
                 WorkflowEdge(workflow=workflow, upstream=existing[jobs[e.upstream].pk],
@@ -118,6 +157,19 @@ def save_workflow(workflow, schedule=None, graph=None):
                 for e in edges
             ])
     return workflow
+
+
+def step_values(job, values):
+    """A step's values coerced by its job's declaration (a file may define the job along with the
+    workflow: its values are checked again here, once it is saved); only the values given are kept."""
+    if not values:
+        return {}
+    try:
+        resolved = parameters.resolve(job.parameters, values)
+    except ValidationError as exc:
+        raise ValidationError({"params": [f"{job.name}: {key}: {' '.join(texts)}"
+                                          for key, texts in exc.message_dict.items()]}) from None
+    return {key: resolved[key] for key in values if key in resolved}
 
 
 def graph_jobs(names):

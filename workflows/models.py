@@ -123,6 +123,13 @@ class Workflow(models.Model):
         return self.graph()[0]
 
     @property
+    def step_params(self):
+        """{job name: values} of the steps given parameter values."""
+        prefetched = "nodes" in getattr(self, "_prefetched_objects_cache", {})
+        nodes = self.nodes.all() if prefetched else self.nodes.select_related("job")
+        return {node.job.name: node.params for node in nodes if node.params}
+
+    @property
     def edge_dicts(self):
         return [edge.as_dict() for edge in self.graph()[1]]
 
@@ -133,6 +140,9 @@ class WorkflowNode(models.Model):
     workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="nodes")
     # PROTECT: deleting a job must not silently reshape a workflow's graph.
     job = models.ForeignKey(Job, on_delete=models.PROTECT, related_name="workflow_nodes")
+    # The values of the job's parameters its runs in this workflow are given (jobs.parameters.resolve
+    # fills in the defaults when the step starts); {}: the defaults.
+    params = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["workflow", "id"]

@@ -10,10 +10,11 @@ Each step is an ordinary ``JobRun`` (trigger ``workflow``): retries, timeouts, l
 and republishing are the job's own, and a workflow run waits for them.
 """
 
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from jobs import lifecycle
+from jobs import lifecycle, parameters
 from jobs.models import JobRun, RunStatus, RunTrigger
 
 from .models import (
@@ -144,7 +145,7 @@ def advance(wf_run):
     if wf_run.is_terminal:
         return
     workflow = wf_run.workflow
-    steps = {step.node_id: step for step in wf_run.steps.select_related("job")}
+    steps = {step.node_id: step for step in wf_run.steps.select_related("job", "node")}
     upstreams = {node_id: [] for node_id in steps}
     for edge in workflow.edges.all():
         if edge.downstream_id in upstreams and edge.upstream_id in steps:
@@ -181,8 +182,14 @@ def _finish_step(step, status, reason, now):
 
 def _start_step(step, wf_run, now):
     try:
+        values = parameters.resolve(step.job.parameters, step.node.params)
+    except ValidationError as exc:  # the job's parameters changed since the workflow was saved
+        problems = "; ".join(" ".join(texts) for texts in exc.message_dict.values())
+        return _finish_step(step, StepStatus.SKIPPED, f"its params no longer fit the job's parameters: {problems}",
+                            now)
+    try:
         with transaction.atomic():
-            run = create_step_run(step, wf_run, now)
+            run = create_step_run(step, wf_run, now, values)
             if not WorkflowStep.objects.filter(pk=step.pk, status=StepStatus.WAITING).update(
                     status=StepStatus.ACTIVE, run=run, started_at=now):
                 raise AlreadyStarted  # rolls the run (and its publishing) back
@@ -196,11 +203,12 @@ class AlreadyStarted(Exception):
     pass
 
 
-def create_step_run(step, wf_run, now):
-    """A queued run of the step's job for this workflow run, published on commit. In a re-run it
-    keeps the idempotency key of the step's run in the workflow run re-run (or the one before)."""
+def create_step_run(step, wf_run, now, params=None):
+    """A queued run of the step's job for this workflow run, with the step's values of its
+    parameters (resolved), published on commit. In a re-run it keeps the idempotency key of the
+    step's run in the workflow run re-run (or the one before)."""
     return lifecycle.create_run(step.job, RunTrigger.WORKFLOW, user=wf_run.triggered_by,
-                                key_slot=rerun_key_slot(step, wf_run))
+                                key_slot=rerun_key_slot(step, wf_run), params=params)
 
 
 def rerun_key_slot(step, wf_run):

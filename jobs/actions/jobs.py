@@ -24,7 +24,7 @@ from django.db.models import ProtectedError
 from audit import trail
 from audit.models import Action, Source, Subject
 
-from .. import lifecycle
+from .. import lifecycle, parameters
 from ..access import secrets
 from ..definitions import jobs as definitions
 from ..models import Job, JobRun, RunTrigger
@@ -374,12 +374,23 @@ def delete_many(actor, jobs, detail=""):
 # --- acting on jobs and runs
 
 
-def run_now(actor, job):
-    """A manual run of the job, queued at once."""
+def resolved_params(job, given):
+    """The values a run of ``job`` records, from ``given`` ({name: value} or None: the defaults);
+    an ActionError naming each parameter and its rule, before anything is queued."""
+    try:
+        return parameters.resolve(job.parameters, given)
+    except ValidationError as exc:
+        raise ActionError.invalid(exc) from None
+
+
+def run_now(actor, job, params=None):
+    """A manual run of the job, queued at once, with ``params`` (values of the job's parameters,
+    checked; the defaults fill the rest). The entry records the values."""
     _check(actor, job.kind)
+    values = resolved_params(job, params)
     with transaction.atomic():
-        run = lifecycle.create_run(job, user=actor.user)
-        _record(actor, job, Action.RUN_NOW, run=run)
+        run = lifecycle.create_run(job, user=actor.user, params=values)
+        _record(actor, job, Action.RUN_NOW, run=run, changes={"params": [None, values]} if values else None)
     return run
 
 
@@ -409,18 +420,20 @@ def cancel(actor, run):
     return cancelled
 
 
-def backfill(actor, job, start, end, dry_run=False):
+def backfill(actor, job, start, end, dry_run=False, params=None):
     """Create (or, with ``dry_run``, only list) the runs of the job's past slots in [start, end), as
-    many as the actor's backfill quota leaves (``backfill_runs_left``)."""
+    many as the actor's backfill quota leaves (``backfill_runs_left``); each run gets ``params``
+    (checked, the defaults filling the rest), and the entry records them."""
     _check(actor, job.kind)
+    values = resolved_params(job, params)
     with transaction.atomic():
         try:
             found = backfills.backfill(job, start, end, user=actor.user, dry_run=dry_run,
-                                       runs_left=None if dry_run else backfill_runs_left(actor))
+                                       runs_left=None if dry_run else backfill_runs_left(actor), params=values)
         except ValidationError as exc:
             raise ActionError.invalid(exc) from None
         if found.created:
-            _record(actor, job, Action.BACKFILL, detail=(
+            _record(actor, job, Action.BACKFILL, changes={"params": [None, values]} if values else None, detail=(
                 f"{len(found.created)} run(s) for the slots from {start.isoformat()} to {end.isoformat()} "
                 f"({len(found.existing)} already had a run)"))
     return found

@@ -7,6 +7,7 @@ from django.contrib import admin, messages
 from django.db import transaction
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
@@ -18,6 +19,7 @@ from ..actions import jobs as actions
 from ..actions.permissions import may_act_on
 from ..definitions import fields as job_fields
 from ..models import Job, JobAttempt, JobRun, RunStatus, ScheduleType
+from ..pages import params_form
 from . import beat as beat_admin  # noqa: F401  (beat_admin: periodic tasks' actions get permissions)
 from .forms import SCHEDULE_FIELDS, JobAdminForm
 
@@ -124,7 +126,7 @@ class JobAdmin(admin.ModelAdmin):
     list_filter = ("kind", "enabled", "schedule_type")
     list_select_related = ("crontab", "interval", "clocked", "owner", "last_run")
     search_fields = ("name", "target", "description")
-    actions = ("run_selected_now", "pause_selected", "resume_selected", "clone_selected")
+    actions = ("run_selected_now", "run_with_parameters", "pause_selected", "resume_selected", "clone_selected")
     readonly_fields = ("schedule_in_words", "upcoming_runs", "last_run_summary", "next_run_at", "audit_trail",
                        "masked_secret_environment", "masked_secret_http_headers")
     save_on_top = True
@@ -273,6 +275,32 @@ class JobAdmin(admin.ModelAdmin):
         ids = ", ".join(f"#{run.pk}" for run in started)
         self.message_user(request, f"Started {len(started)} run(s): {ids}.", messages.SUCCESS)
 
+    @admin.action(description="Run now with parameters…", permissions=["run"])
+    def run_with_parameters(self, request, queryset):
+        """One job: a form of its parameters (built from its declaration); with ``apply``, run it now with
+        the values given. A bad value comes back on its parameter, and nothing is queued."""
+        jobs = list(queryset[:2])
+        if len(jobs) != 1:
+            self.message_user(request, "Select one job to run with parameters.", messages.WARNING)
+            return None
+        job, given, errors, other = jobs[0], {}, {}, []
+        if request.POST.get("apply"):
+            given = params_form.submitted(request.POST)
+            try:
+                run = actions.run_now(actions.Actor.of_request(request, Source.ADMIN), job, given)
+            except actions.ActionError as exc:
+                if exc.kind != actions.ActionError.INVALID:
+                    raise
+                errors, other = params_form.split_errors(exc.fields)
+            else:
+                self.message_user(request, f"Started run #{run.pk} of {job.name} with {run.params or 'no parameters'}.",
+                                  messages.SUCCESS)
+                return None
+        return TemplateResponse(request, "admin/jobs/run_with_params.html", {
+            **self.admin_site.each_context(request), "opts": self.model._meta, "job": job,
+            "inputs": params_form.inputs(job, given if request.POST.get("apply") else None, errors), "errors": other,
+        })
+
     @admin.action(description="Pause", permissions=["change"])
     def pause_selected(self, request, queryset):
         self.message_user(request, f"Paused {len(each(request, queryset, actions.pause))} job(s).", messages.SUCCESS)
@@ -330,13 +358,13 @@ class JobRunAdmin(admin.ModelAdmin):
     inlines = [AttemptInline]
     actions = ("cancel_selected",)
     fieldsets = [
-        (None, {"fields": ["job_link", "status_badge", "trigger", "triggered_by", "reason", "attempts",
+        (None, {"fields": ["job_link", "status_badge", "trigger", "triggered_by", "params", "reason", "attempts",
                            "worker", "flower_link"]}),
         ("Timings", {"fields": ["scheduled_for", "created_at", "queued_at", "started_at", "finished_at",
                                 "duration", "heartbeat_at", "next_attempt_at", "publish_count"]}),
         ("Outcome", {"fields": ["output_pre", "output_bytes", "result", "error_pre"]}),
     ]
-    readonly_fields = ("job_link", "status_badge", "trigger", "triggered_by", "reason", "attempts", "worker",
+    readonly_fields = ("job_link", "status_badge", "trigger", "triggered_by", "params", "reason", "attempts", "worker",
                        "flower_link", "scheduled_for", "created_at", "queued_at", "started_at", "finished_at",
                        "duration", "heartbeat_at", "next_attempt_at", "publish_count", "output_pre",
                        "output_bytes", "result", "error_pre")

@@ -20,6 +20,8 @@ class RangeSerializer(serializers.Serializer):
 
 class BackfillRequestSerializer(RangeSerializer):
     dry_run = serializers.BooleanField(default=False, help_text="Only list the slots; create nothing.")
+    params = serializers.DictField(required=False, help_text="Values of the job's parameters every run gets; the "
+                                                             "defaults fill the rest.")
 
 
 class BackfillSlotSerializer(serializers.Serializer):
@@ -68,7 +70,8 @@ def run_backfill(actor, job, data):
     request = BackfillRequestSerializer(data=data)
     request.is_valid(raise_exception=True)
     values = request.validated_data
-    found = actions.backfill(actor, job, values["start"], values["end"], dry_run=values["dry_run"])
+    found = actions.backfill(actor, job, values["start"], values["end"], dry_run=values["dry_run"],
+                             params=values.get("params"))
     return values["dry_run"], {
         "dry_run": values["dry_run"],
         "slots": [{"scheduled_for": slot, "run": found.existing.get(slot)} for slot in found.slots],

@@ -15,6 +15,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
+from .. import parameters
 from ..access import secrets
 from ..actions.permissions import queue_refusal
 from ..definitions import fields as job_fields
@@ -54,6 +55,8 @@ def field_errors(exc):
     for name, messages in exc.message_dict.items():
         if name == NON_FIELD_ERRORS:
             errors[api_settings.NON_FIELD_ERRORS_KEY] = messages
+        elif name.startswith("params."):  # a run's value of one parameter (jobs.parameters.resolve)
+            errors.setdefault("params", {})[name.removeprefix("params.")] = messages
         elif name in SCHEDULE_KEYS:
             schedule[name] = messages
         else:
@@ -123,6 +126,45 @@ class SecretsField(serializers.Field):
         return data
 
 
+PARAMETERS_SCHEMA = {
+    "type": "array",
+    "description": "Run-time parameters: the values a run is given (POST /api/jobs/<id>/run/ with {\"params\": {...}}) "
+                   "are checked against them; scheduled runs take the defaults.",
+    "items": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "An identifier: letters, digits and _."},
+            "type": {"type": "string", "enum": ["string", "integer", "number", "boolean", "date", "datetime", "choice"]},
+            "default": {"description": "A value of the type, or null for none."},
+            "required": {"type": "boolean", "default": False},
+            "description": {"type": "string"},
+            "choices": {"type": "array", "items": {"type": "string"}, "description": "For the choice type only."},
+        },
+        "required": ["name", "type"],
+    },
+}
+
+
+@extend_schema_field(PARAMETERS_SCHEMA)
+class ParametersField(serializers.JSONField):
+    """The job's parameter declaration (checked by the model, ``jobs.parameters``)."""
+
+
+class RunRequestSerializer(serializers.Serializer):
+    params = serializers.DictField(
+        required=False, help_text="Values of the job's parameters by name; the defaults fill the rest. A bad value "
+                                  "is a 400 naming the parameter and the rule, and nothing is queued.")
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [
+                'The body must be a JSON object, such as {"params": {"day": "2026-11-01"}}.']})
+        # A misspelt key would otherwise run the job with its defaults.
+        if unknown := sorted(set(data) - set(self.fields)):
+            raise serializers.ValidationError({key: ["Unknown key: the body takes params only."] for key in unknown})
+        return super().to_internal_value(data)
+
+
 class LastRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = JobRun
@@ -139,6 +181,7 @@ class JobSerializer(serializers.ModelSerializer):
     last_run = LastRunSerializer(read_only=True, allow_null=True)
     secret_environment = SecretsField(required=False)
     secret_http_headers = SecretsField(required=False)
+    parameters = ParametersField(required=False)
 
     class Meta:
         model = Job
@@ -151,7 +194,7 @@ class JobSerializer(serializers.ModelSerializer):
 
     def validate(self, attrs):
         nul = [name for name in ("tags", "args", "kwargs", "environment", "http_headers", "http_ok_statuses",
-                                 "secret_environment", "secret_http_headers")
+                                 "secret_environment", "secret_http_headers", "parameters")
                if definitions.contains_nul(attrs.get(name))]
         if nul:
             raise serializers.ValidationError({name: ["Must not contain NUL (\\u0000) characters."] for name in nul})
@@ -181,6 +224,14 @@ class JobSerializer(serializers.ModelSerializer):
         if not isinstance(value, dict):
             raise serializers.ValidationError("Must be a JSON object.")
         return value
+
+    def validate_parameters(self, value):
+        """Normalised here (a file applied twice then compares equal); the model checks it again with
+        the job's secret names."""
+        try:
+            return parameters.checked_declaration(value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.message_dict["parameters"]) from None
 
     def validate_tags(self, value):
         if not isinstance(value, list) or not all(isinstance(tag, str) for tag in value):
@@ -223,7 +274,7 @@ class RunSerializer(serializers.ModelSerializer):
         fields = [
             "id", "job", "job_name", "status", "trigger", "attempt", "max_attempts", "scheduled_for",
             "created_at", "queued_at", "started_at", "finished_at", "duration_seconds", "worker",
-            "output_bytes", "error", "reason", "idempotency_key",
+            "output_bytes", "error", "reason", "idempotency_key", "params",
         ]
         read_only_fields = fields
 

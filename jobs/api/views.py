@@ -4,6 +4,7 @@ from datetime import UTC, datetime, time
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
+from django.db.models.fields.json import KeyTransform
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
@@ -17,14 +18,14 @@ from rest_framework.reverse import reverse
 
 from audit.models import Source
 
-from .. import kinds
+from .. import kinds, parameters
 from ..actions import jobs as actions
 from ..actions.permissions import visible_jobs, visible_runs
 from ..models import Job, JobRun, RunStatus
 from ..operations.reports import job_report
 from . import operator, reports
 from .filters import with_tag
-from .serializers import JobSerializer, RunDetailSerializer, RunSerializer, field_errors
+from .serializers import JobSerializer, RunDetailSerializer, RunRequestSerializer, RunSerializer, field_errors
 
 MAX_BODY_BYTES = 256 * 1024
 # What a job's answer does not show of its last run (``LastRunSerializer``), each up to
@@ -133,6 +134,35 @@ def text_param(params, name):
     return value
 
 
+PARAM_PREFIX = "param."
+
+
+def param_filters(params):
+    """{name: text} of the ``param.<name>=<text>`` filters of a query."""
+    return {key.removeprefix(PARAM_PREFIX): text_param(params, key) for key in params if key.startswith(PARAM_PREFIX)}
+
+
+def with_params(runs, user, params, wanted):
+    """``runs`` given these values (``wanted``, {name: text}) of the parameters of the job that
+    ``job=`` names, each typed by its declaration. Needs ``job``: the runs are then read through
+    that job's index (run_job_recent_idx), never the whole table, and a name is checked against
+    what the job declares before it reaches a query."""
+    if "job" not in params:
+        raise ValidationError({f"{PARAM_PREFIX}{next(iter(wanted))}"[:200]: [
+            "Filtering on a parameter needs job=<id>: values are typed by that job's parameters."]})
+    job = visible_jobs(user).filter(pk=int_param(params, "job")).only("parameters").first()
+    if job is None:
+        return runs.none()
+    try:
+        values = parameters.filter_values(job.parameters, wanted, field=PARAM_PREFIX.rstrip("."))
+    except DjangoValidationError as exc:
+        raise ValidationError(exc.message_dict) from None
+    # Each value through an alias of its key (params -> 'name'), never a lookup built from the name
+    # (a parameter named "contains" is a key here, not a lookup).
+    aliases = {f"param_{i}": KeyTransform(name, "params") for i, name in enumerate(values)}
+    return runs.alias(**aliases).filter(**{alias: values[aliases[alias].key_name] for alias in aliases})
+
+
 @extend_schema_view(
     list=extend_schema(
         description="Jobs you own, of your groups (all of them for staff), by name.",
@@ -202,12 +232,16 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
     def perform_destroy(self, job):
         actions.delete(self.actor, job)
 
-    @extend_schema(request=None, responses={202: RunDetailSerializer},
-                   description="Run the job now (a manual run, queued at once). The `Location` header "
-                               "points at the new run.")
+    @extend_schema(request=RunRequestSerializer, responses={202: RunDetailSerializer},
+                   description="Run the job now (a manual run, queued at once), with `params`: values of the job's "
+                               "parameters. A bad value is a 400 naming the parameter and the rule, and nothing "
+                               "is queued. The `Location` header points at the new run.")
     @action(detail=True, methods=["post"])
     def run(self, request, pk=None):
-        run = actions.run_now(self.actor, self.get_object())
+        job = self.get_object()  # another user's job is a 404 before its body is read
+        body = RunRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        run = actions.run_now(self.actor, job, body.validated_data.get("params"))
         data = RunDetailSerializer(run, context=self.get_serializer_context()).data
         location = reverse("api:run-detail", args=[run.pk], request=request)
         return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
@@ -289,6 +323,9 @@ RUN_ORDERINGS = [f"{sign}{field}" for field in ("created_at", "scheduled_for", "
             OpenApiParameter("tag", OpenApiTypes.STR, description="Runs of jobs carrying this tag."),
             OpenApiParameter("ordering", OpenApiTypes.STR, enum=RUN_ORDERINGS,
                              description="Sort order; default -created_at (newest first)."),
+            OpenApiParameter("param.<name>", OpenApiTypes.STR,
+                             description="Runs given this value of the parameter <name> (repeatable, one per "
+                                         "parameter; with `job`, whose declaration types the value)."),
         ],
     ),
     retrieve=extend_schema(description="One run, with its output, result, error, worker, timings and attempts."),
@@ -307,6 +344,8 @@ class RunViewSet(ApiViewSet, viewsets.ReadOnlyModelViewSet):
         params = self.request.query_params
         if "job" in params:
             found = found.filter(job_id=int_param(params, "job"))
+        if wanted := param_filters(params):
+            found = with_params(found, self.request.user, params, wanted)
         if "status" in params:
             found = found.filter(status=choice_param(params, "status", RunStatus.values))
         if "since" in params:

@@ -28,7 +28,7 @@ WHAT, WHEN, RETRIES, ALERTS, ACCESS, HISTORY = "What", "When", "Retries and limi
 
 # Each field with its group, in the order the API and jobs files give them.
 FIELDS = (
-    ("name", WHAT), ("description", WHAT), ("tags", ACCESS), ("kind", WHAT), ("target", WHAT),
+    ("name", WHAT), ("description", WHAT), ("tags", ACCESS), ("kind", WHAT), ("target", WHAT), ("parameters", WHAT),
     ("args", WHAT), ("kwargs", WHAT), ("environment", WHAT), ("secret_environment", WHAT),
     ("http_method", WHAT), ("http_headers", WHAT), ("secret_http_headers", WHAT), ("http_body", WHAT),
     ("http_ok_statuses", WHAT),

@@ -42,6 +42,8 @@ class RunContext:
     timeout_seconds: float
     # The run's (JobRun.idempotency_key): the same on every attempt; the worker gives it.
     idempotency_key: str = ""
+    # The values of the job's parameters the run was given, the defaults filled in (JobRun.params).
+    params: dict = field(default_factory=dict)
     cancelled: object = field(default=None, repr=False)  # a threading.Event set on cancel/lost
     # The attempt's OutputTail, which the worker's heartbeat thread saves while the attempt runs;
     # a kind that finds none keeps its own.

@@ -32,13 +32,13 @@ from ..models import AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus,
 # and converting each column returned costs the worker CPU on every run (not the output, result or
 # error: up to megabytes).
 RUN_FIELDS = tuple(f for f in JobRun._meta.concrete_fields if f.name in {
-    "id", "job", "status", "trigger", "scheduled_for", "key_slot", "attempt", "worker"})
+    "id", "job", "status", "trigger", "scheduled_for", "key_slot", "attempt", "worker", "params"})
 # (In the model's field order, which Model.from_db expects when fields are deferred.)
 JOB_FIELDS = tuple(f for f in Job._meta.concrete_fields if f.name in {
     "id", "name", "tags", "kind", "target", "args", "kwargs", "environment", "http_method", "http_headers",
     "http_body", "http_ok_statuses", "working_directory", "memory_limit_mb", "cpu_limit_seconds",
     "max_open_files", "max_processes", "queue", "priority", "timeout_seconds", "sla_seconds", "max_retries",
-    "secret_environment", "secret_http_headers",
+    "secret_environment", "secret_http_headers", "parameters",
 })
 RUN_COLUMNS = [(f.column, f"r__{f.column}") for f in RUN_FIELDS]
 JOB_COLUMNS = [(f.column, f"j__{f.column}") for f in JOB_FIELDS]

@@ -8,6 +8,7 @@ transaction. Times come from the database's clock (jobs.timing.clock).
 """
 
 import functools
+import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -74,16 +75,17 @@ def _publish_messages_logged(messages):
 
 # --- creating runs
 
-def create_run(job, trigger=RunTrigger.MANUAL, user=None, key_slot=None):
+def create_run(job, trigger=RunTrigger.MANUAL, user=None, key_slot=None, params=None):
     """A run of ``job`` queued now (run now, a workflow step), published once the transaction
     commits. Its slot is the moment it was made; two made in the same microsecond take the next
     free one (one run per job and slot). ``key_slot``: the slot of the run this one re-runs, whose
-    idempotency key it keeps (a workflow re-run's step)."""
+    idempotency key it keeps (a workflow re-run's step). ``params``: the values of the job's
+    parameters, already resolved (``jobs.parameters.resolve``); None: the defaults."""
     now = clock.now()
     with transaction.atomic():
         for offset in range(100):
             row = (job, now + timedelta(microseconds=offset), RunStatus.QUEUED, "", None)
-            if created := create_runs([row], now, trigger=trigger, user=user):
+            if created := create_runs([row], now, trigger=trigger, user=user, params=params):
                 break
         else:
             raise RuntimeError(f"no free slot for a run of job {job.pk}")
@@ -101,25 +103,26 @@ def create_run(job, trigger=RunTrigger.MANUAL, user=None, key_slot=None):
 _COLUMNS = (
     "job_id", "status", "trigger", "scheduled_for", "attempt", "max_attempts", "created_at",
     "queued_at", "finished_at", "next_attempt_at", "publish_count", "worker", "output", "output_bytes", "error",
-    "reason", "triggered_by_id", "lost_attempts",
+    "reason", "triggered_by_id", "lost_attempts", "params",
 )
 # PostgreSQL takes a whole batch as one array per column: a statement of a dozen parameters
 # instead of a dozen per run, which the driver would otherwise parse and adapt one by one.
 _UNNEST_COLUMNS = (("job_id", "bigint"), ("status", "varchar"), ("scheduled_for", "timestamptz"),
                    ("max_attempts", "integer"), ("queued_at", "timestamptz"), ("finished_at", "timestamptz"),
-                   ("next_attempt_at", "timestamptz"), ("reason", "varchar"))
+                   ("next_attempt_at", "timestamptz"), ("reason", "varchar"), ("params", "jsonb"))
 CREATED_STATUSES = {RunStatus.QUEUED, RunStatus.PENDING, RunStatus.SKIPPED}
 
 
-def create_runs(rows, now, trigger=RunTrigger.SCHEDULE, user=None):
+def create_runs(rows, now, trigger=RunTrigger.SCHEDULE, user=None, params=None):
     """Insert runs from (job, slot, status, reason, start at) rows, leaving alone any slot that
     already has one (the one-run-per-slot constraint fences a second scheduler, a restart or a
     repeated backfill). Returns (id, job id, status) of the runs made. A run is born queued, waiting
     (pending until ``start at``, or until the job's earlier run ends) or skipped (with its reason);
-    the caller publishes the queued ones once its transaction commits."""
+    the caller publishes the queued ones once its transaction commits. ``params``: the values of
+    the job's parameters every run gets (resolved); None: each job's defaults (a scheduled run's)."""
     assert all(status in CREATED_STATUSES for _, _, status, _, _ in rows)
     with transaction.atomic():
-        created = _insert_runs(rows, now, trigger, user)
+        created = _insert_runs(rows, now, trigger, user, params)
         # A run born skipped has ended: its end is counted like any other (RunEnd).
         RunEnd.objects.bulk_create([RunEnd(run_id=run_id, job_id=job_id, status=status, ended_at=now)
                                     for run_id, job_id, status in created if status == RunStatus.SKIPPED])
@@ -128,16 +131,26 @@ def create_runs(rows, now, trigger=RunTrigger.SCHEDULE, user=None):
     return created
 
 
-def _insert_runs(rows, now, trigger, user):
+def _params_text(job, params, texts):
+    """The run's values as JSON text, each job's defaults made once (``texts``: by job id)."""
+    if params is not None:
+        return json.dumps(params)
+    if job.pk not in texts:
+        texts[job.pk] = json.dumps(job.default_params())
+    return texts[job.pk]
+
+
+def _insert_runs(rows, now, trigger, user, params=None):
     user_id = getattr(user, "pk", None)
     table = JobRun._meta.db_table
-    created = []
+    created, texts = [], {}
     for start in range(0, len(rows), 5000):
         chunk = rows[start:start + 5000]
         values = [(job.pk, status, slot, job.max_attempts,
                    now if status == RunStatus.QUEUED else None,
                    now if status == RunStatus.SKIPPED else None,
-                   start_at, reason) for job, slot, status, reason, start_at in chunk]
+                   start_at, reason, _params_text(job, params, texts))
+                  for job, slot, status, reason, start_at in chunk]
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
                 names = ", ".join(name for name, _ in _UNNEST_COLUMNS)
@@ -158,9 +171,9 @@ def _insert_runs(rows, now, trigger, user):
                     f"INSERT INTO {table} ({', '.join(_COLUMNS)}) VALUES "
                     + ", ".join([placeholders] * len(values))
                     + " ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id, job_id, status",
-                    [p for job_id, status, slot, attempts, queued_at, finished_at, start_at, reason in values
+                    [p for job_id, status, slot, attempts, queued_at, finished_at, start_at, reason, text in values
                      for p in (job_id, status, trigger, at(slot), 1, attempts, at(now), at(queued_at),
-                               at(finished_at), at(start_at), 0, "", "", 0, "", reason, user_id, 0)],
+                               at(finished_at), at(start_at), 0, "", "", 0, "", reason, user_id, 0, text)],
                 )
             created += cursor.fetchall()
     return created

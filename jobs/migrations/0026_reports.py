@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0019_job_kinds_from_registry'),
+        ('jobs', '0020_parameters'),
     ]
 
     operations = [

@@ -11,7 +11,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
 
-from .. import kinds
+from .. import kinds, parameters
 from ..choices import CatchupPolicy, OverlapPolicy, RunTrigger, ScheduleType
 from ..execution.publishing import DEFAULT_PRIORITY, MAX_PRIORITY
 from ..timing import schedules
@@ -57,6 +57,13 @@ class Job(models.Model):
     kwargs = models.JSONField(verbose_name="keyword arguments", default=dict, blank=True)
     environment = models.JSONField(
         default=dict, blank=True, help_text="Environment variables for a command job."
+    )
+    # [{"name", "type", "default", "required", "description", "choices"}] (jobs.parameters): the values
+    # a run is given, recorded on it (JobRun.params); checked and normalised by clean().
+    parameters = models.JSONField(
+        default=list, blank=True,
+        help_text="Run-time parameters: a list of {name, type, default, required, description, choices}; "
+                  "types string, integer, number, boolean, date, datetime, choice.",
     )
     http_method = models.CharField(verbose_name="HTTP method", max_length=8, default="GET", blank=True)
     http_headers = models.JSONField(verbose_name="HTTP headers", default=dict, blank=True)
@@ -228,6 +235,15 @@ class Job(models.Model):
             errors["timeout_seconds"] = (
                 f"At most {settings.JOBS_MAX_TIMEOUT_SECONDS} seconds (JOBS_MAX_TIMEOUT_SECONDS)."
             )
+        try:
+            self.parameters = parameters.checked_declaration(self.parameters, self.secret_names())
+        except ValidationError as exc:
+            errors.update(exc.update_error_dict({}))
+        else:
+            if self.schedule_type != ScheduleType.MANUAL and (missing := parameters.missing_defaults(self.parameters)):
+                errors["parameters"] = [
+                    f"{', '.join(missing)}: required with no default, but the job runs on a schedule and its "
+                    "scheduled runs take the defaults. Give a default, or make it not required."]
         if (spec := kinds.get(self.kind)) is not None:  # an unknown kind is refused by the field's choices
             try:
                 spec.validate(self)
@@ -235,6 +251,15 @@ class Job(models.Model):
                 errors.update(exc.update_error_dict({}))
         if errors:
             raise ValidationError(errors)
+
+    def secret_names(self):
+        """The names the job's secret fields use (no parameter may take one)."""
+        return [name for value in (self.secret_environment, self.secret_http_headers) if isinstance(value, dict)
+                for name in value]
+
+    def default_params(self):
+        """The values of a run given none: a scheduled run's."""
+        return parameters.defaults(self.parameters)
 
     # --- schedule
 

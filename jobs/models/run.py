@@ -52,6 +52,10 @@ class JobRun(models.Model):
     output = models.TextField(blank=True)
     output_bytes = models.BigIntegerField("output size (bytes)", default=0, help_text="Bytes the job wrote, kept or not.")
     result = models.JSONField(null=True, blank=True)
+    # The values of the job's parameters this run was given, the defaults filled in (jobs.parameters):
+    # what its code receives. {} for a job without parameters.
+    # (A database default too: inserts that name no params, the benchmarks' among them, get {}.)
+    params = models.JSONField(default=dict, db_default=models.Value("{}"), blank=True)
     error = models.TextField(blank=True)
     reason = models.CharField(max_length=255, blank=True, help_text="Why a run was skipped or cancelled.")
 

@@ -72,9 +72,10 @@ def runs_by_slot(job, slots, end, known_runs=None):
     return by_slot
 
 
-def backfill(job, start, end, user=None, dry_run=False, now=None, runs_left=None):
+def backfill(job, start, end, user=None, dry_run=False, now=None, runs_left=None, params=None):
     """Create (or, with ``dry_run``, only list) the runs of the job's slots in [start, end); none
-    when there would be more than ``runs_left`` (the user's backfill quota, None: no limit)."""
+    when there would be more than ``runs_left`` (the user's backfill quota, None: no limit). Each
+    run gets ``params`` (resolved values of the job's parameters; None: the defaults)."""
     now = now or timezone.now()
     slots = check_range(job, start, end, settings.JOBS_BACKFILL_MAX_SLOTS, now=now, past_only=True)
     found = Backfill(slots=slots)
@@ -91,7 +92,7 @@ def backfill(job, start, end, user=None, dry_run=False, now=None, runs_left=None
                 f"today (JOBS_MAX_BACKFILL_RUNS_PER_DAY: {settings.JOBS_MAX_BACKFILL_RUNS_PER_DAY} in any 24 "
                 "hours). Make the range shorter, or ask an administrator.")})
         rows = [(job, slot, RunStatus.QUEUED, "", None) for slot in found.missing]
-        created = lifecycle.create_runs(rows, now, trigger=RunTrigger.BACKFILL, user=user)
+        created = lifecycle.create_runs(rows, now, trigger=RunTrigger.BACKFILL, user=user, params=params)
         found.created = [run_id for run_id, _job_id, _status in created]
         lifecycle.publish_on_commit([(run_id, 1, job) for run_id in found.created])
     return found

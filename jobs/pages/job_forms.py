@@ -48,6 +48,7 @@ SECRET_ROWS = set(secrets.FIELDS)                  # the same, the values write-
 JSON_VALUES = {"args", "kwargs"}                   # values that may be any JSON (42, true, [1, 2])
 LISTS = {"args"}                                   # [value, ...] as rows of one value
 CHECKBOXES = {"enabled", "retry_jitter"}
+JSON_TEXTS = {"parameters"}                       # a JSON document typed in a text area
 
 LABELS = {
     "target": "Target", "tags": "Tags", "group": "Group", "queue": "Queue", "args": "Arguments",
@@ -70,6 +71,10 @@ HELP = {
     "secret_http_headers": f"Values are write-only: a stored one shows as {secrets.MASK} and is kept unless "
                            "you type a new one; removing the row removes it.",
     "http_ok_statuses": "Separated by commas; empty means any 2xx.",
+    "parameters": 'Run-time parameters as a JSON list, e.g. [{"name": "day", "type": "date", "required": true, '
+                  '"description": "The day to report on"}]. Types: string, integer, number, boolean, date, datetime, '
+                  'choice (with "choices": [...]). A command gets each as JOB_PARAM_<NAME>; an HTTP call through '
+                  '{{params.<name>}} in its URL or body; a function as a keyword argument.',
     "cron": "Five fields: minute hour day-of-month month weekday, e.g. */15 * * * *.",
     "timezone": "IANA name, e.g. Europe/Berlin.",
     "run_at": "ISO 8601 with a UTC offset, e.g. 2026-12-01T09:00:00+01:00.",
@@ -118,6 +123,8 @@ def from_api(data):
         render = json_text if name in JSON_VALUES else str
         values[name] = [(key, render(value)) for key, value in (data.get(name) or {}).items()]
     values["args"] = [json_text(value) for value in data.get("args") or []]
+    for name in JSON_TEXTS:
+        values[name] = json.dumps(data[name], indent=2, ensure_ascii=False) if data.get(name) else ""
     schedule = data.get("schedule") or {"type": ScheduleType.MANUAL}
     values["schedule_type"] = schedule["type"]
     values.update({name: "" if value is None else str(value) for name, value in schedule.items() if name != "type"})
@@ -210,6 +217,11 @@ def to_api(values, nullable):
             value, problem = rows_object(name, value)
             if problem:
                 errors[name] = [problem]
+        elif name in JSON_TEXTS:
+            try:
+                value = strict_json(value) if value.strip() else []
+            except ValueError as exc:
+                errors[name] = [f"Not JSON: {exc}."]
         elif name == "tags":
             value = [tag.strip() for tag in value.split(",") if tag.strip()]
         elif name == "http_ok_statuses":
@@ -295,6 +307,7 @@ def make_field(name, values, errors, request):
     label = LABELS.get(name) or (model_field.verbose_name.capitalize() if model_field else name)
     help_text = HELP.get(name, getattr(model_field, "help_text", "") or "")
     widget = ("secret-rows" if name in SECRET_ROWS else "rows" if name in ROWS else "list" if name in LISTS
+              else "textarea" if name in JSON_TEXTS
               else "text" if name in ("tags", "http_ok_statuses", "target") or model_field is None
               else model_widget(model_field))
     made = FormField(name, label, widget, values.get(name, ""), str(help_text), errors.get(name, []))

@@ -13,6 +13,7 @@ from django.utils import timezone
 from ..actions import jobs as actions
 from ..actions.permissions import visible_jobs
 from ..operations import slot_report
+from . import params_form
 from .common import actor, job_timezone, page, refused_is_forbidden, slot_text
 
 LOCAL_FORMAT = "%Y-%m-%dT%H:%M"  # what <input type="datetime-local"> sends
@@ -84,8 +85,11 @@ def job_backfill(request, pk):
     """GET: the form. POST without ``confirm``: the dry run, listing the slots. POST with it: create."""
     job = get_object_or_404(visible_jobs(request.user), pk=pk)
     tzname = job_timezone(job)
+    given = params_form.submitted(request.POST)
     context = {"job": job, "tzname": tzname, "errors": [], "found": None,
-               "from_value": request.POST.get("from", ""), "to_value": request.POST.get("to", "")}
+               "from_value": request.POST.get("from", ""), "to_value": request.POST.get("to", ""),
+               "inputs": params_form.inputs(job, given if request.method == "POST" else None),
+               "given": sorted(given.items())}
     if request.method == "POST":
         start, end, errors = range_from(request.POST, tzname)
         if not request.POST.get("from") or not request.POST.get("to"):
@@ -94,11 +98,12 @@ def job_backfill(request, pk):
         if not errors:
             confirm = bool(request.POST.get("confirm"))
             try:
-                found = actions.backfill(actor(request), job, start, end, dry_run=not confirm)
+                found = actions.backfill(actor(request), job, start, end, dry_run=not confirm, params=given)
             except actions.ActionError as exc:
                 if exc.kind != actions.ActionError.INVALID:
                     raise
-                context["errors"] = [text for texts in exc.fields.values() for text in texts]
+                mine, context["errors"] = params_form.split_errors(exc.fields)
+                context["inputs"] = params_form.inputs(job, given, mine)
             else:
                 if confirm:
                     messages.success(request, f"Backfill of {job.name}: {len(found.created)} run(s) queued, "

@@ -12,7 +12,8 @@ from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
+from rest_framework.exceptions import ValidationError
 
 from audit import trail
 
@@ -20,10 +21,11 @@ from .. import kinds
 from ..actions import jobs as actions
 from ..actions.permissions import sees_everything, visible_jobs, visible_runs
 from ..api.filters import with_tag
+from ..api.views import param_filters, with_params
 from ..kinds.base import result_as_json
 from ..models import ACTIVE_STATUSES, RunStatus
 from ..operations.reports import job_report
-from . import charts, figures, keyset, queries
+from . import charts, figures, keyset, params_form, queries
 from .common import actor, flower_url, job_timezone, may_act_on, page, refused_is_forbidden, slot_text
 from .operator_views import why_line
 from .reports import heat_map
@@ -156,14 +158,32 @@ def visible_job(request, pk):
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 @refused_is_forbidden
 def job_run_now(request, pk):
+    """GET: the form of the job's parameters (the run-now button of a job that has some leads
+    here). POST: run the job now with the values given (none: the defaults); a bad value comes back
+    on its input, and nothing is queued."""
     job = visible_job(request, pk)
-    run = actions.run_now(actor(request), job)
-    # Worded to stay true while the page follows the run to its end (the status below is live).
-    messages.success(request, f"Run now: run #{run.pk} of {job.name} was created; its status below follows it.")
-    return redirect("pages:run", pk=run.pk)
+    given = params_form.submitted(request.POST) if request.method == "POST" else {}
+    errors, other = {}, []
+    if request.method == "POST":
+        try:
+            run = actions.run_now(actor(request), job, given)
+        except actions.ActionError as exc:
+            if exc.kind != actions.ActionError.INVALID:
+                raise
+            errors, other = params_form.split_errors(exc.fields)
+        else:
+            # Worded to stay true while the page follows the run to its end (the status below is live).
+            messages.success(request, f"Run now: run #{run.pk} of {job.name} was created; its status below follows it.")
+            return redirect("pages:run", pk=run.pk)
+    response = page(request, "pages/job_run.html", {
+        "job": job, "inputs": params_form.inputs(job, given if request.method == "POST" else None, errors),
+        "errors": other, "may_act": may_act_on(request, job)}, "jobs")
+    if errors or other:
+        response.status_code = 400
+    return response
 
 
 @login_required
@@ -197,6 +217,17 @@ def run_list(request):
     job_id = params.get("job", "")
     if job_id.isdigit():
         found = found.filter(job_id=int(job_id))
+    # Filters on the values of the chosen job's parameters (the API's param.<name>, an empty one ignored).
+    declared = (visible_jobs(request.user).filter(pk=int(job_id)).values_list("parameters", flat=True).first()
+                if job_id.isdigit() else None) or []
+    wanted = {name: text for name, text in param_filters(params).items() if text.strip()}
+    filter_error = None
+    if wanted:
+        try:
+            found = with_params(found, request.user, params, wanted)
+        except ValidationError as exc:
+            filter_error = " ".join(f"{key}: {' '.join(texts)}" for key, texts in exc.detail.items())
+            found = found.none()
     if (status := params.get("status")) in RunStatus.values:
         found = found.filter(status=status)
     # Job by job (keyset.first) for a user who does not see every job, unless one job is asked for
@@ -213,6 +244,8 @@ def run_list(request):
         "jobs": jobs if len(jobs) <= JOB_CHOICES else None,
         "params": params,
         "job_id": int(job_id) if job_id.isdigit() else None,
+        "param_inputs": [(p["name"], p["type"], params.get(f"param.{p['name']}", "")) for p in declared],
+        "filter_error": filter_error,
     }, "runs")
 
 

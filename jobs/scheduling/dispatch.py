@@ -29,7 +29,7 @@ MAX_SLOTS_PER_JOB = 1000  # slots examined for one job in one tick, after a long
 TICK_FIELDS = (
     "schedule_type", "crontab", "interval", "clocked", "next_run_at", "last_run", "catchup_policy", "catchup_max",
     "overlap_policy", "jitter_seconds", "max_retries", "kind", "queue", "timeout_seconds",
-    "priority",
+    "priority", "parameters",
 )
 
 

@@ -40,7 +40,8 @@ def execute_run(self, run_id, attempt):
     try:
         with heartbeats.held(run_id, attempt, output=tail, worker=worker) as beat:
             context = RunContext(run_id=run_id, attempt=attempt, job=run.job, idempotency_key=run.idempotency_key,
-                                 timeout_seconds=run.job.timeout_seconds, cancelled=beat.stopped, output=tail)
+                                 params=run.params or {}, timeout_seconds=run.job.timeout_seconds,
+                                 cancelled=beat.stopped, output=tail)
             spec = kinds.get(run.job.kind)
             if spec is None:
                 raise LookupError(f"the job kind {run.job.kind!r} is not registered on this worker (JOBS_KINDS)")

@@ -36,11 +36,15 @@ class WorkflowSerializer(serializers.ModelSerializer):
                                   help_text="The names of the workflow's jobs (each at most once).")
     edges = EdgeSerializer(many=True, required=False, source="edge_dicts",
                            help_text="Dependencies: 'to' starts once 'from' (and its other upstreams) succeeded.")
+    params = serializers.DictField(
+        child=serializers.DictField(), required=False, source="step_params",
+        help_text="Values of the parameters of a step's job, by job name: {\"report\": {\"day\": \"2026-11-01\"}}; "
+                  "each checked as a run's values are; the job's defaults fill the rest when the step starts.")
     last_run = serializers.SerializerMethodField()
 
     class Meta:
         model = Workflow
-        fields = ["id", "name", "description", "schedule", "enabled", "on_upstream_failure", "nodes", "edges",
+        fields = ["id", "name", "description", "schedule", "enabled", "on_upstream_failure", "nodes", "edges", "params",
                   "next_run_at", "last_run", "owner", "group", "created_at", "updated_at"]
         read_only_fields = ["next_run_at", "created_at", "updated_at"]
 
@@ -58,7 +62,7 @@ class WorkflowSerializer(serializers.ModelSerializer):
         return group
 
     def validate(self, attrs):
-        if "node_names" not in attrs and "edge_dicts" not in attrs:
+        if "node_names" not in attrs and "edge_dicts" not in attrs and "step_params" not in attrs:
             if self.instance is None:
                 raise serializers.ValidationError({"nodes": ["This field is required."]})
             return attrs
@@ -66,10 +70,13 @@ class WorkflowSerializer(serializers.ModelSerializer):
         nodes = attrs.pop("node_names", current[0])
         edges = attrs.pop("edge_dicts", None)
         edges = [edge.as_dict() for edge in current[1]] if edges is None else [dict(edge) for edge in edges]
+        step_params = attrs.pop("step_params", None)
+        if step_params is None:
+            step_params = self.instance.step_params if self.instance else {}
         user = self.context["request"].user
         jobs = {job.name: job for job in visible_jobs(user).filter(name__in=nodes)}
         try:
-            attrs["graph"] = definitions.parse_graph(nodes, edges, jobs)
+            attrs["graph"] = definitions.parse_graph(nodes, edges, jobs, step_params)
         except DjangoValidationError as exc:
             raise serializers.ValidationError(exc.message_dict) from None
         commands = sorted(name for name, job in jobs.items() if job.kind in guarded_kinds())

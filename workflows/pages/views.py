@@ -41,6 +41,7 @@ def workflow_detail(request, pk):
         "workflow": workflow, "history": history, "selected": selected,
         "steps": sorted(steps.values(), key=lambda s: s.pk), "edges": edges,
         "graph": graph.draw(nodes, edges, steps), "may_act": may_act_on(request.user, workflow),
+        "step_params": sorted(workflow.step_params.items()),
     }
     return page(request, "workflows/detail.html", context, "workflows")
 

@@ -7,6 +7,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from ... import parameters
 from ...execution.output import OutputTail, capture_prints
 from ..base import JobKindSpec, JobTimedOut, Outcome
 from . import registry
@@ -29,7 +30,8 @@ def execute(context):
     func = registry.get_function(job.target)
     if func is None:
         raise LookupError(f"function {job.target!r} is no longer registered on this worker")
-    kwargs = dict(job.kwargs)
+    # The run's parameter values over the job's kwargs: a value given for this run is the more particular.
+    kwargs = {**job.kwargs, **parameters.as_python(job.parameters, context.params)}
     if registry.wants_context(func):
         kwargs["context"] = context
     tail = context.output or OutputTail(settings.JOBS_OUTPUT_MAX_BYTES)

@@ -12,6 +12,7 @@ import time
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from ... import parameters
 from ...access import secrets
 from ...execution.output import OutputTail
 from ..base import JobFailed, JobKindSpec, JobTimedOut, Outcome
@@ -29,6 +30,12 @@ def validate(job):
             raise ValidationError({field: "Must be a JSON object of string names to string values."})
     if both := set(job.environment) & set(job.secret_environment):
         raise ValidationError({"secret_environment": f"Given in environment too: {', '.join(sorted(both))}."})
+    taken = set(job.environment) | set(job.secret_environment)
+    if clashes := sorted(name for name in parameters.declared_names(job.parameters)
+                         if parameters.env_name(name) in taken):
+        raise ValidationError({"parameters": [
+            f"{name}: its value is given as {parameters.env_name(name)}, which the environment sets already."
+            for name in clashes]})
     limits.validate(job)
 
 
@@ -51,7 +58,10 @@ def execute(context):
     else:
         argv = [*prefix, "/bin/sh", "-c", job.target]
     inherited = {k: v for k, v in os.environ.items() if k not in settings.JOBS_COMMAND_ENV_EXCLUDE}
-    env = {**inherited, **user_env, **job.environment, **hidden, "JOB_RUN_ID": str(context.run_id),
+    # The parameters' values reach the command as environment variables only, never in its text: a
+    # value such as "$(rm -rf /)" stays a value (the shell does not read it as code).
+    env = {**inherited, **user_env, **job.environment, **hidden, **parameters.environment(context.params),
+           "JOB_RUN_ID": str(context.run_id),
            "JOB_ATTEMPT": str(context.attempt), "JOB_IDEMPOTENCY_KEY": context.idempotency_key}
     tail = context.output or OutputTail(settings.JOBS_OUTPUT_MAX_BYTES)
     try:

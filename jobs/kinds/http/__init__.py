@@ -12,6 +12,7 @@ import outbound
 from ...access import secrets
 from ...execution.output import first_bytes
 from ..base import JobFailed, JobKindSpec, JobTimedOut, Outcome, result_as_json
+from . import placeholders
 
 METHODS = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"}
 # An RFC 9110 field name.
@@ -40,11 +41,11 @@ def header_errors(headers):
 
 
 def validate(job):
-    errors = {}
+    errors = placeholders.errors(job)
     try:
-        outbound.check_url(job.target, allowed_networks())
+        outbound.check_url(placeholders.checkable_url(job.target), allowed_networks())
     except outbound.Refused as exc:
-        errors["target"] = str(exc)
+        errors.setdefault("target", str(exc))
     if (job.http_method or "GET").upper() not in METHODS:
         errors["http_method"] = f"Must be one of {', '.join(sorted(METHODS))}."
     if problem := header_errors(job.http_headers):
@@ -75,8 +76,9 @@ def execute(context):
     policy = outbound.Policy(allowed_networks=allowed_networks(), timeout=context.timeout_seconds,
                              max_bytes=settings.JOBS_HTTP_MAX_RESPONSE_BYTES, keep_bytes=settings.JOBS_OUTPUT_MAX_BYTES)
     try:
-        response = outbound.fetch((job.http_method or "GET").upper(), job.target, headers=headers,
-                                  body=job.http_body.encode() if job.http_body else None, policy=policy,
+        body = placeholders.body(job, context.params)
+        response = outbound.fetch((job.http_method or "GET").upper(), placeholders.url(job.target, context.params),
+                                  headers=headers, body=body.encode() if body else None, policy=policy,
                                   sensitive_headers=hidden)
     except outbound.TimedOut:
         raise JobTimedOut(f"No answer within {job.timeout_seconds} s") from None

@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs import kinds
+from jobs import kinds, parameters
 from jobs.actions import jobs as actions
 from jobs.actions.permissions import visible_jobs
 from jobs.as_code import files as as_code
@@ -72,6 +72,14 @@ def act(action, *args, user=None, **kwargs):
         raise CommandError(exc.message) from None
 
 
+def param_values(texts):
+    """``--param NAME=VALUE`` options as {name: text} (the action types and checks them)."""
+    try:
+        return parameters.parse_assignments(texts)
+    except ValidationError as exc:
+        raise CommandError(" ".join(exc.messages)) from None
+
+
 def find_job(name, user=None):
     jobs = visible_jobs(user) if user else Job.objects
     job = jobs.select_related("crontab", "interval", "clocked", "last_run", "owner").filter(name=name).first()
@@ -107,6 +115,8 @@ class Command(BaseCommand):
         run.add_argument("--wait", action="store_true",
                          help="Wait for the run to finish; exit 0 if it succeeded, 1 if not, 2 on timeout.")
         run.add_argument("--timeout", type=float, default=600.0, help="Seconds to wait with --wait.")
+        run.add_argument("--param", dest="params", action="append", default=[], metavar="NAME=VALUE",
+                         help="A value of one of the job's parameters (repeatable); the defaults fill the rest.")
         for action in ("pause", "resume"):
             sub.add_parser(action, help=f"{action.capitalize()} a job's schedule.").add_argument("name")
         export = sub.add_parser("export", help="Write every job to a .yaml/.yml/.json file (- for stdout). "
@@ -123,6 +133,8 @@ class Command(BaseCommand):
         fill.add_argument("--from", dest="start", required=True, help="ISO 8601; UTC unless an offset is given.")
         fill.add_argument("--to", dest="end", required=True, help="ISO 8601, excluded; UTC unless an offset is given.")
         fill.add_argument("--dry-run", action="store_true", help="List the slots; create nothing.")
+        fill.add_argument("--param", dest="params", action="append", default=[], metavar="NAME=VALUE",
+                          help="A value of one of the job's parameters each run gets (repeatable).")
         slots = sub.add_parser("slots", help="Every slot of a range and what became of it (default: the last 24 h).")
         slots.add_argument("name")
         slots.add_argument("--from", dest="start", help="ISO 8601; default 24 hours ago.")
@@ -194,9 +206,9 @@ class Command(BaseCommand):
               format_duration(r.duration), r.worker or "-") for r in recent],
         ))
 
-    def handle_run(self, name, wait, timeout, **options):
+    def handle_run(self, name, wait, timeout, params=(), **options):
         job = find_job(name, self.user)
-        run = act(actions.run_now, job, user=self.user)
+        run = act(actions.run_now, job, param_values(params), user=self.user)
         self.stdout.write(f"Run {run.pk} of {job.name} queued.")
         if not wait:
             return
@@ -272,11 +284,12 @@ class Command(BaseCommand):
         else:
             self.stdout.write("applied: {} created, {} updated, {} deleted.".format(*plan.counts()))
 
-    def handle_backfill(self, name, start, end, dry_run, **options):
+    def handle_backfill(self, name, start, end, dry_run, params=(), **options):
         job = find_job(name, self.user)
         start, end = moment(start, "--from"), moment(end, "--to")
         try:
-            found = actions.backfill(actions.Actor.command_line(self.user), job, start, end, dry_run=dry_run)
+            found = actions.backfill(actions.Actor.command_line(self.user), job, start, end, dry_run=dry_run,
+                                     params=param_values(params))
         except actions.ActionError as exc:
             raise CommandError(range_errors(exc.fields) if exc.kind == exc.INVALID else exc.message) from None
         for slot in found.slots:
