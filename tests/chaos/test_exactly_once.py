@@ -53,9 +53,9 @@ def kill_mid_run(job, ledger, killed, deadline):
         key = f"{run_id}:{number}"
         if key in started and key not in ended and (run_id, number) not in killed:
             os.kill(pid, signal.SIGKILL)
-            wait_for(lambda: JobAttempt.objects.filter(run_id=run_id, number=number).exclude(
-                outcome=AttemptOutcome.RUNNING).exists(), timeout=max(1.0, deadline - time.monotonic()),
-                interval=0.1, message=f"the killed attempt {key} to be declared lost")
+            over = JobAttempt.objects.filter(run_id=run_id, number=number).exclude(outcome=AttemptOutcome.RUNNING)
+            wait_for(over.exists, timeout=max(1.0, deadline - time.monotonic()), interval=0.1,
+                     message=f"the killed attempt {key} to be declared lost")
             return run_id, number
     return None
 
