@@ -331,3 +331,61 @@ def test_a_failing_job_pauses_itself_on_a_real_worker_and_says_so(processes, tmp
     run = lifecycle.create_run(job)
     wait_for(lambda: finished(run), timeout=30, message="a run after the fix")
     assert (run.status, state(job)) == (RunStatus.SUCCEEDED, (True, 0))
+
+
+# --- the setting from a jobs file, the job form, and jobsctl
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_jobs_file_sets_it_and_an_apply_keeps_the_streak(redis_client, tmp_path):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    def jobs(*args):
+        out = StringIO()
+        call_command("jobs", *args, stdout=out)
+        return out.getvalue()
+
+    path = tmp_path / "jobs.yaml"
+    path.write_text("jobs:\n- name: nightly\n  kind: callable\n  target: builtin.fail\n"
+                    "  schedule: {type: manual}\n  pause_after_failures: 2\n")
+    jobs("apply", str(path))
+    job = Job.objects.get(name="nightly")
+    assert job.pause_after_failures == 2
+    fail_a_run(job)
+    path.write_text(path.read_text().replace("pause_after_failures: 2", "pause_after_failures: 3"))
+    jobs("apply", str(path))
+    assert state(job) == (True, 1)  # the file changed the setting, not what the runs counted
+    exported = tmp_path / "out.yaml"
+    jobs("export", str(exported))
+    assert "pause_after_failures: 3" in exported.read_text()
+    assert "consecutive_failures" not in exported.read_text() and "paused_reason" not in exported.read_text()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_job_form_sets_it(redis_client):
+    people = make_personas()
+    page = browser(people.owner).get(f"/jobs/{people.job.pk}/edit/").content.decode()
+    assert 'name="pause_after_failures"' in page
+
+
+@pytest.mark.timeout(300)
+def test_jobsctl_shows_why_and_resumes(jobsctl, redis_client):
+    from django.contrib.auth.models import User
+
+    from jobs.access import tokens as api_tokens
+
+    owner = User.objects.create_user("owner")
+    token = api_tokens.create(owner)[1]
+    job = make_job("nightly", owner=owner, pause_after_failures=1)
+    run = fail_a_run(job)
+
+    shown = jobsctl("show", "nightly", token=token).stdout
+    assert "paused_reason" in shown and f"#{run.pk} (failed)" in shown
+    assert [line.split() for line in shown.splitlines() if line.startswith("consecutive_failures")] == [
+        ["consecutive_failures", "1"]]
+    assert jobsctl("resume", "nightly", token=token).returncode == 0
+    job.refresh_from_db()
+    assert (job.enabled, job.consecutive_failures, job.paused_reason) == (True, 0, "")
+    assert "paused_reason" not in jobsctl("show", "nightly", token=token).stdout
