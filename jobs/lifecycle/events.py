@@ -30,7 +30,7 @@ ENDED = frozenset(ENDED_STATUSES)  # a run's end is the event of the status it e
 RUN_EVENTS = ENDED | {"attempt_failed"}
 SLOT_MISSED = "slot_missed"
 SCHEDULER_DOWN, SCHEDULER_RECOVERED = "scheduler_down", "scheduler_recovered"
-JOB_PAUSED = "paused"
+JOB_PAUSED = "paused"  # notifications.models.Event.PAUSED
 OTHER_EVENTS = frozenset({SLOT_MISSED, SCHEDULER_DOWN, SCHEDULER_RECOVERED, JOB_PAUSED})
 
 

@@ -29,7 +29,6 @@ from ..definitions import jobs as definitions
 from ..models import Job, JobRun
 from . import events
 
-PAUSED = "paused"  # the event: notifications.models.Event.PAUSED
 AUTO_PAUSE = "auto-pause"  # who paused the job, as the audit trail names it
 SHOWN_RUNS = 10  # the failing runs the reason names (the audit entry's changes list them all)
 
@@ -65,4 +64,4 @@ def _pause(run, failures):
                  changes={"enabled": [True, False], "paused_reason": ["", reason],
                           "failing_runs": [None, [pk for pk, _ in failing]]},
                  detail=f"auto-pause after {failures} failures in a row: runs {runs_text}")
-    events.emit(PAUSED, run=run, job=job, reason=reason, failures=failures)
+    events.emit(events.JOB_PAUSED, run=run, job=job, reason=reason, failures=failures)
