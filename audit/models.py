@@ -35,6 +35,7 @@ class Source(models.TextChoices):
     PAGE = "page", "pages"
     API = "api", "API"
     CLI = "cli", "command line"
+    SYSTEM = "system", "the service"  # what the service did by itself (auto-pause), no person
 
 
 class AuditEntry(models.Model):

@@ -54,6 +54,11 @@ UNSUCCESSFUL_END_STATUSES = [RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LO
                              RunStatus.CANCELLED]
 
 
+# The ends that make a job's failure streak longer (auto-pause, jobs.lifecycle.streaks); a success
+# ends the streak, and skipped or cancelled runs (the job's code did not run to an end) leave it as it is.
+FAILURE_END_STATUSES = (RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST)
+
+
 class RunTrigger(models.TextChoices):
     SCHEDULE = "schedule"
     MANUAL = "manual"

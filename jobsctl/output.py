@@ -72,7 +72,7 @@ def params_text(run):
 
 JOB_FIELDS = ["id", "name", "description", "owner", "group", "tags", "kind", "target", "parameters", "args", "kwargs",
               "http_method", "http_ok_statuses", "enabled", "queue", "max_retries", "timeout_seconds",
-              "sla_seconds", "overlap_policy", "catchup_policy"]
+              "sla_seconds", "overlap_policy", "catchup_policy", "pause_after_failures", "consecutive_failures"]
 
 
 def job_lines(job):
@@ -81,6 +81,8 @@ def job_lines(job):
         fields = [(name, value) for name, value in fields if not name.startswith("http_")]
     fields.insert(fields.index(("kind", job["kind"])), ("schedule", schedule(job["schedule"])))
     fields.append(("next_run_at", when(job["next_run_at"]) if job["enabled"] else "- (paused)"))
+    if job.get("paused_reason"):  # it paused itself (auto-pause)
+        fields.append(("paused_reason", job["paused_reason"]))
     fields.append(("last_run", last_run(job)))
     width = max(len(name) for name, _ in fields)
     return [f"{name.ljust(width)}  {shown(value)}" for name, value in fields]

@@ -21,6 +21,7 @@ class NotificationsConfig(AppConfig):
             # A success is news only to a rule that takes successes or recoveries.
             wants_sql={"succeeded": outbox.rule_wants_sql(["succeeded", "recovered"])},
         )
+        events.subscribe("notifications.paused", outbox.on_job_paused, events={events.JOB_PAUSED})
         events.subscribe("notifications.scheduler", outbox.on_scheduler_event,
                          events={events.SCHEDULER_DOWN, events.SCHEDULER_RECOVERED})
         duties.register("notifications.watch", watch.check, every="monitor")

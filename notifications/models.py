@@ -19,6 +19,7 @@ class Event(models.TextChoices):
     MISSED = "missed", "Scheduled run missed"
     RECOVERED = "recovered", "Recovered after a failure"
     SUCCEEDED = "succeeded", "Run succeeded"
+    PAUSED = "paused", "Job paused itself after failures in a row (auto-pause)"
     SCHEDULER_DOWN = "scheduler_down", "Scheduler down (no scheduler ticks), and its recovery"
     SCHEDULER_RECOVERED = "scheduler_recovered", "Scheduler recovered"
     DIGEST = "digest", "Digest of many notifications"

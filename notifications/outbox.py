@@ -43,6 +43,14 @@ def on_run_event(event, run=None, job=None, **details):
     return record_event(run, event, **details)
 
 
+def on_job_paused(event, run=None, job=None, **details):
+    """Subscribed to ``paused`` (jobs.lifecycle.streaks: a job paused itself after failures in a row),
+    in the transaction of the run's end that made it pause: one delivery per channel of the rules
+    that take ``paused`` for the job, never suppressed as an open incident is (people must hear that
+    the job stopped). Its key names that run: a run ends once, so a pause is told once."""
+    return record_event(run, event, **details)
+
+
 def record_event(run, event, **details):
     """Record that ``event`` happened to ``run``, inside the caller's transaction.
 

@@ -41,6 +41,7 @@ HEADLINES = {
     "missed": "{job} missed its run scheduled for {scheduled_for}",
     "recovered": "{job} recovered: it succeeded again",
     "succeeded": "{job} succeeded",
+    "paused": "{job} was paused: {failures} runs in a row ended in failure",
     "test": "Test notification from the job scheduler",
 }
 
@@ -49,10 +50,12 @@ def headline(payload):
     event, run = payload.get("event"), payload.get("run") or {}
     if event in ("scheduler_down", "scheduler_recovered"):
         return scheduler_headline(event, payload.get("scheduler") or {})
+    details = payload.get("details") or {}
     return HEADLINES.get(event, "{job}: {event}").format(
         event=event, job=(payload.get("job") or {}).get("name"), attempt=run.get("attempt"),
+        failures=details.get("failures"),
         max_attempts=run.get("max_attempts"), status=run.get("status"), scheduled_for=run.get("scheduled_for"),
-        elapsed=seconds_text((payload.get("details") or {}).get("elapsed_seconds")),
+        elapsed=seconds_text(details.get("elapsed_seconds")),
         sla=seconds_text(payload.get("sla_seconds")), duration=seconds_text(_duration(run)))
 
 
@@ -82,6 +85,8 @@ def context_for(delivery):
         "run_url": run_url(run["id"]) if run.get("id") else "",
         "site_url": settings.SITE_URL,
         "scheduler": payload.get("scheduler"),
+        # Why the job paused itself (the "paused" event), with the failing runs.
+        "reason": (payload.get("details") or {}).get("reason", "") if payload.get("event") == "paused" else "",
     }
     if delivery.event == "digest":
         payloads = folded_payloads(delivery)

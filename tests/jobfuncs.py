@@ -4,6 +4,7 @@ idempotency key it was given."""
 
 import json
 import os
+import re
 import time
 
 from jobs.kinds.callable.registry import job_function
@@ -161,3 +162,43 @@ def params(path, context=None, **values):
     shown = {name: [type(value).__name__, str(value)] for name, value in sorted(values.items())}
     _append(path, f"params {context.run_id} {json.dumps(shown, sort_keys=True)}")
     return shown
+
+
+# --- exactly once (tests/chaos/test_exactly_once.py): a row per execution in the service's database
+
+ROWS_TABLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def _insert_then_sleep(table, path, seconds, context):
+    """Inserts a row (run id, attempt) into ``table`` (a table the test made in the service's
+    database), says so in the ledger ``path``, sleeps ``seconds`` (long enough to be killed), and
+    says it ended."""
+    from django.db import connection
+
+    if not ROWS_TABLE.match(table):
+        raise ValueError(f"not a table name: {table!r}")
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {table} (run_id, attempt) VALUES (%s, %s)", [context.run_id, context.attempt])
+    _append(path, f"start {attempt_of(context)} {time.time()}")
+    time.sleep(float(seconds))
+    _append(path, f"end {attempt_of(context)} {time.time()}")
+    return {"attempt": attempt_of(context)}
+
+
+@job_function("test.insert_row_once", transactional=True)
+def insert_row_once(table, path, seconds=1.0, context=None):
+    """The transactional job: its row and its run's success commit together."""
+    return _insert_then_sleep(table, path, seconds, context)
+
+
+@job_function("test.insert_row")
+def insert_row(table, path, seconds=1.0, context=None):
+    """Its non-transactional twin: the row commits at once (at-least-once)."""
+    return _insert_then_sleep(table, path, seconds, context)
+
+
+@job_function("test.insert_row_then_fail", transactional=True)
+def insert_row_then_fail(table, path, seconds=0.0, context=None):
+    """Transactional, and fails after its insert: the row goes with the failure."""
+    _insert_then_sleep(table, path, seconds, context)
+    raise RuntimeError("failing after the insert on purpose")

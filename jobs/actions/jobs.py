@@ -228,12 +228,19 @@ def edit(actor, job, values=None, schedule=None, detail=""):
         _check_interval(actor, schedule, stored)
         for name, value in values.items():
             setattr(job, name, value)
+        _keep_streak(job, stored)
         if schedule is None:
             definitions.restart_if_reenabled(job, stored.enabled)
         _saved(job, schedule)
         if changes := diff(snapshot(stored), snapshot(job)):
             _record(actor, job, Action.CHANGE, changes=changes, detail=detail)
     return job
+
+
+def _keep_streak(job, stored):
+    """What the service keeps on the job as its runs end (the failure streak, why it paused itself),
+    as the locked row has it: ``job`` may have been read before a run's end changed them."""
+    job.consecutive_failures, job.paused_reason = stored.consecutive_failures, stored.paused_reason
 
 
 def delete(actor, job, detail=""):
@@ -322,6 +329,7 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
             for name, value in values.items():
                 setattr(job, name, value)
             update_fields.update(values)
+            _keep_streak(job, stored[job.pk])
             if schedule is None:
                 definitions.restart_if_reenabled(job, stored[job.pk].enabled)
             items.append((job, schedule))

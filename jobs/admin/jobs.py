@@ -128,7 +128,8 @@ class JobAdmin(admin.ModelAdmin):
     search_fields = ("name", "target", "description")
     actions = ("run_selected_now", "run_with_parameters", "pause_selected", "resume_selected", "clone_selected")
     readonly_fields = ("schedule_in_words", "upcoming_runs", "last_run_summary", "next_run_at", "audit_trail",
-                       "masked_secret_environment", "masked_secret_http_headers")
+                       "masked_secret_environment", "masked_secret_http_headers", "consecutive_failures",
+                       "paused_reason")
     save_on_top = True
 
     def get_form(self, request, obj=None, **kwargs):
@@ -178,6 +179,8 @@ class JobAdmin(admin.ModelAdmin):
             if set(group.fields) & set(job_fields.KIND_FIELDS):
                 fieldsets += kind_fieldsets()
         if obj is not None:
+            # What the service keeps as the job's runs end (auto-pause, pause_after_failures).
+            fieldsets.append(("Failures in a row", {"fields": ["consecutive_failures", "paused_reason"]}))
             fieldsets.append(("Audit trail", {"fields": ["audit_trail"]}))
         return fieldsets
 

@@ -38,7 +38,7 @@ FIELDS = (
     ("working_directory", WHAT),
     ("enabled", WHEN), ("queue", ACCESS), ("priority", ACCESS),
     ("max_retries", RETRIES), ("retry_backoff_seconds", RETRIES), ("retry_backoff_max_seconds", RETRIES),
-    ("retry_jitter", RETRIES), ("timeout_seconds", RETRIES),
+    ("retry_jitter", RETRIES), ("timeout_seconds", RETRIES), ("pause_after_failures", RETRIES),
     ("sla_seconds", ALERTS),
     ("retention_days", HISTORY), ("retention_min_runs", HISTORY),
     ("owner", ACCESS), ("group", ACCESS),

@@ -152,23 +152,29 @@ def restart_if_reenabled(obj, was_enabled):
     if obj.enabled and not was_enabled:
         obj.next_run_at = None  # an interval's grid is anchored on next_run_at: start afresh
         obj.next_run_at = obj.first_slot()
-        if isinstance(obj, Job):  # a workflow has no slot check
+        if isinstance(obj, Job):  # a workflow has no slot check, nor auto-pause
             obj.slot_check_from = None
+            obj.consecutive_failures, obj.paused_reason = 0, ""
 
 
-def pause(obj):
-    """Stop the schedule of a job or a workflow."""
-    type(obj).objects.filter(pk=obj.pk).update(enabled=False)
+def pause(obj, reason=""):
+    """Stop the schedule of a job or a workflow. ``reason``: why the service paused a job itself
+    (auto-pause, jobs.lifecycle.streaks); a person's pause has none."""
+    paused = {"enabled": False}
+    if isinstance(obj, Job):
+        paused["paused_reason"] = obj.paused_reason = reason
+    type(obj).objects.filter(pk=obj.pk).update(**paused)
     obj.enabled = False
 
 
 def resume(obj):
-    """Enable a job or a workflow again from now on: slots that fell while it was paused are not run."""
+    """Enable a job or a workflow again from now on: slots that fell while it was paused are not run;
+    a job's failure streak and the reason it paused itself are cleared."""
     obj.enabled = True
     restart_if_reenabled(obj, was_enabled=False)
     restarted = {"enabled": True, "next_run_at": obj.next_run_at}
     if isinstance(obj, Job):
-        restarted["slot_check_from"] = None
+        restarted.update(slot_check_from=None, consecutive_failures=0, paused_reason="")
     type(obj).objects.filter(pk=obj.pk).update(**restarted)
 
 
@@ -245,7 +251,7 @@ class ScheduleRows:
 
 # What saving a job may set besides the caller's values: its schedule, next slot and time of change.
 SAVED_WITH_A_JOB = {"schedule_type", "crontab", "interval", "clocked", "next_run_at", "slot_check_from", "updated_at",
-                    "enabled"}
+                    "enabled", "consecutive_failures", "paused_reason"}
 
 
 def save_jobs(items, checked_fields=(), update_fields=None, now=None):

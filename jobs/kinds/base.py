@@ -58,6 +58,10 @@ def no_options():
     return []
 
 
+def never(job):
+    return False
+
+
 def nothing():
     pass
 
@@ -84,6 +88,9 @@ class JobKindSpec:
     # Whether Celery's soft time limit stops an attempt at its timeout (code running in the worker's
     # own process); a kind that stops itself at its timeout gets only the hard limit, as a backstop.
     soft_time_limit: bool = False
+    # transactional(job): whether an attempt of ``job`` runs inside one transaction on the service's
+    # database with the recording of its outcome (exactly once for jobs whose effects are rows there).
+    transactional: Callable = never
     target_options: Callable = no_options  # suggestions for the target, as the job form offers them
     field_options: dict = field(default_factory=dict)  # {field: suggestions} for the kind's own fields
     result_title: str = "Result"  # what the run page calls what a run returned

@@ -12,6 +12,8 @@ pending ─► queued ─► running ─► succeeded
 - ``runs``: creating runs (one, or many in bulk for the scheduler and backfill) and the moves outside
   an attempt: queue, publish again, skip, cancel, give up on a run that never started;
 - ``attempts``: the worker's side: claim (and restore a claim a crash lost), heartbeat, succeed, fail, lose;
+  and succeed in one transaction with the job's own writes (exactly once, transactional functions);
+- ``streaks``: a job's failures in a row, counted where runs end, and the auto-pause they lead to;
 - ``postgres``: the claim and the success as single statements, the same moves as ``attempts``;
 - ``rollup``: the ends of runs folded into the figures the pages show (counts by hour, recent
   durations);
@@ -26,12 +28,14 @@ processes can never both move a run; times come from the database's clock (``job
 
 from .attempts import (
     DUPLICATES_DROPPED,
+    OutcomeRefused,
     claim,
     heartbeat,
     lose_if_holder_died,
     record_failure,
     record_success,
     restore_claim,
+    succeed_in_one_transaction,
 )
 from .events import ENDED, subscribe
 from .rollup import fold as fold_ends
@@ -55,9 +59,9 @@ from .runs import (
 )
 
 __all__ = [
-    "DUPLICATES_DROPPED", "ENDED", "cancel", "claim", "create_run", "create_runs", "fold_ends", "give_up_waiting",
+    "DUPLICATES_DROPPED", "ENDED", "OutcomeRefused", "cancel", "claim", "create_run", "create_runs", "fold_ends", "give_up_waiting",
     "heartbeat", "recount_ends",
     "lose_if_holder_died", "message_for", "miss_if_past_deadline", "publish_again", "publish_many",
     "publish_on_commit", "queue_due_retries", "record_failure", "record_success", "restore_claim", "release_held", "release_pending", "release_timed",
-    "skip_past_deadline", "subscribe", "time_limits",
+    "skip_past_deadline", "subscribe", "succeed_in_one_transaction", "time_limits",
 ]

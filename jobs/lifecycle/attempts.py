@@ -155,6 +155,36 @@ def record_success(run_id, attempt, output="", output_bytes=0, result=None):
     return succeed_by_orm(run_id, attempt, output, output_bytes, result)
 
 
+class OutcomeRefused(Exception):
+    """The run was no longer this attempt's when its outcome came (declared lost and run again, or
+    cancelled): what was decided stands, and what the attempt wrote in its transaction is undone."""
+
+
+def succeed_in_one_transaction(run_id, attempt, execute):
+    """Exactly once for a job whose only effects are rows in this database (a transactional function,
+    ``@job_function(transactional=True)``): ``execute()`` (the attempt, returning its outcome: an
+    object with ``output``, ``output_bytes`` and ``result``) runs inside one transaction with the
+    recording of its success, and both commit together or neither does. Returns the outcome.
+
+    - The claim has committed before (its own statement): the heartbeats, on their own connection,
+      show the attempt alive while it runs, and the monitor can declare it lost.
+    - The success is the usual conditional move (running, at this attempt): an outcome that comes
+      after the attempt was declared lost or cancelled is refused, and ``OutcomeRefused`` rolls the
+      job's writes back with it.
+    - ``execute`` raising (the job failed, its soft time limit) rolls its writes back; the caller
+      then records the failure (``record_failure``) in a transaction of its own.
+    - A process killed meanwhile (SIGKILL, the hard time limit, the OOM killer) never commits:
+      PostgreSQL rolls the transaction back when its connection goes, and the run is lost and run
+      again from its lost budget, from a clean slate.
+    On SQLite the same holds, but the whole database is locked for writing from the job's first
+    write to the commit (docs/guide/exactly-once.md)."""
+    with transaction.atomic():
+        outcome = execute()
+        if not record_success(run_id, attempt, outcome.output, outcome.output_bytes, outcome.result):
+            raise OutcomeRefused(f"run {run_id} is no longer attempt {attempt}'s: its writes are rolled back")
+    return outcome
+
+
 def succeed_by_orm(run_id, attempt, output="", output_bytes=0, result=None):
     now = clock.now()
     with transaction.atomic():

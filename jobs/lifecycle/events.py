@@ -8,7 +8,9 @@ Events of a run: ``attempt_failed``, ``succeeded``, ``failed``, ``timed_out``, `
 ``skipped``, ``cancelled``; the last five end the run (``ENDED``). ``slot_missed`` has no run: a
 slot of a job that produced nothing (found by the periodic slot check). ``scheduler_down`` and
 ``scheduler_recovered`` have neither run nor job: the workers' watchdog (jobs.worker.watchdog)
-opened or closed an outage of the scheduler (``outage=`` a SchedulerOutage).
+opened or closed an outage of the scheduler (``outage=`` a SchedulerOutage). ``paused``: a job paused
+itself after failures in a row (jobs.lifecycle.streaks: ``run=`` the run whose end did it,
+``reason=``, ``failures=``).
 
 A subscriber that can say in SQL whether it wants an event of a run (``wants_sql``: a predicate
 over the run ``r`` and its job ``j``) lets the worker record a success nobody wants in a single
@@ -28,7 +30,8 @@ ENDED = frozenset(ENDED_STATUSES)  # a run's end is the event of the status it e
 RUN_EVENTS = ENDED | {"attempt_failed"}
 SLOT_MISSED = "slot_missed"
 SCHEDULER_DOWN, SCHEDULER_RECOVERED = "scheduler_down", "scheduler_recovered"
-OTHER_EVENTS = frozenset({SLOT_MISSED, SCHEDULER_DOWN, SCHEDULER_RECOVERED})
+JOB_PAUSED = "paused"  # notifications.models.Event.PAUSED
+OTHER_EVENTS = frozenset({SLOT_MISSED, SCHEDULER_DOWN, SCHEDULER_RECOVERED, JOB_PAUSED})
 
 
 @dataclass(frozen=True)

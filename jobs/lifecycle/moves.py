@@ -3,7 +3,7 @@
 ``transition`` moves a run only if it is still in one of the statuses it is moved from (and at the
 same attempt), so two processes can never both move a run; ``move_locked`` moves runs the caller
 holds locked in one UPDATE. A move that ends a run records its end (``RunEnd``) in the same
-transaction, for the figures (``rollup``).
+transaction, for the figures (``rollup``), and moves its job's failure streak (``streaks``).
 """
 
 from django.db import connection, transaction
@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from ..choices import ACTIVE_STATUSES, TERMINAL_STATUSES, RunStatus
 from ..models import JobRun, RunEnd
+from . import streaks
 
 # The run state machine (docs/reference/run-states.md): each status and the statuses a run may
 # reach it from. queued -> queued is a publish again; running -> queued a lost attempt run again.
@@ -41,6 +42,7 @@ def transition(run, to, *, frm, **fields):
             updated = _move(run, to, frm, fields)
             if updated:
                 RunEnd.record(run, to, fields.get("finished_at") or timezone.now())
+                streaks.count_end(run, to)
     else:
         updated = _move(run, to, frm, fields)
     if updated:

@@ -6,8 +6,8 @@ and the release of a batch of runs whose start time has come (``release``), like
 They are the moves of jobs.lifecycle.attempts (``claim_by_orm``, ``succeed_by_orm``), written as
 data-modifying CTEs, and tests/test_lifecycle_parity.py holds the two to the same result: the claim
 is still a conditional UPDATE (one claimant wins) that inserts the attempt row in the same statement
-and returns the run with its job; the success moves the run, finishes its attempt and records the
-end for the pages' figures (``RunEnd``) together,
+and returns the run with its job; the success moves the run, finishes its attempt, records the
+end for the pages' figures (``RunEnd``) and ends the job's failure streak (``streaks``) together,
 unless a subscriber of the run's events wants this one (``events.wanted_sql``), in which case
 nothing is changed and the caller records it the ordinary way, with its event. Times are the
 database's (``statement_timestamp()``), as everywhere a time is compared across hosts.
@@ -93,6 +93,10 @@ WITH target AS (
     SET outcome = '{AttemptOutcome.SUCCEEDED.value}', finished_at = statement_timestamp(), error = '', traceback = ''
     WHERE run_id = %(run_id)s AND number = %(attempt)s AND outcome = '{AttemptOutcome.RUNNING.value}'
       AND EXISTS (SELECT 1 FROM moved)
+), streak AS (
+    -- streaks.count_end: a success ends the job's failure streak (written only when there was one)
+    UPDATE {JOB} SET consecutive_failures = 0
+    WHERE id = (SELECT job_id FROM moved) AND consecutive_failures > 0
 ), ended AS (
     -- RunEnd.record: the end, for the figures of the pages (folded later by lifecycle.rollup)
     INSERT INTO {END} (run_id, job_id, status, ended_at, seconds)

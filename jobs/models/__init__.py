@@ -8,6 +8,7 @@ every move of a run are the lifecycle's (``jobs.lifecycle.moves``).
 from ..choices import (
     ACTIVE_STATUSES,
     ENDED_STATUSES,
+    FAILURE_END_STATUSES,
     TERMINAL_STATUSES,
     TIMED_END_STATUSES,
     UNSUCCESSFUL_END_STATUSES,
@@ -26,7 +27,7 @@ from .leases import Lease, SchedulerOutage
 from .run import JobRun, StatusOf, idempotency_key
 
 __all__ = [
-    "ACTIVE_STATUSES", "ENDED_STATUSES", "TERMINAL_STATUSES", "TIMED_END_STATUSES", "UNSUCCESSFUL_END_STATUSES",
+    "ACTIVE_STATUSES", "ENDED_STATUSES", "FAILURE_END_STATUSES", "TERMINAL_STATUSES", "TIMED_END_STATUSES", "UNSUCCESSFUL_END_STATUSES",
     "AttemptOutcome", "CatchupPolicy", "CountField", "DeliveryCounter", "EndCounts", "HourCounts", "Job",
     "JobAttempt", "JobDayCounts", "JobHourCounts", "JobRun", "Lease", "OverlapPolicy", "RecentRuns", "RunEnd",
     "RunStatus", "RunTrigger", "ScheduleType", "SchedulerOutage", "StatusOf", "idempotency_key",

@@ -125,6 +125,17 @@ class Job(models.Model):
     )
 
     enabled = models.BooleanField(default=True)
+    pause_after_failures = CountField(
+        verbose_name="pause after failures", null=True, blank=True, validators=[MaxValueValidator(1000)],
+        help_text="Pause the job itself after this many runs in a row end failed, timed out or lost; "
+                  "empty or 0: never.",
+    )
+    # The runs that ended failed, timed out or lost since the job's last success (or resume): kept
+    # up to date where runs end (jobs.lifecycle.streaks), so no run's end reads the history.
+    consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
+    paused_reason = models.TextField(
+        blank=True, editable=False, help_text="Why the service paused the job itself (auto-pause); cleared on resume.",
+    )
     queue = models.CharField(max_length=100, blank=True, default="")
     priority = models.PositiveSmallIntegerField(
         default=DEFAULT_PRIORITY, validators=[MaxValueValidator(MAX_PRIORITY)],

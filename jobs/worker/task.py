@@ -45,7 +45,16 @@ def execute_run(self, run_id, attempt):
             spec = kinds.get(run.job.kind)
             if spec is None:
                 raise LookupError(f"the job kind {run.job.kind!r} is not registered on this worker (JOBS_KINDS)")
+            if spec.transactional(run.job):
+                # Its writes and its success commit together (exactly once), or not at all.
+                outcome = lifecycle.succeed_in_one_transaction(run_id, attempt, lambda: spec.execute(context))
+                result = stored.result(outcome.result)
+                return {"run_id": run_id, "attempt": attempt, "result": result}
             outcome = spec.execute(context)
+    except lifecycle.OutcomeRefused:
+        logger.warning("run %s attempt %s: outcome refused, the run is no longer this attempt's (declared lost "
+                       "and run again, or cancelled); its writes were rolled back", run_id, attempt)
+        return {"run_id": run_id, "attempt": attempt, "refused": True}
     except JobFailed as exc:
         close_old_connections()
         if beat.fenced:  # the worker stopped it itself, cut off: the infrastructure's loss, not the job's

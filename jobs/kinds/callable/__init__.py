@@ -48,7 +48,11 @@ def execute(context):
     return Outcome(output=output, output_bytes=written, result=result)
 
 
+def transactional(job):
+    return registry.is_transactional(job.target)
+
+
 KIND = JobKindSpec(
     name="callable", label="Registered function", execute=execute, validate=validate, fields=("args", "kwargs"),
-    soft_time_limit=True, target_options=registry.registered_names,
+    soft_time_limit=True, target_options=registry.registered_names, transactional=transactional,
 )

@@ -2,6 +2,10 @@
 
 A function becomes runnable only by being decorated with ``@job_function``; a job naming anything
 else fails validation when it is defined, not when it runs.
+
+``@job_function(transactional=True)`` marks a function whose only effects are rows in the service's
+own database: each attempt runs inside one transaction with the recording of its outcome, so its
+writes and its success commit together or not at all (exactly once; docs/guide/exactly-once.md).
 """
 
 import functools
@@ -11,7 +15,7 @@ import inspect
 _registry = {}
 
 
-def job_function(name=None):
+def job_function(name=None, *, transactional=False):
     def register(func):
         key = name or f"{func.__module__}.{func.__qualname__}"
         existing = _registry.get(key)
@@ -19,6 +23,7 @@ def job_function(name=None):
             raise ValueError(f"job function {key!r} is registered twice")
         _registry[key] = func
         func.job_function_name = key
+        func.job_transactional = bool(transactional)
         return func
 
     return register
@@ -26,6 +31,11 @@ def job_function(name=None):
 
 def get_function(name):
     return _registry.get(name)
+
+
+def is_transactional(name):
+    """Whether the function registered as ``name`` runs in one transaction with its outcome."""
+    return getattr(_registry.get(name), "job_transactional", False)
 
 
 def registered_names():

@@ -12,6 +12,8 @@ Body (UTF-8 JSON)::
 A digest carries ``"runs": [{"event", "job", "run"}, ...]`` instead of ``job`` and ``run``.
 ``scheduler_down`` and ``scheduler_recovered`` carry ``"scheduler": {"last_tick_at", "noticed_at",
 "noticed_by", "recovered_at"}`` (ISO 8601 or null), with ``job`` ``{"id": null, "name": "(scheduler)"}``.
+``paused`` (a job paused itself) carries ``"paused": {"reason": "...", "failures": 3}``, its ``run``
+the failed run that made the job pause.
 Header ``X-Signature: sha256=<hex>`` is HMAC-SHA256(secret, raw body): verify it over the bytes
 received, before parsing them.
 """
@@ -44,6 +46,9 @@ def _summary(payload):
                "run": {**{k: run.get(k) for k in RUN_FIELDS}, "url": run_url(run["id"]) if run.get("id") else None}}
     if "scheduler" in payload:
         summary["scheduler"] = payload["scheduler"]
+    if payload.get("event") == "paused":
+        details = payload.get("details") or {}
+        summary["paused"] = {"reason": details.get("reason"), "failures": details.get("failures")}
     return summary
 
 
