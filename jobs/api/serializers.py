@@ -200,6 +200,45 @@ class JobSerializer(serializers.ModelSerializer):
                                   "permission and write the audit entry: pass them the validated data.")
 
 
+DST_PREVIEW_SCHEMA = {
+    "type": "object", "nullable": True,
+    "description": "A cron job's next two clock changes in its zone (none for UTC or a zone without DST) and what "
+                   "its DST policy (`dst_skipped`, `dst_repeated`) does to each slot they skip or repeat; null for "
+                   "other schedules.",
+    "properties": {
+        "timezone": {"type": "string"}, "dst_skipped": {"type": "string"}, "dst_repeated": {"type": "string"},
+        "transitions": {"type": "array", "items": {"type": "object", "properties": {
+            "kind": {"type": "string", "enum": ["skipped", "repeated"]},
+            "at": {"type": "string", "format": "date-time"},
+            "local_before": {"type": "string", "description": "The wall-clock time just before the change."},
+            "local_after": {"type": "string", "description": "The wall-clock time the clocks are set to."},
+            "offset_before": {"type": "string"}, "offset_after": {"type": "string"},
+            "description": {"type": "string"},
+            "slots": {"type": "array", "items": {"type": "object", "properties": {
+                "wall": {"type": "string"},
+                "outcome": {"type": "string", "enum": ["shifted", "skipped", "first", "second", "both"]},
+                "runs_at": {"type": "array", "items": {"type": "string", "format": "date-time"}},
+                "text": {"type": "string"},
+            }}},
+            "more_slots": {"type": "boolean"},
+        }}},
+    },
+}
+
+
+class JobDetailSerializer(JobSerializer):
+    """One job, with what only its own views show (each costs a little: never in a list)."""
+
+    dst_preview = serializers.SerializerMethodField()
+
+    class Meta(JobSerializer.Meta):
+        fields = [*JobSerializer.Meta.fields, "dst_preview"]
+
+    @extend_schema_field(DST_PREVIEW_SCHEMA)
+    def get_dst_preview(self, job):
+        return definitions.dst_preview(job)
+
+
 class AttemptSerializer(serializers.ModelSerializer):
     class Meta:
         model = JobAttempt

@@ -20,6 +20,7 @@ from .. import kinds
 from ..actions import jobs as actions
 from ..actions.permissions import sees_everything, visible_jobs, visible_runs
 from ..api.views import with_tag
+from ..definitions import jobs as definitions
 from ..kinds.base import result_as_json
 from ..models import ACTIVE_STATUSES, RunStatus
 from . import charts, figures, keyset, queries
@@ -129,6 +130,7 @@ def job_detail(request, pk):
         "job": job,
         "tzname": tzname,
         "upcoming": [(slot_text(slot, tzname), slot) for slot in job.upcoming_slots(10)],
+        "dst_preview": definitions.dst_preview(job),
         "runs": history,
         "status": status,
         "statuses": RunStatus.values,
