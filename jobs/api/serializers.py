@@ -19,7 +19,7 @@ from ..access import secrets
 from ..actions.permissions import queue_refusal
 from ..definitions import fields as job_fields
 from ..definitions import jobs as definitions
-from ..models import Job, JobAttempt, JobRun
+from ..models import DstRepeated, DstSkipped, Job, JobAttempt, JobRun
 from ..timing import schedules
 
 # Keys of ``parse_schedule``'s errors that describe a part of the schedule object.
@@ -147,7 +147,9 @@ class JobSerializer(serializers.ModelSerializer):
         read_only_fields = ["next_run_at", "created_at", "updated_at"]
         # Kept as given: a request body is sent byte for byte, and a text of several lines keeps
         # its indentation (and a file applied twice compares equal).
-        extra_kwargs = {"description": {"trim_whitespace": False}, "http_body": {"trim_whitespace": False}}
+        extra_kwargs = {"description": {"trim_whitespace": False}, "http_body": {"trim_whitespace": False},
+                        **{name: {"error_messages": {"invalid_choice": f"Must be one of {', '.join(choices.values)}."}}
+                           for name, choices in (("dst_skipped", DstSkipped), ("dst_repeated", DstRepeated))}}
 
     def validate(self, attrs):
         nul = [name for name in ("tags", "args", "kwargs", "environment", "http_headers", "http_ok_statuses",
