@@ -66,7 +66,7 @@ def runs_table(runs):
 
 JOB_FIELDS = ["id", "name", "description", "owner", "group", "tags", "kind", "target", "args", "kwargs",
               "http_method", "http_ok_statuses", "enabled", "queue", "max_retries", "timeout_seconds",
-              "sla_seconds", "overlap_policy", "catchup_policy"]
+              "sla_seconds", "overlap_policy", "catchup_policy", "dst_skipped", "dst_repeated"]
 
 
 def job_lines(job):
@@ -76,6 +76,11 @@ def job_lines(job):
     fields.insert(fields.index(("kind", job["kind"])), ("schedule", schedule(job["schedule"])))
     fields.append(("next_run_at", when(job["next_run_at"]) if job["enabled"] else "- (paused)"))
     fields.append(("last_run", last_run(job)))
+    if job["schedule"]["type"] != "cron":
+        fields = [(name, value) for name, value in fields if not name.startswith("dst_")]
+    for change in (job.get("dst_preview") or {}).get("transitions", []):
+        fields.append(("clock change", change["description"]))
+        fields.extend(("", f"  {slot['text']}") for slot in change["slots"])
     width = max(len(name) for name, _ in fields)
     return [f"{name.ljust(width)}  {shown(value)}" for name, value in fields]
 
