@@ -129,6 +129,17 @@ def folds_after(zone, hour):
     return tuple(found)
 
 
+def second_occurrences_between(zone, after, until):
+    """Whether the second reading of a repeated stretch (where only ``second`` and ``both`` have
+    slots) may overlap (after, until]: if not, ``both``'s next slot is ``first``'s."""
+    if until - after > timedelta(hours=GAP_LOOKBACK_HOURS - 1):
+        return True
+    hour = after.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    # The falls back from a day before ``after`` (its second reading may still be going on) to a day after.
+    folds = folds_after(zone, hour - timedelta(hours=GAP_LOOKBACK_HOURS)) + folds_after(zone, hour)
+    return any(set_back_at <= until and after < set_back_at + length for set_back_at, _, length in folds)
+
+
 def earliest_wall(zone, after, second=False):
     """The wall-clock time from which a slot's instant can be after ``after``: ``after``'s own wall
     time, or, within a gap's length after a gap, the wall time ``after`` would read with the offset
@@ -150,13 +161,12 @@ def next_cron_slot(expression, timezone_name, after, skipped=DstSkipped.SHIFT, r
     """The first slot of ``expression`` strictly after the instant ``after``, under the DST policy
     ``skipped`` and ``repeated`` (the module's docstring)."""
     if repeated == DstRepeated.BOTH:  # the slots of both occurrences: the union of first's and second's
-        slots = [slot for slot in (_next_slot(expression, timezone_name, after, skipped, first_or_second)
-                                   for first_or_second in (DstRepeated.FIRST, DstRepeated.SECOND))
-                 if slot is not None]
-        if not slots:
-            raise ValueError(f"no slot found for {expression!r} after {after}")
-        return min(slots)
-    slot = _next_slot(expression, timezone_name, after, skipped, repeated)
+        slot = _next_slot(expression, timezone_name, after, skipped, DstRepeated.FIRST)
+        if slot is None or second_occurrences_between(ZoneInfo(timezone_name), after, slot):
+            slots = [slot, _next_slot(expression, timezone_name, after, skipped, DstRepeated.SECOND)]
+            slot = min((s for s in slots if s is not None), default=None)
+    else:
+        slot = _next_slot(expression, timezone_name, after, skipped, repeated)
     if slot is None:
         raise ValueError(f"no slot found for {expression!r} after {after}")
     return slot
