@@ -210,7 +210,7 @@ DST_PREVIEW_SCHEMA = {
     "properties": {
         "timezone": {"type": "string"}, "dst_skipped": {"type": "string"}, "dst_repeated": {"type": "string"},
         "transitions": {"type": "array", "items": {"type": "object", "properties": {
-            "kind": {"type": "string", "enum": ["skipped", "repeated"]},
+            "kind": {"type": "string", "description": "skipped (clocks jump forward) or repeated (they fall back)"},
             "at": {"type": "string", "format": "date-time"},
             "local_before": {"type": "string", "description": "The wall-clock time just before the change."},
             "local_after": {"type": "string", "description": "The wall-clock time the clocks are set to."},
@@ -218,7 +218,7 @@ DST_PREVIEW_SCHEMA = {
             "description": {"type": "string"},
             "slots": {"type": "array", "items": {"type": "object", "properties": {
                 "wall": {"type": "string"},
-                "outcome": {"type": "string", "enum": ["shifted", "skipped", "first", "second", "both"]},
+                "outcome": {"type": "string", "description": "shifted, skipped, first, second or both"},
                 "runs_at": {"type": "array", "items": {"type": "string", "format": "date-time"}},
                 "text": {"type": "string"},
             }}},
