@@ -25,6 +25,19 @@ class OverlapPolicy(models.TextChoices):
     REPLACE = "replace", "Cancel the earlier run, start the new slot"
 
 
+class DstSkipped(models.TextChoices):
+    """What a cron slot whose wall-clock time the clocks skip (spring forward) does."""
+    SHIFT = "shift", "Run it shifted forward by the gap"
+    SKIP = "skip", "Do not run it"
+
+
+class DstRepeated(models.TextChoices):
+    """What a cron slot whose wall-clock time the clocks read twice (fall back) does."""
+    FIRST = "first", "Run it once, at its first occurrence"
+    SECOND = "second", "Run it once, at its second occurrence"
+    BOTH = "both", "Run it at both occurrences"
+
+
 class RunStatus(models.TextChoices):
     PENDING = "pending"
     QUEUED = "queued"

@@ -131,6 +131,8 @@ def list_jobs(ctx, as_json, tag, kind, enabled):
 def show(ctx, as_json, job):
     """One job: its fields, schedule, next run and its last 5 runs."""
     found = find_job(ctx.api, job)
+    # The list leaves out what only one job's view shows (its dst_preview).
+    found = ctx.api.get(f"/api/jobs/{found['id']}/", not_found=f"no job named '{job}' (it was deleted meanwhile)")
     runs = ctx.api.get_all("/api/runs/", {"job": found["id"]}, limit=5)
     if as_json:
         output.emit_json({"job": found, "recent_runs": runs})

@@ -72,7 +72,8 @@ def params_text(run):
 
 JOB_FIELDS = ["id", "name", "description", "owner", "group", "tags", "kind", "target", "parameters", "args", "kwargs",
               "http_method", "http_ok_statuses", "enabled", "queue", "max_retries", "timeout_seconds",
-              "sla_seconds", "overlap_policy", "catchup_policy", "pause_after_failures", "consecutive_failures"]
+              "sla_seconds", "overlap_policy", "catchup_policy", "pause_after_failures", "consecutive_failures",
+              "dst_skipped", "dst_repeated"]
 
 
 def job_lines(job):
@@ -84,6 +85,11 @@ def job_lines(job):
     if job.get("paused_reason"):  # it paused itself (auto-pause)
         fields.append(("paused_reason", job["paused_reason"]))
     fields.append(("last_run", last_run(job)))
+    if job["schedule"]["type"] != "cron":
+        fields = [(name, value) for name, value in fields if not name.startswith("dst_")]
+    for change in (job.get("dst_preview") or {}).get("transitions", []):
+        fields.append(("clock change", change["description"]))
+        fields.extend(("", f"  {slot['text']}") for slot in change["slots"])
     width = max(len(name) for name, _ in fields)
     return [f"{name.ljust(width)}  {shown(value)}" for name, value in fields]
 

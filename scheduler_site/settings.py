@@ -214,6 +214,7 @@ SPECTACULAR_SETTINGS = {
     # Runs, workflow runs and workflow steps each have a status (and a trigger) of their own.
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "jobs.models.RunStatus",
+        "JobKindEnum": "jobs.kinds.choices",  # a job's kind in several components (a job, one job's view)
         "RunTriggerEnum": "jobs.models.RunTrigger",
         "WorkflowRunStatusEnum": "workflows.models.WorkflowRunStatus",
         "WorkflowTriggerEnum": "workflows.models.WorkflowTrigger",

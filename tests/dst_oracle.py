@@ -109,3 +109,78 @@ def transitions_2026_2030():
                 found.append((name, datetime.fromtimestamp(high, UTC), previous, offset))
             previous = offset
     return found
+
+
+# --- each DST policy (a job's dst_skipped and dst_repeated)
+#
+# The same walk, keeping every reading of a wall-clock minute rather than its first: a policy then
+# picks, for a minute the clock skips, its shifted instant (shift) or none (skip), and for a minute
+# the clock reads twice, its first reading, its last one, or both.
+
+
+@functools.lru_cache(maxsize=64)
+def wall_readings(zone_name, around, hours=72):
+    """({wall-clock minute: (its instants, in order)}, {skipped wall-clock minute: its instant
+    shifted by the gap}) for the ``hours`` either side of the UTC instant ``around``."""
+    zone = ZoneInfo(zone_name)
+    first = (around - timedelta(hours=hours)).replace(second=0, microsecond=0)
+    read, skipped, previous = {}, {}, None
+    for step in range(2 * hours * 60):
+        instant = first + step * MINUTE
+        reading = instant.astimezone(zone).replace(tzinfo=None)
+        if previous is not None and reading - previous > MINUTE:
+            gap = reading - previous - MINUTE
+            wall = previous + MINUTE
+            while wall < reading:
+                skipped.setdefault(wall, wall + gap - reading + instant)
+                wall += MINUTE
+        read.setdefault(reading, []).append(instant)
+        previous = reading
+    return {wall: tuple(at) for wall, at in read.items()}, skipped
+
+
+@functools.lru_cache(maxsize=64)
+def policy_instants(zone_name, around, dst_skipped, dst_repeated, hours=72):
+    """{wall-clock minute: its instants under the policy (none, one or two)}."""
+    read, skipped = wall_readings(zone_name, around, hours)
+    chosen = {}
+    for wall, instant in skipped.items():
+        if wall not in read:
+            chosen[wall] = (instant,) if dst_skipped == "shift" else ()
+    for wall, instants in read.items():
+        chosen[wall] = {"first": instants[:1], "second": instants[-1:], "both": (instants[0], instants[-1])
+                        if len(instants) > 1 else instants}[dst_repeated]
+    return chosen
+
+
+def policy_slots_between(expression, zone_name, start, end, dst_skipped, dst_repeated, hours=72):
+    """The oracle's slots under a policy in the UTC range [start, end) (less than ``hours`` from
+    its middle, which is less than a day from a change: a gap shifts by a day at most)."""
+    instants = policy_instants(zone_name, start + (end - start) / 2, dst_skipped, dst_repeated, hours)
+    matches = matcher(expression)
+    return sorted({at for wall, ats in instants.items() if matches(wall) for at in ats if start <= at < end})
+
+
+def policy_oracle_slots(expression, zone_name, transition, day_of, dst_skipped, dst_repeated):
+    """``oracle_slots`` under a policy: (start, end, sorted instants in [start, end))."""
+    start, end, _ = oracle_slots(expression, zone_name, transition, day_of)
+    return start, end, policy_slots_between(expression, zone_name, start, end, dst_skipped, dst_repeated)
+
+
+def zone_transitions(zone_name, start, end):
+    """(instant of the change, offset before, offset after) of every change of one zone in the UTC
+    range [start, end), found as ``transitions_2026_2030`` finds them."""
+    zone = ZoneInfo(zone_name)
+    found = []
+    previous = start.astimezone(zone).utcoffset()
+    for day in range(1, (end - start).days + 1):
+        offset = (start + timedelta(days=day)).astimezone(zone).utcoffset()
+        if offset != previous:
+            low, high = int((start + timedelta(days=day - 1)).timestamp()), int((start + timedelta(days=day)).timestamp())
+            while high - low > 1:
+                middle = (low + high) // 2
+                moved = datetime.fromtimestamp(middle, UTC).astimezone(zone).utcoffset() != previous
+                low, high = (low, middle) if moved else (middle, high)
+            found.append((datetime.fromtimestamp(high, UTC), previous, offset))
+        previous = offset
+    return found

@@ -4,6 +4,7 @@ its --json, each exit code and each error case."""
 
 import json
 from datetime import timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 import yaml
@@ -15,6 +16,7 @@ from jobs.actions.permissions import COMMAND_RUNNERS_GROUP
 from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus
 
+from . import dst_oracle
 from .test_api_jobs_as_code import FILE as JOBS_FILE
 
 pytestmark = pytest.mark.timeout(300)
@@ -75,6 +77,25 @@ def test_show_names_a_job_by_name_or_id(jobsctl, people):
     by_id = json.loads(jobsctl("show", str(job.pk), "--json", token=people["owner"]).stdout)
     assert by_id["job"]["name"] == "nightly" and by_id["job"]["max_retries"] == 4
     assert [r["id"] for r in by_id["recent_runs"]] == [run.pk]
+
+
+def test_show_gives_a_cron_jobs_dst_policy_and_its_next_clock_changes(jobsctl, people):
+    make_job("night", {"type": "cron", "cron": "30 2 * * *", "timezone": "Europe/Berlin"}, dst_skipped="skip",
+             dst_repeated="both")
+    make_job("hourly", HOURLY)
+    shown = jobsctl("show", "night", token=people["owner"]).stdout
+    assert "dst_skipped      skip" in shown and "dst_repeated     both" in shown
+    # The service's clock is the real one: the next two changes of Berlin's, as the oracle finds them.
+    now = timezone.now()
+    changes = dst_oracle.zone_transitions("Europe/Berlin", now - timedelta(days=1), now + timedelta(days=800))
+    changes = [change for change in changes if change[0] > now][:2]
+    for at, before, after in changes:
+        day = f"{at.astimezone(ZoneInfo('Europe/Berlin')):%-d %B}"
+        assert (f"02:30 on {day} is skipped" if after > before else f"02:30 on {day} runs twice: 02:30 CEST and "
+                                                                    "02:30 CET") in shown, shown
+    assert shown.count("clock change") == 2
+    plain = jobsctl("show", "hourly", token=people["owner"]).stdout
+    assert "dst_skipped      shift" in plain and "clock change" not in plain  # UTC has none
 
 
 def test_an_unknown_or_hidden_job_exits_3_with_one_line(jobsctl, people):

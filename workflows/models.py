@@ -13,7 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
 
-from jobs.models import Job, JobRun, ScheduleType
+from jobs.models import DstRepeated, DstSkipped, Job, JobRun, ScheduleType
 from jobs.models.job import exactly_one_schedule
 
 
@@ -108,6 +108,8 @@ class Workflow(models.Model):
     cron_expression = Job.cron_expression
     every_seconds = Job.every_seconds
     slot_after = Job.slot_after
+    # A workflow's cron slots follow the default DST policy (a job's own policy is its fields).
+    dst_skipped, dst_repeated = DstSkipped.SHIFT, DstRepeated.FIRST
     first_slot = Job.first_slot  # its runs' SCHEDULE trigger is the same word as a job's
 
     def graph(self):

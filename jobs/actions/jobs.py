@@ -231,6 +231,7 @@ def edit(actor, job, values=None, schedule=None, detail=""):
         _keep_streak(job, stored)
         if schedule is None:
             definitions.restart_if_reenabled(job, stored.enabled)
+            definitions.restart_if_dst_policy_changed(job, stored)
         _saved(job, schedule)
         if changes := diff(snapshot(stored), snapshot(job)):
             _record(actor, job, Action.CHANGE, changes=changes, detail=detail)
@@ -332,6 +333,7 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
             _keep_streak(job, stored[job.pk])
             if schedule is None:
                 definitions.restart_if_reenabled(job, stored[job.pk].enabled)
+                definitions.restart_if_dst_policy_changed(job, stored[job.pk])
             items.append((job, schedule))
         try:
             invalid = definitions.save_jobs(items, checked_fields, update_fields)

@@ -20,7 +20,7 @@ from ..access import secrets
 from ..actions.permissions import queue_refusal
 from ..definitions import fields as job_fields
 from ..definitions import jobs as definitions
-from ..models import Job, JobAttempt, JobRun
+from ..models import DstRepeated, DstSkipped, Job, JobAttempt, JobRun
 from ..timing import schedules
 
 # Keys of ``parse_schedule``'s errors that describe a part of the schedule object.
@@ -191,7 +191,9 @@ class JobSerializer(serializers.ModelSerializer):
         read_only_fields = ["next_run_at", "consecutive_failures", "paused_reason", "created_at", "updated_at"]
         # Kept as given: a request body is sent byte for byte, and a text of several lines keeps
         # its indentation (and a file applied twice compares equal).
-        extra_kwargs = {"description": {"trim_whitespace": False}, "http_body": {"trim_whitespace": False}}
+        extra_kwargs = {"description": {"trim_whitespace": False}, "http_body": {"trim_whitespace": False},
+                        **{name: {"error_messages": {"invalid_choice": f"Must be one of {', '.join(choices.values)}."}}
+                           for name, choices in (("dst_skipped", DstSkipped), ("dst_repeated", DstRepeated))}}
 
     def validate(self, attrs):
         nul = [name for name in ("tags", "args", "kwargs", "environment", "http_headers", "http_ok_statuses",
@@ -250,6 +252,45 @@ class JobSerializer(serializers.ModelSerializer):
     def save(self, **kwargs):
         raise NotImplementedError("A job is saved by jobs.actions.jobs.create or edit, which check the command-job "
                                   "permission and write the audit entry: pass them the validated data.")
+
+
+DST_PREVIEW_SCHEMA = {
+    "type": "object", "nullable": True,
+    "description": "A cron job's next two clock changes in its zone (none for UTC or a zone without DST) and what "
+                   "its DST policy (`dst_skipped`, `dst_repeated`) does to each slot they skip or repeat; null for "
+                   "other schedules.",
+    "properties": {
+        "timezone": {"type": "string"}, "dst_skipped": {"type": "string"}, "dst_repeated": {"type": "string"},
+        "transitions": {"type": "array", "items": {"type": "object", "properties": {
+            "kind": {"type": "string", "description": "skipped (clocks jump forward) or repeated (they fall back)"},
+            "at": {"type": "string", "format": "date-time"},
+            "local_before": {"type": "string", "description": "The wall-clock time just before the change."},
+            "local_after": {"type": "string", "description": "The wall-clock time the clocks are set to."},
+            "offset_before": {"type": "string"}, "offset_after": {"type": "string"},
+            "description": {"type": "string"},
+            "slots": {"type": "array", "items": {"type": "object", "properties": {
+                "wall": {"type": "string"},
+                "outcome": {"type": "string", "description": "shifted, skipped, first, second or both"},
+                "runs_at": {"type": "array", "items": {"type": "string", "format": "date-time"}},
+                "text": {"type": "string"},
+            }}},
+            "more_slots": {"type": "boolean"},
+        }}},
+    },
+}
+
+
+class JobDetailSerializer(JobSerializer):
+    """One job, with what only its own views show (each costs a little: never in a list)."""
+
+    dst_preview = serializers.SerializerMethodField()
+
+    class Meta(JobSerializer.Meta):
+        fields = [*JobSerializer.Meta.fields, "dst_preview"]
+
+    @extend_schema_field(DST_PREVIEW_SCHEMA)
+    def get_dst_preview(self, job):
+        return definitions.dst_preview(job)
 
 
 class AttemptSerializer(serializers.ModelSerializer):

@@ -25,7 +25,14 @@ from ..models import Job, JobRun, RunStatus
 from ..operations.reports import job_report
 from . import operator, reports
 from .filters import with_tag
-from .serializers import JobSerializer, RunDetailSerializer, RunRequestSerializer, RunSerializer, field_errors
+from .serializers import (
+    JobDetailSerializer,
+    JobSerializer,
+    RunDetailSerializer,
+    RunRequestSerializer,
+    RunSerializer,
+    field_errors,
+)
 
 MAX_BODY_BYTES = 256 * 1024
 # What a job's answer does not show of its last run (``LastRunSerializer``), each up to
@@ -182,6 +189,9 @@ def with_params(runs, user, params, wanted):
 class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
     serializer_class = JobSerializer
 
+    def get_serializer_class(self):
+        return JobSerializer if self.action == "list" else JobDetailSerializer
+
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the types
             return Job.objects.none()
@@ -246,13 +256,13 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
         location = reverse("api:run-detail", args=[run.pk], request=request)
         return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
 
-    @extend_schema(request=None, responses=JobSerializer,
+    @extend_schema(request=None, responses=JobDetailSerializer,
                    description="Stop the job's schedule. Runs already queued still run; run now still works.")
     @action(detail=True, methods=["post"])
     def pause(self, request, pk=None):
         return Response(self.get_serializer(actions.pause(self.actor, self.get_object())).data)
 
-    @extend_schema(request=None, responses=JobSerializer,
+    @extend_schema(request=None, responses=JobDetailSerializer,
                    description="Restart the job's schedule from now on: slots that fell while it was "
                                "paused are not run.")
     @action(detail=True, methods=["post"])

@@ -10,7 +10,7 @@ from django_celery_beat.models import ClockedSchedule, CrontabSchedule, Interval
 
 from .. import kinds
 from ..models import Job, ScheduleType
-from ..timing import schedules
+from ..timing import dst, schedules
 
 MAX_INTERVAL_SECONDS = 10 * 365 * 86400  # IntervalSchedule.every is a 32-bit integer
 
@@ -88,6 +88,25 @@ def schedule_of(job):
     if job.schedule_type == ScheduleType.ONCE:
         return {"type": "once", "run_at": job.clocked.clocked_time.isoformat()}
     return {"type": "manual"}
+
+
+def dst_preview(job, now=None):
+    """The job's ``dst_preview``: its zone's next two clock changes and what its DST policy does to
+    each affected slot (``jobs.timing.dst.preview``); None for a schedule that is not cron."""
+    if job.schedule_type != ScheduleType.CRON or job.crontab is None:
+        return None
+    return dst.preview(job.cron_expression, str(job.crontab.timezone), job.dst_skipped, job.dst_repeated,
+                       now or timezone.now())
+
+
+def restart_if_dst_policy_changed(job, stored):
+    """A new DST policy is a new schedule: the next slot is computed again from now, and the slot
+    check starts afresh. ``job`` is not saved."""
+    changed = (job.dst_skipped, job.dst_repeated) != (stored.dst_skipped, stored.dst_repeated)
+    if changed and job.enabled and job.schedule_type == ScheduleType.CRON:
+        job.next_run_at = None
+        job.next_run_at = job.first_slot()
+        job.slot_check_from = None
 
 
 def _schedule_row(spec):
@@ -241,7 +260,7 @@ class ScheduleRows:
                 else {"clocked": self.clocked[spec["run_at"]]} if kind == "once" else {})
         _point(job, kind, rows)
         if kind == "cron":
-            key = _cron_key(spec)
+            key = (*_cron_key(spec), job.dst_skipped, job.dst_repeated)
             if key not in self.next_crons:
                 self.next_crons[key] = job.first_slot(now)
             job.next_run_at = self.next_crons[key]

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0022_pause_after_failures'),
+        ('jobs', '0023_dst_policy'),
     ]
 
     operations = [

@@ -14,6 +14,8 @@ from ..choices import (
     UNSUCCESSFUL_END_STATUSES,
     AttemptOutcome,
     CatchupPolicy,
+    DstRepeated,
+    DstSkipped,
     OverlapPolicy,
     RunStatus,
     RunTrigger,
@@ -28,7 +30,7 @@ from .run import JobRun, StatusOf, idempotency_key
 
 __all__ = [
     "ACTIVE_STATUSES", "ENDED_STATUSES", "FAILURE_END_STATUSES", "TERMINAL_STATUSES", "TIMED_END_STATUSES", "UNSUCCESSFUL_END_STATUSES",
-    "AttemptOutcome", "CatchupPolicy", "CountField", "DeliveryCounter", "EndCounts", "HourCounts", "Job",
+    "AttemptOutcome", "CatchupPolicy", "CountField", "DeliveryCounter", "DstRepeated", "DstSkipped", "EndCounts", "HourCounts", "Job",
     "JobAttempt", "JobDayCounts", "JobHourCounts", "JobRun", "Lease", "OverlapPolicy", "RecentRuns", "RunEnd",
     "RunStatus", "RunTrigger", "ScheduleType", "SchedulerOutage", "StatusOf", "idempotency_key",
 ]

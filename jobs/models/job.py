@@ -12,7 +12,7 @@ from django.utils import timezone
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
 
 from .. import kinds, parameters
-from ..choices import CatchupPolicy, OverlapPolicy, RunTrigger, ScheduleType
+from ..choices import CatchupPolicy, DstRepeated, DstSkipped, OverlapPolicy, RunTrigger, ScheduleType
 from ..execution.publishing import DEFAULT_PRIORITY, MAX_PRIORITY
 from ..timing import schedules
 from .fields import CountField
@@ -88,6 +88,18 @@ class Job(models.Model):
     )
     catchup_max = CountField(
         verbose_name="catch-up at most (slots)", default=10, help_text="With the 'all' policy, the most missed slots run after downtime."
+    )
+
+    # What a cron slot does on the nights clocks change (jobs.timing.schedules, docs/guide/dst.md).
+    dst_skipped = models.CharField(
+        verbose_name="DST: skipped hour", max_length=8, choices=DstSkipped.choices, default=DstSkipped.SHIFT,
+        help_text="A slot whose wall-clock time does not exist (clocks jump forward): run it shifted forward by "
+                  "the gap, or skip it.",
+    )
+    dst_repeated = models.CharField(
+        verbose_name="DST: repeated hour", max_length=8, choices=DstRepeated.choices, default=DstRepeated.FIRST,
+        help_text="A slot whose wall-clock time comes twice (clocks fall back): run it at its first occurrence, "
+                  "its second, or both.",
     )
 
     overlap_policy = models.CharField(
@@ -181,6 +193,8 @@ class Job(models.Model):
         constraints = [
             exactly_one_schedule("job_exactly_one_schedule"),
             models.CheckConstraint(condition=_positive("timeout_seconds"), name="job_timeout_positive"),
+            models.CheckConstraint(condition=Q(dst_skipped__in=DstSkipped.values), name="job_dst_skipped_valid"),
+            models.CheckConstraint(condition=Q(dst_repeated__in=DstRepeated.values), name="job_dst_repeated_valid"),
             models.CheckConstraint(condition=Q(priority__gte=0, priority__lte=MAX_PRIORITY), name="job_priority_range"),
             models.CheckConstraint(
                 condition=Q(sla_seconds__isnull=True) | _positive("sla_seconds"), name="job_sla_positive"
@@ -297,7 +311,8 @@ class Job(models.Model):
     def slot_after(self, after):
         """The first slot strictly after ``after``, or None when there is none."""
         if self.schedule_type == ScheduleType.CRON:
-            return schedules.next_cron_slot(self.cron_expression, str(self.crontab.timezone), after)
+            return schedules.next_cron_slot(self.cron_expression, str(self.crontab.timezone), after,
+                                            self.dst_skipped, self.dst_repeated)
         if self.schedule_type == ScheduleType.INTERVAL:
             return schedules.next_interval_slot(self.every_seconds, self.next_run_at or after, after)
         if self.schedule_type == ScheduleType.ONCE:

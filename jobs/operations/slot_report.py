@@ -33,6 +33,7 @@ from audit.models import Action, AuditEntry
 
 from ..lifecycle import events
 from ..models import Job, RunStatus, ScheduleType
+from ..timing import dst
 from .backfill import check_range, job_runs, runs_by_slot
 
 logger = logging.getLogger(__name__)
@@ -129,11 +130,26 @@ class EnabledTimeline:
                     spans.append((since, when))
                     since = None
         return spans + ([(since, end)] if since is not None else [])
+# A change of any of these is a change of the job's slots.
+SLOT_CHANGES = Q(changes__has_key="schedule") | Q(changes__has_key="dst_skipped") | Q(changes__has_key="dst_repeated")
 
 
 def schedule_changed_at(job):
-    return (AuditEntry.objects.filter(job=job, action=Action.CHANGE, changes__has_key="schedule")
+    return (AuditEntry.objects.filter(SLOT_CHANGES, job=job, action=Action.CHANGE)
             .order_by("-created_at").values_list("created_at", flat=True).first())
+
+
+def dst_notes(job, start, end):
+    """({slot: note}, [(instant, reason)]) of the job's slots a clock change in [start, end) moved,
+    doubled or skipped, by its DST policy (``jobs.timing.dst.report_notes``)."""
+    if job.schedule_type != ScheduleType.CRON or str(job.crontab.timezone) == "UTC":
+        return {}, []
+    return dst.report_notes(job.cron_expression, str(job.crontab.timezone), job.dst_skipped, job.dst_repeated,
+                            start, end)
+
+
+def with_note(reason, note):
+    return "; ".join(text for text in (reason, note) if text)
 
 
 def build(job, start, end, now=None, alert=False, known=None, slots_of=None):
@@ -154,7 +170,9 @@ def build(job, start, end, now=None, alert=False, known=None, slots_of=None):
         slots = check_range(job, first, end, settings.JOBS_SLOT_REPORT_MAX_SLOTS, now=now)
     else:
         slots = slots_of(job, first, end)
+    notes, skipped_by_policy = dst_notes(job, first, end)
     if not slots:
+        report.slots = [Slot(at, SKIPPED, reason) for at, reason in skipped_by_policy]
         return report
     by_slot = runs_by_slot(job, slots, end, known_runs)
     timeline = EnabledTimeline(job)
@@ -172,6 +190,11 @@ def build(job, start, end, now=None, alert=False, known=None, slots_of=None):
             report.slots.append(Slot(at, DUE, "not dispatched yet (within the scheduler's grace)"))
         else:
             report.slots.append(Slot(at, MISSING, MISSING_REASON))
+        if note := notes.get(at):
+            report.slots[-1].reason = with_note(report.slots[-1].reason, note)
+    if skipped_by_policy:  # after a slot at the same instant (sorted is stable)
+        report.slots = sorted([*report.slots, *(Slot(at, SKIPPED, reason) for at, reason in skipped_by_policy)],
+                              key=lambda slot: slot.at)
     if alert and report.missing:
         with transaction.atomic():
             for slot in report.missing:
@@ -206,14 +229,19 @@ def explain(job, moment, now=None, tzname="UTC"):
                     f"last changed ({text(report.checked_from)}).")
         nxt = f"; the next slot after it was {text(following)}" if following else ""
         return f"{job.name} had no slot at {text(moment)}{nxt}."
-    slot = report.slots[0]
+    return " ".join(explain_slot(slot, text) for slot in report.slots if slot.at == report.slots[0].at)
+
+
+def explain_slot(slot, text):
     when = text(slot.at, seconds=True)
+    note = f" ({slot.reason})" if slot.reason else ""
     if slot.outcome == RAN:
-        return f"It ran: run #{slot.run.pk} ({slot.run.get_trigger_display().lower()}) for {when} is {slot.run.status}."
+        return (f"It ran: run #{slot.run.pk} ({slot.run.get_trigger_display().lower()}) for {when} is "
+                f"{slot.run.status}{note}.")
     if slot.outcome == SKIPPED:
         return f"Skipped: the slot at {when} was not run: {slot.reason}."
     if slot.outcome == UPCOMING:
-        return f"The slot at {when} has not come yet."
+        return f"The slot at {when} has not come yet{note}."
     if slot.outcome == DUE:
         return f"The slot at {when} is due and not dispatched yet."
     return f"Missing: nothing was recorded for the slot at {when}; an alert is raised by the periodic check."
@@ -243,7 +271,7 @@ def check_recent(now=None, window=None):
         ids = due_ids[offset:offset + CHECK_CHUNK]
         chunk = list(Job.objects.filter(pk__in=ids).select_related("crontab", "interval", "clocked").order_by("pk"))
         # Two queries for the chunk instead of two per job.
-        changed = dict(AuditEntry.objects.filter(job_id__in=ids, action=Action.CHANGE, changes__has_key="schedule")
+        changed = dict(AuditEntry.objects.filter(SLOT_CHANGES, job_id__in=ids, action=Action.CHANGE)
                        .values("job_id").annotate(at=Max("created_at")).values_list("job_id", "at"))
         runs = {}
         for run in job_runs(ids, start, end):
@@ -276,21 +304,27 @@ class WindowSlots:
     def between(self, job, first, end):
         if job.schedule_type != ScheduleType.CRON or end != self.end:
             return check_range(job, first, end, self.limit, now=self.now)
-        if job.crontab_id not in self.in_window:
-            self.in_window[job.crontab_id] = check_range(job, self.start, self.end, self.limit, now=self.now)
-        return [slot for slot in self.in_window[job.crontab_id] if slot >= first]
+        key = cron_key(job)
+        if key not in self.in_window:
+            self.in_window[key] = check_range(job, self.start, self.end, self.limit, now=self.now)
+        return [slot for slot in self.in_window[key] if slot >= first]
 
     def first_from_end(self, job):
         """The job's first slot at or after the window's end: where the next pass starts."""
-        if job.schedule_type == ScheduleType.CRON and job.crontab_id in self.after:
-            return self.after[job.crontab_id]
+        if job.schedule_type == ScheduleType.CRON and cron_key(job) in self.after:
+            return self.after[cron_key(job)]
         try:
             following = (job.slots_between(self.end, NO_MORE_SLOTS, 0) or [NO_MORE_SLOTS])[0]
         except (OverflowError, ValueError):
             following = NO_MORE_SLOTS
         if job.schedule_type == ScheduleType.CRON:
-            self.after[job.crontab_id] = following
+            self.after[cron_key(job)] = following
         return following
+
+
+def cron_key(job):
+    """What a cron job's slots depend on: its schedule row and its DST policy."""
+    return job.crontab_id, job.dst_skipped, job.dst_repeated
 
 
 def advance(jobs, following):

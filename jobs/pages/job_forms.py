@@ -33,7 +33,7 @@ from ..actions.permissions import sees_everything, visible_jobs
 from ..api.serializers import JobSerializer, ScheduleField, field_errors
 from ..definitions import fields as job_fields
 from ..definitions import jobs as definitions
-from ..models import Job, ScheduleType
+from ..models import DstRepeated, DstSkipped, Job, ScheduleType
 from .common import actor, job_timezone, page, refused_is_forbidden, slot_text
 
 PREVIEW_SLOTS = 10
@@ -361,7 +361,7 @@ def form_context(request, values, errors, job=None):
         "schedule_field": make_field("schedule_type", values, errors, request),
         "schedules": [(value, fields(SCHEDULE_FIELDS[value])) for value in ScheduleType.values],
         "other_errors": [text for name, texts in errors.items() if name not in shown for text in texts],
-        "preview": schedule_preview(schedule_object(values)),
+        "preview": schedule_preview(schedule_object(values), values),
         "mask": secrets.MASK,
     }
 
@@ -369,14 +369,18 @@ def form_context(request, values, errors, job=None):
 # --- the schedule in words and its next slots
 
 
-def schedule_preview(spec):
+def schedule_preview(spec, values=None):
     """{"description", "timezone", "slots"} of a schedule object, or {"errors": {field: [...]}} with
-    the API's messages."""
+    the API's messages. ``values``: the form's, whose DST policy the slots follow (the default
+    where it is not one of the choices)."""
     try:
         spec = ScheduleField().to_internal_value(spec)["schedule"]
     except serializers.ValidationError as exc:
         return {"errors": form_errors({"schedule": exc.detail})}
     job = definitions.preview_schedule(spec)
+    for name, choices in (("dst_skipped", DstSkipped.values), ("dst_repeated", DstRepeated.values)):
+        if (values or {}).get(name) in choices:
+            setattr(job, name, values[name])
     zone = job_timezone(job)
     slots = job.upcoming_slots(PREVIEW_SLOTS)
     return {
@@ -389,7 +393,7 @@ def schedule_preview(spec):
 @login_required
 def schedule_preview_view(request):
     """What the form shows as the schedule is typed: GET with the form's schedule fields."""
-    return JsonResponse(schedule_preview(schedule_object(request.GET)))
+    return JsonResponse(schedule_preview(schedule_object(request.GET), request.GET))
 
 
 # --- the views

@@ -22,6 +22,7 @@ from ..actions import jobs as actions
 from ..actions.permissions import sees_everything, visible_jobs, visible_runs
 from ..api.filters import with_tag
 from ..api.views import param_filters, with_params
+from ..definitions import jobs as definitions
 from ..kinds.base import result_as_json
 from ..models import ACTIVE_STATUSES, RunStatus
 from ..operations.reports import job_report
@@ -136,6 +137,7 @@ def job_detail(request, pk):
         "job": job,
         "tzname": tzname,
         "upcoming": [(slot_text(slot, tzname), slot) for slot in job.upcoming_slots(10)],
+        "dst_preview": definitions.dst_preview(job),
         "runs": history,
         "status": status,
         "statuses": RunStatus.values,

@@ -1,22 +1,30 @@
 """When a job's slots fall: cron in the job's own timezone, fixed intervals, one moment.
 
 Cron expressions are read with croniter on naive wall-clock times, and each matching wall-clock
-time becomes one instant (``wall_instant``). That fixes the DST cases (documented in docs/guide/schedules.md):
+time becomes one instant (``wall_instant``, or ``policy_instant`` for a job's own DST policy). The
+DST cases (docs/guide/dst.md), by the job's ``dst_skipped`` and ``dst_repeated``:
 
-- every slot in a skipped stretch (02:00-02:59 when clocks jump from 02:00 to 03:00) runs, each
-  shifted forward by the gap: 02:00, 02:15, 02:30, 02:45 run at 03:00, 03:15, 03:30, 03:45, in
-  that order, at distinct instants. A shifted slot that falls on an ordinary slot (02:30 shifted
-  and 03:30 in ``0,30 2,3 * * *``) is the same instant, so one slot, run once. A whole skipped day
-  (Pacific/Apia went from 2011-12-29 to 2011-12-31) is a gap of 24 h like any other: its slots run
-  at the same wall-clock times on the next day, merging with that day's slots where they coincide;
-- a slot in the repeated hour (02:30 when clocks fall back from 03:00 to 02:00) runs once, at its
-  first occurrence (``fold=0``: the earlier instant, still in summer time).
+- ``dst_skipped=shift`` (the default): every slot in a skipped stretch (02:00-02:59 when clocks
+  jump from 02:00 to 03:00) runs, each shifted forward by the gap: 02:00, 02:15, 02:30, 02:45 run
+  at 03:00, 03:15, 03:30, 03:45, in that order, at distinct instants. A shifted slot that falls on
+  an ordinary slot (02:30 shifted and 03:30 in ``0,30 2,3 * * *``) is the same instant, so one
+  slot, run once. A whole skipped day (Pacific/Apia went from 2011-12-29 to 2011-12-31) is a gap
+  of 24 h like any other: its slots run at the same wall-clock times on the next day, merging with
+  that day's slots where they coincide;
+- ``dst_skipped=skip``: a slot whose wall-clock time does not exist is not run;
+- ``dst_repeated=first`` (the default): a slot in the repeated hour (02:30 when clocks fall back
+  from 03:00 to 02:00) runs once, at its first occurrence (``fold=0``: the earlier instant, still
+  in summer time);
+- ``dst_repeated=second``: once, at its second occurrence (``fold=1``, in winter time);
+- ``dst_repeated=both``: at both occurrences, two slots (the union of ``first``'s and ``second``'s).
 
 The instants of shifted slots interleave with the ordinary slots just after the gap, so the next
 slot is the earliest instant of the wall times from shortly before ``after`` on, not the first
-wall time after it. Every caller (dispatch, catch-up, backfill, the slot report and "why", the
-previews) gets its slots from ``next_cron_slot`` (through ``Job.slot_after``): slots are strictly
-increasing instants, so no wall-clock slot can fire twice.
+wall time after it (and, for ``second``, from the wall time ``after`` reads in winter time when it
+is in the first reading of a repeated stretch). Every caller (dispatch, catch-up, backfill, the
+slot report and "why", the previews) gets its slots from ``next_cron_slot`` (through
+``Job.slot_after``): slots are strictly increasing instants, so no wall-clock slot can fire twice
+unless its policy is ``both``, and then at two instants.
 """
 
 import functools
@@ -25,6 +33,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterError, croniter
 from django.core.exceptions import ValidationError
+
+from ..choices import DstRepeated, DstSkipped
 
 
 def validate_cron(expression):
@@ -59,6 +69,19 @@ def wall_instant(wall, zone):
     return wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
 
 
+def policy_instant(wall, zone, skipped, repeated):
+    """The instant of the naive wall-clock time ``wall`` in ``zone`` under a DST policy, or None
+    when the policy does not run it. For ``repeated``, ``first`` or ``second`` (``both`` is the
+    two searched apart). Of PEP 495's two readings, the later one is the second occurrence of a
+    repeated wall time, and the earlier one is the gap's wall time shifted backwards: which is
+    which tells a repeated wall time from a skipped one."""
+    earlier = wall.replace(tzinfo=zone, fold=0).astimezone(UTC)
+    later = wall.replace(tzinfo=zone, fold=1).astimezone(UTC)
+    if later < earlier:  # in a gap: ``earlier`` is the wall time shifted forward
+        return None if skipped == DstSkipped.SKIP else earlier
+    return later if repeated == DstRepeated.SECOND else earlier
+
+
 GAP_LOOKBACK_HOURS = 26  # longer than any gap (the longest, Apia's and Kwajalein's skipped days: 24 h)
 
 
@@ -84,44 +107,97 @@ def gaps_before(zone, hour):
     return tuple(found)
 
 
-def earliest_wall(zone, after):
+@functools.lru_cache(maxsize=4096)
+def folds_after(zone, hour):
+    """The falls back of ``zone`` (clocks set back) in the UTC ``hour`` or the GAP_LOOKBACK_HOURS
+    after it: (instant of the change, offset after it, length)."""
+    def offset(instant):
+        return instant.astimezone(zone).utcoffset()
+
+    found = []
+    earlier = hour
+    for _ in range(GAP_LOOKBACK_HOURS + 1):
+        later = earlier + timedelta(hours=1)
+        before, after = offset(earlier), offset(later)
+        if after < before:
+            low, high = int(earlier.timestamp()), int(later.timestamp())
+            while high - low > 1:
+                middle = (low + high) // 2
+                low, high = (middle, high) if offset(datetime.fromtimestamp(middle, UTC)) == before else (low, middle)
+            found.append((datetime.fromtimestamp(high, UTC), after, before - after))
+        earlier = later
+    return tuple(found)
+
+
+def second_occurrences_between(zone, after, until):
+    """Whether the second reading of a repeated stretch (where only ``second`` and ``both`` have
+    slots) may overlap (after, until]: if not, ``both``'s next slot is ``first``'s."""
+    if until - after > timedelta(hours=GAP_LOOKBACK_HOURS - 1):
+        return True
+    hour = after.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    # The falls back from a day before ``after`` (its second reading may still be going on) to a day after.
+    folds = folds_after(zone, hour - timedelta(hours=GAP_LOOKBACK_HOURS)) + folds_after(zone, hour)
+    return any(set_back_at <= until and after < set_back_at + length for set_back_at, _, length in folds)
+
+
+def earliest_wall(zone, after, second=False):
     """The wall-clock time from which a slot's instant can be after ``after``: ``after``'s own wall
     time, or, within a gap's length after a gap, the wall time ``after`` would read with the offset
-    before the gap (the gap's wall times run shifted past its end)."""
+    before the gap (the gap's wall times run shifted past its end), or, with ``second``, in the
+    first reading of a repeated stretch, the wall time ``after`` would read with the offset after
+    it (the stretch's second occurrences are still to come)."""
     start = after.astimezone(zone).replace(tzinfo=None)
     for jumped_at, offset_before, length in gaps_before(zone, after.replace(minute=0, second=0, microsecond=0)):
         if jumped_at <= after < jumped_at + length:
             start = min(start, (after + offset_before).replace(tzinfo=None))
+    if second:  # in the first reading of a repeated stretch, its wall times come again
+        for set_back_at, offset_after, length in folds_after(zone, after.replace(minute=0, second=0, microsecond=0)):
+            if set_back_at - length <= after < set_back_at:
+                start = min(start, (after + offset_after).replace(tzinfo=None))
     return start
 
 
-def next_cron_slot(expression, timezone_name, after):
-    """The first slot of ``expression`` strictly after the instant ``after``."""
+def next_cron_slot(expression, timezone_name, after, skipped=DstSkipped.SHIFT, repeated=DstRepeated.FIRST):
+    """The first slot of ``expression`` strictly after the instant ``after``, under the DST policy
+    ``skipped`` and ``repeated`` (the module's docstring)."""
+    if repeated == DstRepeated.BOTH:  # the slots of both occurrences: the union of first's and second's
+        slot = _next_slot(expression, timezone_name, after, skipped, DstRepeated.FIRST)
+        if slot is None or second_occurrences_between(ZoneInfo(timezone_name), after, slot):
+            slots = [slot, _next_slot(expression, timezone_name, after, skipped, DstRepeated.SECOND)]
+            slot = min((s for s in slots if s is not None), default=None)
+    else:
+        slot = _next_slot(expression, timezone_name, after, skipped, repeated)
+    if slot is None:
+        raise ValueError(f"no slot found for {expression!r} after {after}")
+    return slot
+
+
+def _next_slot(expression, timezone_name, after, skipped, repeated):
     zone = ZoneInfo(timezone_name)
     after = after.astimezone(UTC)
+    default = skipped == DstSkipped.SHIFT and repeated == DstRepeated.FIRST
+    second = repeated == DstRepeated.SECOND
     # Back off one minute so a slot at exactly the wall-clock time of `after` in the repeated hour
     # (the second occurrence) is considered and then rejected by the instant comparison.
-    cursor = croniter(expression, earliest_wall(zone, after) - timedelta(minutes=1))
+    cursor = croniter(expression, earliest_wall(zone, after, second) - timedelta(minutes=1))
     best = best_wall = None
     for _ in range(5000):
         wall = cursor.get_next(datetime)
         if best_wall is not None and wall >= best_wall:
             return best  # a wall time at or past the best slot's reading is no earlier instant
-        instant = wall_instant(wall, zone)
-        if instant <= after or (best is not None and instant >= best):
+        instant = wall_instant(wall, zone) if default else policy_instant(wall, zone, skipped, repeated)
+        if instant is None or instant <= after or (best is not None and instant >= best):
             continue
         best, best_wall = instant, instant.astimezone(zone).replace(tzinfo=None)
         if best_wall == wall:
             return best  # not in a gap: no later wall time has an earlier instant
-    if best is not None:
-        return best
-    raise ValueError(f"no slot found for {expression!r} after {after}")
+    return best
 
 
-def cron_slots(expression, timezone_name, after, count):
+def cron_slots(expression, timezone_name, after, count, skipped=DstSkipped.SHIFT, repeated=DstRepeated.FIRST):
     slots = []
     for _ in range(count):
-        after = next_cron_slot(expression, timezone_name, after)
+        after = next_cron_slot(expression, timezone_name, after, skipped, repeated)
         slots.append(after)
     return slots
 
