@@ -229,6 +229,7 @@ def edit(actor, job, values=None, schedule=None, detail=""):
         for name, value in values.items():
             setattr(job, name, value)
         if schedule is None:
+            definitions.follow_spread(job, stored)
             definitions.restart_if_reenabled(job, stored.enabled)
         _saved(job, schedule)
         if changes := diff(snapshot(stored), snapshot(job)):
@@ -323,6 +324,7 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
                 setattr(job, name, value)
             update_fields.update(values)
             if schedule is None:
+                definitions.follow_spread(job, stored[job.pk])
                 definitions.restart_if_reenabled(job, stored[job.pk].enabled)
             items.append((job, schedule))
         try:

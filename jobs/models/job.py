@@ -15,6 +15,7 @@ from .. import kinds
 from ..choices import CatchupPolicy, OverlapPolicy, RunTrigger, ScheduleType
 from ..execution.publishing import DEFAULT_PRIORITY, MAX_PRIORITY
 from ..timing import schedules
+from ..timing import spread as spreading
 from .fields import CountField
 
 
@@ -94,6 +95,14 @@ class Job(models.Model):
     jitter_seconds = CountField(
         verbose_name="jitter (s)", default=0, help_text="Start each scheduled run up to this many seconds after its slot, at random.",
     )
+    spread = CountField(
+        verbose_name="spread (s)", default=0, validators=[MaxValueValidator(spreading.MAX_SPREAD_SECONDS)],
+        help_text="Move every slot by the same offset in [0, spread) seconds, chosen from a hash of the job's "
+                  "name: jobs on one schedule stop starting in the same second (docs/guide/forecast.md).",
+    )
+    # The cron expression as written when it holds H (Jenkins' hash): the crontab row holds it resolved
+    # for this job (jobs.timing.spread.resolve), so beat and the admin read plain numbers. Empty otherwise.
+    cron_text = models.CharField(max_length=200, blank=True, default="", editable=False)
 
     # Limits of a command job's process group (rlimits, applied by the worker with prlimit).
     memory_limit_mb = CountField(
@@ -164,6 +173,8 @@ class Job(models.Model):
             exactly_one_schedule("job_exactly_one_schedule"),
             models.CheckConstraint(condition=_positive("timeout_seconds"), name="job_timeout_positive"),
             models.CheckConstraint(condition=Q(priority__gte=0, priority__lte=MAX_PRIORITY), name="job_priority_range"),
+            models.CheckConstraint(condition=Q(spread__gte=0, spread__lte=spreading.MAX_SPREAD_SECONDS),
+                                   name="job_spread_range"),
             models.CheckConstraint(
                 condition=Q(sla_seconds__isnull=True) | _positive("sla_seconds"), name="job_sla_positive"
             ),
@@ -241,7 +252,8 @@ class Job(models.Model):
     def describe_schedule(self):
         if self.schedule_type == ScheduleType.CRON and self.crontab:
             expr = self.cron_expression
-            return f"{schedules.describe_cron(expr)} ({expr}, {self.crontab.timezone})"
+            written = f"{self.cron_text} = {expr}" if self.cron_text else expr
+            return f"{schedules.describe_cron(expr)} ({written}, {self.crontab.timezone})"
         if self.schedule_type == ScheduleType.INTERVAL and self.interval:
             return f"Every {self.every_seconds:g} seconds"
         if self.schedule_type == ScheduleType.ONCE and self.clocked:
@@ -258,14 +270,21 @@ class Job(models.Model):
         period_seconds = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1, "microseconds": 1e-6}
         return self.interval.every * period_seconds[self.interval.period]
 
+    @property
+    def spread_offset(self):
+        """How much later than its schedule's times this job's slots fall (``spread``)."""
+        return timedelta(seconds=spreading.offset_seconds(self.name, self.spread))
+
     def slot_after(self, after):
-        """The first slot strictly after ``after``, or None when there is none."""
+        """The first slot strictly after ``after``, or None when there is none. A slot is the
+        schedule's time moved by ``spread_offset``: that instant is the run's ``scheduled_for``."""
+        shift = self.spread_offset
         if self.schedule_type == ScheduleType.CRON:
-            return schedules.next_cron_slot(self.cron_expression, str(self.crontab.timezone), after)
-        if self.schedule_type == ScheduleType.INTERVAL:
+            return schedules.next_cron_slot(self.cron_expression, str(self.crontab.timezone), after - shift) + shift
+        if self.schedule_type == ScheduleType.INTERVAL:  # the grid's anchor, next_run_at, holds the offset
             return schedules.next_interval_slot(self.every_seconds, self.next_run_at or after, after)
         if self.schedule_type == ScheduleType.ONCE:
-            run_at = self.clocked.clocked_time
+            run_at = self.clocked.clocked_time + shift
             return run_at if run_at > after else None
         return None
 
@@ -289,7 +308,7 @@ class Job(models.Model):
             count = max(0, min(limit + 1, math.ceil((end - first).total_seconds() / every)))
             return [first + timedelta(seconds=every * k) for k in range(count)]
         if self.schedule_type == ScheduleType.ONCE:
-            run_at = self.clocked.clocked_time
+            run_at = self.clocked.clocked_time + self.spread_offset
             return [run_at] if start <= run_at < end else []
         if self.schedule_type != ScheduleType.CRON:
             return []
@@ -308,10 +327,10 @@ class Job(models.Model):
         if self.schedule_type == ScheduleType.ONCE:
             if self.pk and self.runs.filter(trigger=RunTrigger.SCHEDULE).exists():
                 return None
-            return self.clocked.clocked_time
+            return self.clocked.clocked_time + self.spread_offset
         if self.schedule_type == ScheduleType.INTERVAL:
             # Saving a schedule never runs the job at once (stock beat does: celery#2531).
-            return now + timedelta(seconds=self.every_seconds)
+            return now + timedelta(seconds=self.every_seconds) + self.spread_offset
         if self.schedule_type == ScheduleType.CRON:
             return self.slot_after(now)
         return None

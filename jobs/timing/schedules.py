@@ -26,6 +26,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import CroniterError, croniter
 from django.core.exceptions import ValidationError
 
+from . import spread
+
 
 def validate_cron(expression):
     if not isinstance(expression, str):
@@ -35,6 +37,7 @@ def validate_cron(expression):
         raise ValidationError(
             f"A cron expression has 5 fields (minute hour day month weekday), got {len(fields)}."
         )
+    expression = spread.resolve(expression, "")  # H: any job's numbers are as valid as this one's
     if not croniter.is_valid(expression):
         raise ValidationError(f"'{expression}' is not a valid cron expression.")
     try:

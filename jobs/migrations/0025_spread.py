@@ -1,0 +1,28 @@
+# A job's spread (a per-job offset of its slots) and its cron expression as written when it holds H.
+
+import django.core.validators
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ('jobs', '0019_job_kinds_from_registry'),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name='job',
+            name='cron_text',
+            field=models.CharField(blank=True, default='', editable=False, max_length=200),
+        ),
+        migrations.AddField(
+            model_name='job',
+            name='spread',
+            field=models.PositiveIntegerField(default=0, help_text="Move every slot by the same offset in [0, spread) seconds, chosen from a hash of the job's name: jobs on one schedule stop starting in the same second (docs/guide/forecast.md).", validators=[django.core.validators.MaxValueValidator(86400)], verbose_name='spread (s)'),
+        ),
+        migrations.AddConstraint(
+            model_name='job',
+            constraint=models.CheckConstraint(condition=models.Q(('spread__gte', 0), ('spread__lte', 86400)), name='job_spread_range'),
+        ),
+    ]

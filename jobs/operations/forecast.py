@@ -1,0 +1,246 @@
+"""The load forecast: how many runs fall due in each minute of the next hours, where the peaks are,
+which jobs make them, and how many worker slots a peak needs against the slots seen now.
+
+A million jobs cannot be walked slot by slot in Python in the time of a request, and they need not
+be: jobs on the same schedule row (and the same settings that shape slots, ``SHAPE_FIELDS``) have
+the same slots, moved by their offsets. So the jobs are counted in SQL by group and each group's
+slots are computed once:
+
+- cron: by (crontab, shape, offset minute); the group's times come from ``Job.slots_between`` of a
+  stand-in job without spread (so DST and whatever else ``slot_after`` honours is included), then
+  each offset minute moves them. A cron slot falls on a whole minute of its zone's offset, so a
+  time plus an offset of ``o`` seconds falls ``o // 60`` minutes later.
+- interval: by (interval, next slot to the second); each group is arithmetic on its grid.
+- once: by the minute of the next slot.
+
+Offsets come from the job's name (``jobs.timing.spread``). PostgreSQL computes them in the query
+(``OFFSET_SQL``); other databases get each spread job's name and Python computes them.
+"""
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.db import connection
+from django.db.models import Count, IntegerField, Q, Sum
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import TruncSecond
+from django_celery_beat.models import CrontabSchedule
+
+from ..models import Job, JobAttempt, JobHourCounts, ScheduleType
+from ..timing import spread as spreading
+
+MAX_HOURS = 168
+PEAKS = 10
+JOBS_LISTED = 20
+# The fields besides the schedule row that decide where a job's slots fall: jobs alike in them share
+# their slots. A setting that changes slot_after (a DST policy, calendars) adds its field here.
+SHAPE_FIELDS = ()
+DURATION_HOURS = 24  # how far back the jobs' durations are averaged (the hourly rollups, JobHourCounts)
+WORKERS_SEEN_MINUTES = 10  # a worker slot is seen when it started or heartbeat an attempt this recently
+UNKNOWN_DURATION_SECONDS = 1.0  # a job on a schedule with no timed run yet
+
+
+@dataclass
+class Group:
+    """Jobs whose slots fall in the same minutes: ``minutes`` are their indexes in the window."""
+
+    kind: str  # "cron", "interval" or "once"
+    key: tuple  # what picks the group's jobs out (see jobs_of)
+    jobs: int
+    minutes: list = field(default_factory=list)
+    job_ids: list = None  # known when the group was made in Python
+
+
+def _offset_minute_sql():
+    table = Job._meta.db_table
+    return RawSQL(f"CASE WHEN {table}.spread = 0 THEN 0 ELSE {spreading.OFFSET_SQL.format(table)} / 60 END", (),
+                  output_field=IntegerField())
+
+
+def _by_offset_minute(jobs, row_field):
+    """[((row id, *shape, offset minute), count, job ids or None)] of ``jobs``: on PostgreSQL one
+    query; elsewhere the jobs without spread are counted by the database, those with one named."""
+    fields = (row_field, *SHAPE_FIELDS)
+    if connection.vendor == "postgresql":
+        return [(tuple(row[:-1]), row[-1], None) for row in
+                jobs.annotate(offset_minute=_offset_minute_sql()).values_list(*fields, "offset_minute")
+                .annotate(n=Count("id")).order_by()]
+    found = [((*row[:-1], 0), row[-1], None)
+             for row in jobs.filter(spread=0).values_list(*fields).annotate(n=Count("id")).order_by()]
+    spread_jobs = defaultdict(list)
+    for *shape, name, spread, job_id in jobs.filter(spread__gt=0).values_list(*fields, "name", "spread", "id"):
+        spread_jobs[(*shape, spreading.offset_seconds(name, spread) // 60)].append(job_id)
+    return found + [(key, len(ids), ids) for key, ids in spread_jobs.items()]
+
+
+def cron_groups(jobs, start, end):
+    groups, times = [], {}
+    by_offset = _by_offset_minute(jobs.filter(schedule_type=ScheduleType.CRON), "crontab_id")
+    crontabs = CrontabSchedule.objects.in_bulk({key[0] for key, _, _ in by_offset})
+    # From early enough that the slots the longest offset moves into the window are in.
+    since = start - timedelta(minutes=max((key[-1] for key, _, _ in by_offset), default=0) + 1)
+    for key, count, ids in by_offset:
+        crontab_id, *shape, offset_minute = key
+        if (crontab_id, *shape) not in times:
+            stand_in = Job(schedule_type=ScheduleType.CRON, crontab=crontabs[crontab_id], spread=0,
+                           **dict(zip(SHAPE_FIELDS, shape, strict=True)))
+            times[(crontab_id, *shape)] = [_minute(slot, start) for slot in stand_in.slots_between(since, end, 10**7)]
+        minutes = [m + offset_minute for m in times[(crontab_id, *shape)]]
+        groups.append(Group("cron", key, count, [m for m in minutes if 0 <= m < _span(start, end)], ids))
+    return groups
+
+
+def interval_groups(jobs, start, end):
+    groups = []
+    span = _span(start, end)
+    rows = (jobs.filter(schedule_type=ScheduleType.INTERVAL, next_run_at__isnull=False)
+            .annotate(next_second=TruncSecond("next_run_at"))
+            .values_list("interval_id", "interval__every", "interval__period", "next_second")
+            .annotate(n=Count("id")).order_by())
+    for interval_id, every, period, next_second, count in rows:
+        every = every * PERIOD_SECONDS[period]
+        first = next_second
+        if first < start:  # overdue: the grid's first point in the window
+            first += timedelta(seconds=every * math.ceil((start - first).total_seconds() / every))
+        offset = (first - start).total_seconds()
+        minutes = []
+        while offset < span * 60:
+            minutes.append(int(offset // 60))
+            offset += every
+        groups.append(Group("interval", (interval_id, next_second), count, minutes))
+    return groups
+
+
+PERIOD_SECONDS = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1, "microseconds": 1e-6}
+
+
+def once_groups(jobs, start, end):
+    rows = (jobs.filter(schedule_type=ScheduleType.ONCE, next_run_at__gte=start, next_run_at__lt=end)
+            .values_list("next_run_at", flat=True))
+    by_minute = defaultdict(int)
+    for moment in rows.iterator(chunk_size=10000):
+        by_minute[_minute(moment, start)] += 1
+    return [Group("once", (minute,), count, [minute]) for minute, count in by_minute.items()]
+
+
+def _minute(moment, start):
+    return int((moment - start).total_seconds() // 60)
+
+
+def _span(start, end):
+    return int((end - start).total_seconds() // 60)
+
+
+def jobs_of(jobs, group, start, limit):
+    """Up to ``limit`` of the jobs of ``group``: [(id, name)]."""
+    if group.job_ids is not None:
+        return list(Job.objects.filter(pk__in=group.job_ids[:limit]).values_list("id", "name"))
+    if group.kind == "cron":
+        crontab_id, *shape, offset_minute = group.key
+        chosen = jobs.filter(schedule_type=ScheduleType.CRON, crontab_id=crontab_id, **dict(zip(SHAPE_FIELDS, shape, strict=True)))
+        if connection.vendor == "postgresql":
+            chosen = chosen.annotate(offset_minute=_offset_minute_sql()).filter(offset_minute=offset_minute)
+        else:  # elsewhere the jobs with a spread are in groups that list their ids
+            chosen = chosen.filter(spread=0)
+    elif group.kind == "interval":
+        interval_id, next_second = group.key
+        chosen = jobs.filter(schedule_type=ScheduleType.INTERVAL, interval_id=interval_id,
+                             next_run_at__gte=next_second, next_run_at__lt=next_second + timedelta(seconds=1))
+    else:
+        at = start + timedelta(minutes=group.key[0])
+        chosen = jobs.filter(schedule_type=ScheduleType.ONCE, next_run_at__gte=at,
+                             next_run_at__lt=at + timedelta(minutes=1))
+    return list(chosen.order_by("name").values_list("id", "name")[:limit])
+
+
+def mean_durations(jobs, groups, now):
+    """{(kind, schedule row id): mean seconds} of the runs of ``jobs`` on the schedule rows of
+    ``groups`` that ended with a duration in the last DURATION_HOURS (the hourly rollups)."""
+    wanted = defaultdict(set)
+    for group in groups:
+        if group.kind != "once":
+            wanted[group.kind].add(group.key[0])
+    found = {}
+    since = now - timedelta(hours=DURATION_HOURS)
+    for kind, row_field in (("cron", "crontab_id"), ("interval", "interval_id")):
+        if not wanted[kind]:
+            continue
+        counts = (JobHourCounts.objects.filter(hour__gte=since, job__in=jobs.filter(**{f"{row_field}__in": wanted[kind]}))
+                  .values_list(f"job__{row_field}").annotate(seconds=Sum("seconds"), timed=Sum("timed")).order_by())
+        for row_id, seconds, timed in counts:
+            if timed:
+                found[(kind, row_id)] = seconds / timed
+    return found
+
+
+def worker_slots_seen(now):
+    """The worker processes that started or heartbeat an attempt in the last WORKERS_SEEN_MINUTES:
+    (host, pid) pairs of the attempts (the overview's recent workers, counted by process)."""
+    since = now - timedelta(minutes=WORKERS_SEEN_MINUTES)
+    return (JobAttempt.objects.filter(Q(started_at__gte=since) | Q(heartbeat_at__gte=since)).exclude(worker="")
+            .values_list("worker", "pid").distinct().count())
+
+
+def forecast(jobs, now, hours=24, peaks=PEAKS, listed=JOBS_LISTED, workers_seen=None):
+    """The forecast of ``jobs`` (a queryset: the caller's visible jobs) for ``hours`` from the minute
+    of ``now``. ``workers_seen``: the worker slots seen now, or None to leave them out."""
+    start = now.replace(second=0, microsecond=0)
+    end = start + timedelta(hours=hours)
+    jobs = jobs.filter(enabled=True)
+    groups = [*cron_groups(jobs, start, end), *interval_groups(jobs, start, end), *once_groups(jobs, start, end)]
+    per_minute = [0] * _span(start, end)
+    for group in groups:
+        for minute in group.minutes:
+            per_minute[minute] += group.jobs
+    top = sorted((m for m in range(len(per_minute)) if per_minute[m]), key=lambda m: (-per_minute[m], m))[:peaks]
+    in_peak = {m: [g for g in groups if m in set(g.minutes)] for m in top}
+    durations = mean_durations(jobs, [g for gs in in_peak.values() for g in gs], now)
+    level = math.ceil(sum(per_minute) / len(per_minute)) if per_minute else 0
+    shown_peaks = []
+    for minute in top:
+        members = sorted(in_peak[minute], key=lambda g: -g.jobs)
+        listed_jobs = []
+        for group in members:
+            if len(listed_jobs) >= listed:
+                break
+            listed_jobs += jobs_of(jobs, group, start, listed - len(listed_jobs))
+        busy = sum(g.jobs * min(60.0, durations.get((g.kind, g.key[0]), UNKNOWN_DURATION_SECONDS)) for g in members)
+        shown_peaks.append({
+            "minute": start + timedelta(minutes=minute),
+            "runs": per_minute[minute],
+            "worker_slots_needed": math.ceil(busy / 60),
+            "jobs": [{"id": job_id, "name": name} for job_id, name in listed_jobs],
+            "jobs_more": max(0, per_minute[minute] - len(listed_jobs)),
+            "suggestion": suggest(per_minute, minute, level, members),
+        })
+    return {
+        "start": start,
+        "end": end,
+        "hours": hours,
+        "total_runs": sum(per_minute),
+        "per_minute": per_minute,
+        "level": level,
+        "peaks": shown_peaks,
+        "worker_slots_seen": workers_seen,
+        "groups": len(groups),
+    }
+
+
+def suggest(per_minute, minute, level, members):
+    """A spread for the jobs of a peak minute: over as many minutes as it takes to bring the minute
+    down to the average load (``level``), at most the quiet stretch after it (no later peak of the
+    same size) and an hour. None when the minute is already at the level."""
+    runs = per_minute[minute]
+    if runs <= max(level, 1):
+        return None
+    wanted = math.ceil(runs / max(level, 1))
+    width = 1
+    while width < min(wanted, 60) and minute + width < len(per_minute) and per_minute[minute + width] < runs:
+        width += 1
+    if width <= 1:
+        return None
+    movable = sum(g.jobs for g in members if g.kind != "once")
+    return {"spread_seconds": width * 60, "over_minutes": width, "jobs": movable,
+            "runs_per_minute_after": math.ceil(runs / width)}
