@@ -3,6 +3,7 @@ slots they need (``jobs.operations.forecast``), over the caller's jobs (staff: e
 worker slots seen now). ``POST /api/forecast/spread/``: staff set one spread on many jobs
 (``jobs.actions.spreading``)."""
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -19,33 +20,17 @@ from ..operations import forecast as forecasts
 from ..timing.spread import MAX_SPREAD_SECONDS
 from .views import api_error
 
-MAX_PEAKS = 50
-MAX_LISTED = 200
-
-
-def bounded_int(params, name, default, low, high):
-    """The whole number ``name`` of ``params`` in [low, high], or a 400 naming it and the rule."""
-    raw = params.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        value = None
-    if value is None or not low <= value <= high:
-        raise ValidationError({name: [f"Must be a whole number from {low} to {high}."]})
-    return value
-
 
 def forecast_of(user, params, now=None):
-    """The forecast the caller asked for (``params``: hours, peaks, jobs), over the jobs they see."""
-    hours = bounded_int(params, "hours", 24, 1, forecasts.MAX_HOURS)
-    peaks = bounded_int(params, "peaks", forecasts.PEAKS, 1, MAX_PEAKS)
-    listed = bounded_int(params, "jobs", forecasts.JOBS_LISTED, 0, MAX_LISTED)
+    """The forecast the caller asked for (``params``: hours, peaks, jobs), over the jobs they see;
+    a 400 naming a bad parameter."""
+    try:
+        hours, peaks, listed = forecasts.parameters(params)
+    except DjangoValidationError as exc:
+        raise ValidationError(exc.message_dict) from None
     now = now or timezone.now()
-    staff = sees_everything(user)
-    return forecasts.forecast(visible_jobs(user), now, hours, peaks, listed,
-                              workers_seen=forecasts.worker_slots_seen(now) if staff else None)
+    workers_seen = forecasts.worker_slots_seen(now) if sees_everything(user) else None
+    return forecasts.forecast(visible_jobs(user), now, hours, peaks, listed, workers_seen=workers_seen)
 
 
 class PeakJobSerializer(serializers.Serializer):
@@ -56,7 +41,7 @@ class PeakJobSerializer(serializers.Serializer):
 class SuggestionSerializer(serializers.Serializer):
     spread_seconds = serializers.IntegerField()
     over_minutes = serializers.IntegerField()
-    jobs = serializers.IntegerField(help_text="The jobs of the minute that a spread can move (not one-time jobs).")
+    jobs = serializers.IntegerField(help_text="The jobs of the minute.")
     runs_per_minute_after = serializers.IntegerField()
 
 
@@ -67,7 +52,8 @@ class PeakSerializer(serializers.Serializer):
         help_text="Worker slots that run the minute's runs within the minute: the sum of each run's recent mean "
                   "duration (at most 60 s) over 60 s.")
     jobs = PeakJobSerializer(many=True, help_text="The jobs of the minute, the biggest groups first (capped: ?jobs=).")
-    jobs_more = serializers.IntegerField(help_text="Runs of the minute not listed in jobs.")
+    jobs_total = serializers.IntegerField(help_text="The jobs with a slot in the minute.")
+    jobs_more = serializers.IntegerField(help_text="The jobs of the minute not listed in jobs.")
     suggestion = SuggestionSerializer(allow_null=True)
 
 
@@ -95,8 +81,8 @@ class ForecastView(APIView):
         summary="Runs due per minute over the next hours, the peaks and the worker slots they need",
         parameters=[
             OpenApiParameter("hours", int, description=f"1 to {forecasts.MAX_HOURS} (default 24)"),
-            OpenApiParameter("peaks", int, description=f"The busiest minutes shown, 1 to {MAX_PEAKS} (default 10)"),
-            OpenApiParameter("jobs", int, description=f"Jobs listed per peak, 0 to {MAX_LISTED} (default 20)"),
+            OpenApiParameter("peaks", int, description=f"The busiest minutes shown, 1 to {forecasts.MAX_PEAKS} (default 10)"),
+            OpenApiParameter("jobs", int, description=f"Jobs listed per peak, 0 to {forecasts.MAX_LISTED} (default 20)"),
         ],
         responses=ForecastSerializer,
     )

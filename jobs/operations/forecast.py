@@ -18,10 +18,11 @@ Offsets come from the job's name (``jobs.timing.spread``). PostgreSQL computes t
 """
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models import Count, IntegerField, Q, Sum
 from django.db.models.expressions import RawSQL
@@ -40,6 +41,28 @@ SHAPE_FIELDS = ()
 DURATION_HOURS = 24  # how far back the jobs' durations are averaged (the hourly rollups, JobHourCounts)
 WORKERS_SEEN_MINUTES = 10  # a worker slot is seen when it started or heartbeat an attempt this recently
 UNKNOWN_DURATION_SECONDS = 1.0  # a job on a schedule with no timed run yet
+MAX_PEAKS = 50
+MAX_LISTED = 200
+
+
+def _bounded(params, name, default, low, high):
+    raw = params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        value = None
+    if value is None or not low <= value <= high:
+        raise ValidationError({name: f"Must be a whole number from {low} to {high}."})
+    return value
+
+
+def parameters(params):
+    """(hours, peaks, jobs listed per peak) from a request's ``params``; a ValidationError naming
+    the parameter and its rule."""
+    return (_bounded(params, "hours", 24, 1, MAX_HOURS), _bounded(params, "peaks", PEAKS, 1, MAX_PEAKS),
+            _bounded(params, "jobs", JOBS_LISTED, 0, MAX_LISTED))
 
 
 @dataclass
@@ -87,8 +110,9 @@ def cron_groups(jobs, start, end):
             stand_in = Job(schedule_type=ScheduleType.CRON, crontab=crontabs[crontab_id], spread=0,
                            **dict(zip(SHAPE_FIELDS, shape, strict=True)))
             times[(crontab_id, *shape)] = [_minute(slot, start) for slot in stand_in.slots_between(since, end, 10**7)]
+        span = _span(start, end)
         minutes = [m + offset_minute for m in times[(crontab_id, *shape)]]
-        groups.append(Group("cron", key, count, [m for m in minutes if 0 <= m < _span(start, end)], ids))
+        groups.append(Group("cron", key, count, [m for m in minutes if 0 <= m < span], ids))
     return groups
 
 
@@ -195,25 +219,32 @@ def forecast(jobs, now, hours=24, peaks=PEAKS, listed=JOBS_LISTED, workers_seen=
         for minute in group.minutes:
             per_minute[minute] += group.jobs
     top = sorted((m for m in range(len(per_minute)) if per_minute[m]), key=lambda m: (-per_minute[m], m))[:peaks]
-    in_peak = {m: [g for g in groups if m in set(g.minutes)] for m in top}
-    durations = mean_durations(jobs, [g for gs in in_peak.values() for g in gs], now)
+    # {peak minute: [(group, its runs in the minute)]}: an interval under a minute runs more than once in one.
+    in_peak = {m: [] for m in top}
+    for group in groups:
+        for minute, runs in Counter(m for m in group.minutes if m in in_peak).items():
+            in_peak[minute].append((group, runs))
+    durations = mean_durations(jobs, [g for members in in_peak.values() for g, _ in members], now)
     level = math.ceil(sum(per_minute) / len(per_minute)) if per_minute else 0
     shown_peaks = []
     for minute in top:
-        members = sorted(in_peak[minute], key=lambda g: -g.jobs)
+        members = sorted(in_peak[minute], key=lambda member: -member[0].jobs)
         listed_jobs = []
-        for group in members:
+        for group, _ in members:
             if len(listed_jobs) >= listed:
                 break
             listed_jobs += jobs_of(jobs, group, start, listed - len(listed_jobs))
-        busy = sum(g.jobs * min(60.0, durations.get((g.kind, g.key[0]), UNKNOWN_DURATION_SECONDS)) for g in members)
+        busy = sum(g.jobs * runs * min(60.0, durations.get((g.kind, g.key[0]), UNKNOWN_DURATION_SECONDS))
+                   for g, runs in members)
+        count = sum(g.jobs for g, _ in members)
         shown_peaks.append({
             "minute": start + timedelta(minutes=minute),
             "runs": per_minute[minute],
             "worker_slots_needed": math.ceil(busy / 60),
             "jobs": [{"id": job_id, "name": name} for job_id, name in listed_jobs],
-            "jobs_more": max(0, per_minute[minute] - len(listed_jobs)),
-            "suggestion": suggest(per_minute, minute, level, members),
+            "jobs_total": count,
+            "jobs_more": count - len(listed_jobs),
+            "suggestion": suggest(per_minute, minute, level, count),
         })
     return {
         "start": start,
@@ -228,7 +259,7 @@ def forecast(jobs, now, hours=24, peaks=PEAKS, listed=JOBS_LISTED, workers_seen=
     }
 
 
-def suggest(per_minute, minute, level, members):
+def suggest(per_minute, minute, level, jobs):
     """A spread for the jobs of a peak minute: over as many minutes as it takes to bring the minute
     down to the average load (``level``), at most the quiet stretch after it (no later peak of the
     same size) and an hour. None when the minute is already at the level."""
@@ -241,6 +272,18 @@ def suggest(per_minute, minute, level, members):
         width += 1
     if width <= 1:
         return None
-    movable = sum(g.jobs for g in members if g.kind != "once")
-    return {"spread_seconds": width * 60, "over_minutes": width, "jobs": movable,
+    return {"spread_seconds": width * 60, "over_minutes": width, "jobs": jobs,
             "runs_per_minute_after": math.ceil(runs / width)}
+
+
+def jobs_due_in_minute(jobs, minute, limit):
+    """The ids of up to ``limit`` of ``jobs`` (enabled) with a slot in the minute that begins at
+    ``minute``: the jobs of a peak, all of them, for the page's "spread every job of this minute"."""
+    start = minute.replace(second=0, microsecond=0)
+    end = start + timedelta(minutes=1)
+    jobs = jobs.filter(enabled=True)
+    ids = []
+    for group in [*cron_groups(jobs, start, end), *interval_groups(jobs, start, end), *once_groups(jobs, start, end)]:
+        if 0 in group.minutes and len(ids) < limit:
+            ids += [job_id for job_id, _ in jobs_of(jobs, group, start, limit - len(ids))]
+    return ids

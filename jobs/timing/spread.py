@@ -27,7 +27,7 @@ def offset_seconds(name, spread):
 
 
 # The same number as offset_seconds, computed by PostgreSQL from the job's row (``{0}``: the job table's name or alias).
-OFFSET_SQL = "(('x' || substr(md5({0}.name), 1, 8))::bit(32)::bigint % {0}.spread)"
+OFFSET_SQL = "mod(('x' || substr(md5({0}.name), 1, 8))::bit(32)::bigint, {0}.spread)"
 
 
 # --- H in cron expressions (Jenkins' syntax): H, H(a-b), H/n, H(a-b)/n, alone or in a list
