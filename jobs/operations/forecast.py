@@ -26,10 +26,11 @@ from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models import Count, IntegerField, Q, Sum
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import TruncSecond
-from django_celery_beat.models import CrontabSchedule
+from django.db.models.functions import TruncMinute, TruncSecond
+from django_celery_beat.models import CrontabSchedule, IntervalSchedule
 
 from ..models import Job, JobAttempt, JobHourCounts, ScheduleType
+from ..timing import many_slots
 from ..timing import spread as spreading
 
 MAX_HOURS = 168
@@ -38,6 +39,9 @@ JOBS_LISTED = 20
 # The fields besides the schedule row that decide where a job's slots fall: jobs alike in them share
 # their slots. A setting that changes slot_after (a DST policy, calendars) adds its field here.
 SHAPE_FIELDS = ()
+# Their values with which a job's slots are the cron fields' wall times (DST changes aside, which are
+# asked of slot_after): such groups have their slots computed in bulk (jobs.timing.many_slots).
+PLAIN_SHAPE = ()
 DURATION_HOURS = 24  # how far back the jobs' durations are averaged (the hourly rollups, JobHourCounts)
 WORKERS_SEEN_MINUTES = 10  # a worker slot is seen when it started or heartbeat an attempt this recently
 UNKNOWN_DURATION_SECONDS = 1.0  # a job on a schedule with no timed run yet
@@ -107,33 +111,52 @@ def cron_groups(jobs, start, end):
     for key, count, ids in by_offset:
         crontab_id, *shape, offset_minute = key
         if (crontab_id, *shape) not in times:
-            stand_in = Job(schedule_type=ScheduleType.CRON, crontab=crontabs[crontab_id], spread=0,
-                           **dict(zip(SHAPE_FIELDS, shape, strict=True)))
-            times[(crontab_id, *shape)] = [_minute(slot, start) for slot in stand_in.slots_between(since, end, 10**7)]
+            times[(crontab_id, *shape)] = [_minute(slot, start) for slot in
+                                           _group_slots(crontabs[crontab_id], shape, since, end)]
         span = _span(start, end)
         minutes = [m + offset_minute for m in times[(crontab_id, *shape)]]
         groups.append(Group("cron", key, count, [m for m in minutes if 0 <= m < span], ids))
     return groups
 
 
+def _group_slots(crontab, shape, start, end):
+    """The slots in [start, end) of the jobs on ``crontab`` with ``shape`` and no spread: those of a
+    stand-in job; on a plain shape, computed in bulk away from DST changes (``many_slots``)."""
+    stand_in = Job(schedule_type=ScheduleType.CRON, crontab=crontab, spread=0,
+                   **dict(zip(SHAPE_FIELDS, shape, strict=True)))
+
+    def exact(a, b):
+        return stand_in.slots_between(a, b, 10**7)
+
+    if tuple(shape) != PLAIN_SHAPE:
+        return exact(start, end)
+    return many_slots.cron_slots_between(stand_in.cron_expression, str(crontab.timezone), start, end, exact)
+
+
 def interval_groups(jobs, start, end):
-    groups = []
-    span = _span(start, end)
-    rows = (jobs.filter(schedule_type=ScheduleType.INTERVAL, next_run_at__isnull=False)
-            .annotate(next_second=TruncSecond("next_run_at"))
-            .values_list("interval_id", "interval__every", "interval__period", "next_second")
-            .annotate(n=Count("id")).order_by())
-    for interval_id, every, period, next_second, count in rows:
-        every = every * PERIOD_SECONDS[period]
-        first = next_second
-        if first < start:  # overdue: the grid's first point in the window
-            first += timedelta(seconds=every * math.ceil((start - first).total_seconds() / every))
-        offset = (first - start).total_seconds()
-        minutes = []
-        while offset < span * 60:
-            minutes.append(int(offset // 60))
-            offset += every
-        groups.append(Group("interval", (interval_id, next_second), count, minutes))
+    """By interval and next slot: to the minute for intervals of whole minutes (a slot's minute is
+    then the next slot's minute plus whole steps), else to the second (a slot's minute is that of
+    its second: adding whole seconds to a fraction crosses no minute)."""
+    groups, span = [], _span(start, end)
+    jobs = jobs.filter(schedule_type=ScheduleType.INTERVAL, next_run_at__isnull=False)
+    every = {row.pk: row.every * PERIOD_SECONDS[row.period]
+             for row in IntervalSchedule.objects.filter(pk__in=jobs.values("interval_id"))}
+    whole = [pk for pk, seconds in every.items() if seconds % 60 == 0]
+    for chosen, truncate in ((jobs.filter(interval_id__in=whole), TruncMinute),
+                             (jobs.exclude(interval_id__in=whole), TruncSecond)):
+        rows = chosen.annotate(next_at=truncate("next_run_at")).values_list("interval_id", "next_at") \
+            .annotate(n=Count("id")).order_by()
+        for interval_id, next_at, count in rows:
+            seconds = every[interval_id]
+            first = next_at
+            if first < start:  # overdue: the grid's first point in the window
+                first += timedelta(seconds=seconds * math.ceil((start - first).total_seconds() / seconds))
+            offset = (first - start).total_seconds()
+            if seconds % 60 == 0:
+                minutes = list(range(int(offset // 60), span, int(seconds // 60)))
+            else:
+                minutes = [int((offset + k * seconds) // 60) for k in range(math.ceil((span * 60 - offset) / seconds))]
+            groups.append(Group("interval", (interval_id, next_at, truncate is TruncMinute), count, minutes))
     return groups
 
 
@@ -169,9 +192,9 @@ def jobs_of(jobs, group, start, limit):
         else:  # elsewhere the jobs with a spread are in groups that list their ids
             chosen = chosen.filter(spread=0)
     elif group.kind == "interval":
-        interval_id, next_second = group.key
-        chosen = jobs.filter(schedule_type=ScheduleType.INTERVAL, interval_id=interval_id,
-                             next_run_at__gte=next_second, next_run_at__lt=next_second + timedelta(seconds=1))
+        interval_id, next_at, to_the_minute = group.key
+        chosen = jobs.filter(schedule_type=ScheduleType.INTERVAL, interval_id=interval_id, next_run_at__gte=next_at,
+                             next_run_at__lt=next_at + timedelta(seconds=60 if to_the_minute else 1))
     else:
         at = start + timedelta(minutes=group.key[0])
         chosen = jobs.filter(schedule_type=ScheduleType.ONCE, next_run_at__gte=at,

@@ -34,6 +34,7 @@ from ..api.serializers import JobSerializer, ScheduleField, field_errors
 from ..definitions import fields as job_fields
 from ..definitions import jobs as definitions
 from ..models import Job, ScheduleType
+from ..timing.spread import MAX_SPREAD_SECONDS
 from .common import actor, job_timezone, page, refused_is_forbidden, slot_text
 
 PREVIEW_SLOTS = 10
@@ -348,7 +349,7 @@ def form_context(request, values, errors, job=None):
         "schedule_field": make_field("schedule_type", values, errors, request),
         "schedules": [(value, fields(SCHEDULE_FIELDS[value])) for value in ScheduleType.values],
         "other_errors": [text for name, texts in errors.items() if name not in shown for text in texts],
-        "preview": schedule_preview(schedule_object(values)),
+        "preview": schedule_preview(schedule_object(values), values),
         "mask": secrets.MASK,
     }
 
@@ -356,14 +357,19 @@ def form_context(request, values, errors, job=None):
 # --- the schedule in words and its next slots
 
 
-def schedule_preview(spec):
+def schedule_preview(spec, values=None):
     """{"description", "timezone", "slots"} of a schedule object, or {"errors": {field: [...]}} with
-    the API's messages."""
+    the API's messages; ``values``' name and spread (the form's) place an H and the slots."""
     try:
         spec = ScheduleField().to_internal_value(spec)["schedule"]
     except serializers.ValidationError as exc:
         return {"errors": form_errors({"schedule": exc.detail})}
-    job = definitions.preview_schedule(spec)
+    values = values or {}
+    try:
+        seconds = min(max(int(values.get("spread") or 0), 0), MAX_SPREAD_SECONDS)
+    except (TypeError, ValueError):
+        seconds = 0  # the form's own check names it
+    job = definitions.preview_schedule(spec, str(values.get("name") or ""), seconds)
     zone = job_timezone(job)
     slots = job.upcoming_slots(PREVIEW_SLOTS)
     return {
@@ -376,7 +382,7 @@ def schedule_preview(spec):
 @login_required
 def schedule_preview_view(request):
     """What the form shows as the schedule is typed: GET with the form's schedule fields."""
-    return JsonResponse(schedule_preview(schedule_object(request.GET)))
+    return JsonResponse(schedule_preview(schedule_object(request.GET), request.GET))
 
 
 # --- the views
