@@ -36,6 +36,7 @@ from django_celery_beat.models import ClockedSchedule, CrontabSchedule, Interval
 from jobs.definitions.jobs import save_job  # noqa: E402
 from jobs.models import Job  # noqa: E402
 from jobs.operations import forecast as forecasts  # noqa: E402
+from jobs.timing import spread  # noqa: E402
 
 TARGET_SECONDS = 2.0
 OWNED = 100
@@ -81,12 +82,12 @@ def seed(total):
     template = save_job(Job(name="bench-template", kind="callable", target="builtin.noop"),
                         {"type": "cron", "cron": "0 * * * *", "timezone": "UTC"})
     varied = {"id", "name", "schedule_type", "crontab_id", "interval_id", "clocked_id", "next_run_at", "spread",
-              "enabled", "owner_id"}
+              "spread_offset_seconds", "enabled", "owner_id"}
     kept = [f.column for f in Job._meta.concrete_fields if f.column not in varied]
     # g: 0..total-1. g % 10 < 6: cron; < 9: interval; else once. Crontab and interval by g's digits.
     sql = f"""
-    INSERT INTO jobs_job (name, schedule_type, crontab_id, interval_id, clocked_id, next_run_at, spread, enabled,
-                          owner_id, {", ".join(kept)})
+    INSERT INTO jobs_job (name, schedule_type, crontab_id, interval_id, clocked_id, next_run_at, spread,
+                          spread_offset_seconds, enabled, owner_id, {", ".join(kept)})
     SELECT 'bench-' || g,
         CASE WHEN g % 10 < 6 THEN 'cron' WHEN g % 10 < 9 THEN 'interval' ELSE 'once' END,
         CASE WHEN g % 10 < 6 THEN (%(crontabs)s::bigint[])[1 + (g / 10) % %(ncron)s] END,
@@ -97,6 +98,8 @@ def seed(total):
                  ((%(everys)s::int[])[1 + (g / 10) % %(nint)s]))
              ELSE %(now)s::timestamptz + make_interval(secs => random() * 172800) END,
         CASE WHEN g % 4 = 0 AND g % 10 < 6 THEN (ARRAY[300, 3600])[1 + (g / 4) % 2] ELSE 0 END,
+        CASE WHEN g % 4 = 0 AND g % 10 < 6 THEN mod(('x' || substr(md5('bench-' || g), 1, 8))::bit(32)::bigint,
+                                                    (ARRAY[300, 3600])[1 + (g / 4) % 2]) ELSE 0 END,
         g % 100 <> 1,
         CASE WHEN g < %(owned)s THEN %(owner)s END,
         {", ".join(kept)}
@@ -108,7 +111,9 @@ def seed(total):
         "everys": INTERVALS, "clocked": clocked, "now": now, "owned": OWNED, "owner": owner.pk, "total": total,
         "template": template.pk})
     Job.objects.filter(pk=template.pk).delete()
-    execute("ANALYZE jobs_job")
+    for job in Job.objects.filter(spread__gt=0).order_by("?")[:100]:  # the SQL's offsets are the model's
+        assert job.spread_offset_seconds == spread.offset_seconds(job.name, job.spread), job.name
+    execute("VACUUM ANALYZE jobs_job")  # as autovacuum leaves it: index-only scans see the heap all-visible
     say(f"jobs: {total} created in {time.perf_counter() - started:.1f} s")
     return owner
 

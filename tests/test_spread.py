@@ -199,3 +199,25 @@ def test_jitter_and_spread_are_different_settings():
     fields = {f.name: f for f in Job._meta.get_fields()}
     assert "hash of the job's name" in str(fields["spread"].help_text)
     assert "at random" in str(fields["jitter_seconds"].help_text)
+
+
+@pytest.mark.django_db
+def test_the_stored_offset_follows_the_name_and_spread_through_every_save():
+    from jobs.definitions.jobs import save_jobs
+
+    people = make_personas()
+    client = people.client(people.owner)
+
+    def stored_matches():
+        rows = Job.objects.values_list("name", "spread", "spread_offset_seconds")
+        return all(offset == spread.offset_seconds(name, seconds) for name, seconds, offset in rows)
+
+    created = client.post("/api/jobs/", {"name": "stored", "kind": "callable", "target": "builtin.noop",
+                                         "spread": 3600, "schedule": {"type": "interval", "every_seconds": 60}},
+                          format="json").json()
+    client.patch(f"/api/jobs/{created['id']}/", {"name": "stored-renamed"}, format="json")
+    client.patch(f"/api/jobs/{created['id']}/", {"spread": 777}, format="json")
+    assert save_jobs([(Job(name=f"bulk-{i}", kind="callable", target="builtin.noop", spread=900),
+                       {"type": "cron", "cron": "H * * * *", "timezone": "UTC"}) for i in range(20)]) == {}
+    assert Job.objects.filter(spread_offset_seconds__gt=0).count() >= 15
+    assert stored_matches()

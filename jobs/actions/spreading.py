@@ -13,7 +13,7 @@ from audit.models import Action
 
 from ..definitions import jobs as definitions
 from ..models import Job
-from ..timing.spread import MAX_SPREAD_SECONDS
+from ..timing.spread import MAX_SPREAD_SECONDS, offset_seconds
 from . import permissions
 from .jobs import COMMAND_JOBS_DENIED, ActionError, may_act_on
 from .snapshot import diff, snapshot
@@ -44,6 +44,7 @@ def apply_spread(actor, job_ids, seconds, detail="spread from the forecast"):
             before = stored[job_id]
             job = _copy(before)
             job.spread = seconds
+            job.spread_offset_seconds = offset_seconds(job.name, seconds)
             definitions.follow_spread(job, before)
             if changes := diff(snapshot(before), snapshot(job)):
                 job.updated_at = now
@@ -51,7 +52,7 @@ def apply_spread(actor, job_ids, seconds, detail="spread from the forecast"):
                 entries.append(trail.entry_of(job, Action.CHANGE, actor.source, user=actor.user, actor_name=actor.name,
                                               address=actor.address, changes=changes,
                                               detail=f"{detail} ({len(stored)} jobs)"))
-        Job.objects.bulk_update(changed, ["spread", "next_run_at", "updated_at"], batch_size=1000)
+        Job.objects.bulk_update(changed, ["spread", "spread_offset_seconds", "next_run_at", "updated_at"], batch_size=1000)
         trail.record_many(entries)
     return len(changed)
 

@@ -100,6 +100,9 @@ class Job(models.Model):
         help_text="Move every slot by the same offset in [0, spread) seconds, chosen from a hash of the job's "
                   "name: jobs on one schedule stop starting in the same second (docs/guide/forecast.md).",
     )
+    # The offset itself (spread_offset, in seconds), kept beside the name and spread it is computed from
+    # (clean and save), so the load forecast groups a million jobs by it in one indexed query.
+    spread_offset_seconds = models.PositiveIntegerField(default=0, editable=False)
     # The cron expression as written when it holds H (Jenkins' hash): the crontab row holds it resolved
     # for this job (jobs.timing.spread.resolve), so beat and the admin read plain numbers. Empty otherwise.
     cron_text = models.CharField(max_length=200, blank=True, default="", editable=False)
@@ -175,6 +178,8 @@ class Job(models.Model):
             models.CheckConstraint(condition=Q(priority__gte=0, priority__lte=MAX_PRIORITY), name="job_priority_range"),
             models.CheckConstraint(condition=Q(spread__gte=0, spread__lte=spreading.MAX_SPREAD_SECONDS),
                                    name="job_spread_range"),
+            models.CheckConstraint(condition=Q(spread=0, spread_offset_seconds=0)
+                                   | Q(spread_offset_seconds__lt=models.F("spread")), name="job_spread_offset_within"),
             models.CheckConstraint(
                 condition=Q(sla_seconds__isnull=True) | _positive("sla_seconds"), name="job_sla_positive"
             ),
@@ -201,6 +206,10 @@ class Job(models.Model):
                 name="job_due_idx",
                 condition=Q(enabled=True, next_run_at__isnull=False),
             ),
+            # The load forecast's cron groups (jobs.operations.forecast.cron_groups): jobs counted by
+            # schedule row and offset, from this index alone.
+            models.Index(fields=["schedule_type", "crontab", "spread_offset_seconds"], name="job_forecast_cron_idx",
+                         condition=Q(enabled=True)),
             # The slot check: only the jobs with a slot since its last pass (or none known yet).
             models.Index(fields=["slot_check_from"], name="job_slot_check_idx", condition=Q(enabled=True)),
             # The start-deadline sweep (lifecycle.skip_past_deadline), every second on the leader, starts
@@ -233,7 +242,12 @@ class Job(models.Model):
         return (self.retention_days or settings.JOBS_RETENTION_DAYS,
                 self.retention_min_runs or settings.JOBS_RETENTION_MIN_RUNS)
 
+    def save(self, *args, **kwargs):
+        self.spread_offset_seconds = spreading.offset_seconds(self.name, self.spread)
+        super().save(*args, **kwargs)
+
     def clean(self):
+        self.spread_offset_seconds = spreading.offset_seconds(self.name, self.spread)  # the bulk saves clean, not save
         errors = {}
         if self.timeout_seconds and self.timeout_seconds > settings.JOBS_MAX_TIMEOUT_SECONDS:
             errors["timeout_seconds"] = (

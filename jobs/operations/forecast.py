@@ -6,15 +6,15 @@ be: jobs on the same schedule row (and the same settings that shape slots, ``SHA
 the same slots, moved by their offsets. So the jobs are counted in SQL by group and each group's
 slots are computed once:
 
-- cron: by (crontab, shape, offset minute); the group's times come from ``Job.slots_between`` of a
-  stand-in job without spread (so DST and whatever else ``slot_after`` honours is included), then
-  each offset minute moves them. A cron slot falls on a whole minute of its zone's offset, so a
+- cron: by (crontab, shape, offset minute); the group's times are those of a stand-in job without
+  spread (``Job.slots_between`` around DST changes, so whatever ``slot_after`` honours is included;
+  the cron fields elsewhere, ``jobs.timing.many_slots``), then each offset minute moves them. A cron slot falls on a whole minute of its zone's offset, so a
   time plus an offset of ``o`` seconds falls ``o // 60`` minutes later.
 - interval: by (interval, next slot to the second); each group is arithmetic on its grid.
 - once: by the minute of the next slot.
 
-Offsets come from the job's name (``jobs.timing.spread``). PostgreSQL computes them in the query
-(``OFFSET_SQL``); other databases get each spread job's name and Python computes them.
+Offsets come from the job's name (``jobs.timing.spread``), kept in ``Job.spread_offset_seconds`` so
+that one query (from one index) counts the cron jobs by schedule row and offset minute.
 """
 
 import math
@@ -23,15 +23,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.core.exceptions import ValidationError
-from django.db import connection
-from django.db.models import Count, IntegerField, Q, Sum
-from django.db.models.expressions import RawSQL
+from django.db.models import Count, F, Q, Sum
 from django.db.models.functions import TruncMinute, TruncSecond
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule
 
 from ..models import Job, JobAttempt, JobHourCounts, ScheduleType
 from ..timing import many_slots
-from ..timing import spread as spreading
 
 MAX_HOURS = 168
 PEAKS = 10
@@ -77,45 +74,31 @@ class Group:
     key: tuple  # what picks the group's jobs out (see jobs_of)
     jobs: int
     minutes: list = field(default_factory=list)
-    job_ids: list = None  # known when the group was made in Python
 
 
-def _offset_minute_sql():
-    table = Job._meta.db_table
-    return RawSQL(f"CASE WHEN {table}.spread = 0 THEN 0 ELSE {spreading.OFFSET_SQL.format(table)} / 60 END", (),
-                  output_field=IntegerField())
-
-
-def _by_offset_minute(jobs, row_field):
-    """[((row id, *shape, offset minute), count, job ids or None)] of ``jobs``: on PostgreSQL one
-    query; elsewhere the jobs without spread are counted by the database, those with one named."""
-    fields = (row_field, *SHAPE_FIELDS)
-    if connection.vendor == "postgresql":
-        return [(tuple(row[:-1]), row[-1], None) for row in
-                jobs.annotate(offset_minute=_offset_minute_sql()).values_list(*fields, "offset_minute")
-                .annotate(n=Count("id")).order_by()]
-    found = [((*row[:-1], 0), row[-1], None)
-             for row in jobs.filter(spread=0).values_list(*fields).annotate(n=Count("id")).order_by()]
-    spread_jobs = defaultdict(list)
-    for *shape, name, spread, job_id in jobs.filter(spread__gt=0).values_list(*fields, "name", "spread", "id"):
-        spread_jobs[(*shape, spreading.offset_seconds(name, spread) // 60)].append(job_id)
-    return found + [(key, len(ids), ids) for key, ids in spread_jobs.items()]
+def _by_offset_minute(jobs):
+    """[((crontab id, *shape, offset minute), count)] of the cron jobs of ``jobs``: one query, from
+    the index job_forecast_cron_idx when SHAPE_FIELDS is empty."""
+    return [(tuple(row[:-1]), row[-1]) for row in
+            jobs.filter(schedule_type=ScheduleType.CRON)
+            .annotate(offset_minute=F("spread_offset_seconds") / 60)
+            .values_list("crontab_id", *SHAPE_FIELDS, "offset_minute").annotate(n=Count("id")).order_by()]
 
 
 def cron_groups(jobs, start, end):
     groups, times = [], {}
-    by_offset = _by_offset_minute(jobs.filter(schedule_type=ScheduleType.CRON), "crontab_id")
-    crontabs = CrontabSchedule.objects.in_bulk({key[0] for key, _, _ in by_offset})
+    by_offset = _by_offset_minute(jobs)
+    crontabs = CrontabSchedule.objects.in_bulk({key[0] for key, _ in by_offset})
     # From early enough that the slots the longest offset moves into the window are in.
-    since = start - timedelta(minutes=max((key[-1] for key, _, _ in by_offset), default=0) + 1)
-    for key, count, ids in by_offset:
+    since = start - timedelta(minutes=max((key[-1] for key, _ in by_offset), default=0) + 1)
+    for key, count in by_offset:
         crontab_id, *shape, offset_minute = key
         if (crontab_id, *shape) not in times:
             times[(crontab_id, *shape)] = [_minute(slot, start) for slot in
                                            _group_slots(crontabs[crontab_id], shape, since, end)]
         span = _span(start, end)
         minutes = [m + offset_minute for m in times[(crontab_id, *shape)]]
-        groups.append(Group("cron", key, count, [m for m in minutes if 0 <= m < span], ids))
+        groups.append(Group("cron", key, count, [m for m in minutes if 0 <= m < span]))
     return groups
 
 
@@ -165,11 +148,8 @@ PERIOD_SECONDS = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1, "mi
 
 def once_groups(jobs, start, end):
     rows = (jobs.filter(schedule_type=ScheduleType.ONCE, next_run_at__gte=start, next_run_at__lt=end)
-            .values_list("next_run_at", flat=True))
-    by_minute = defaultdict(int)
-    for moment in rows.iterator(chunk_size=10000):
-        by_minute[_minute(moment, start)] += 1
-    return [Group("once", (minute,), count, [minute]) for minute, count in by_minute.items()]
+            .annotate(at=TruncMinute("next_run_at")).values_list("at").annotate(n=Count("id")).order_by())
+    return [Group("once", (_minute(at, start),), count, [_minute(at, start)]) for at, count in rows]
 
 
 def _minute(moment, start):
@@ -182,15 +162,12 @@ def _span(start, end):
 
 def jobs_of(jobs, group, start, limit):
     """Up to ``limit`` of the jobs of ``group``: [(id, name)]."""
-    if group.job_ids is not None:
-        return list(Job.objects.filter(pk__in=group.job_ids[:limit]).values_list("id", "name"))
     if group.kind == "cron":
         crontab_id, *shape, offset_minute = group.key
-        chosen = jobs.filter(schedule_type=ScheduleType.CRON, crontab_id=crontab_id, **dict(zip(SHAPE_FIELDS, shape, strict=True)))
-        if connection.vendor == "postgresql":
-            chosen = chosen.annotate(offset_minute=_offset_minute_sql()).filter(offset_minute=offset_minute)
-        else:  # elsewhere the jobs with a spread are in groups that list their ids
-            chosen = chosen.filter(spread=0)
+        chosen = jobs.filter(schedule_type=ScheduleType.CRON, crontab_id=crontab_id,
+                             spread_offset_seconds__gte=offset_minute * 60,
+                             spread_offset_seconds__lt=(offset_minute + 1) * 60,
+                             **dict(zip(SHAPE_FIELDS, shape, strict=True)))
     elif group.kind == "interval":
         interval_id, next_at, to_the_minute = group.key
         chosen = jobs.filter(schedule_type=ScheduleType.INTERVAL, interval_id=interval_id, next_run_at__gte=next_at,

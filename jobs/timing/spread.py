@@ -4,8 +4,8 @@ Both come from the MD5 of the job's name, not from Python's ``hash()`` (salted p
 Python 3.3): the name is known before the job is first saved (so a schedule with ``H`` is resolved
 in the same save), it is the same on every host and after every restart, and a job exported to
 another installation (jobs-as-code) keeps its minute there, as Jenkins' ``H`` does with a job's
-name. Renaming a job moves it. MD5 is used as a spreading hash, not for security; PostgreSQL has
-the same function, so the forecast groups jobs by offset in SQL (``OFFSET_SQL``).
+name. Renaming a job moves it. MD5 is used as a spreading hash, not for security. The job keeps its
+offset in a column (``Job.spread_offset_seconds``) for the forecast's grouping queries.
 """
 
 import hashlib
@@ -25,9 +25,6 @@ def offset_seconds(name, spread):
     """The job's offset in [0, spread) seconds; 0 without a spread."""
     return name_hash(name) % spread if spread else 0
 
-
-# The same number as offset_seconds, computed by PostgreSQL from the job's row (``{0}``: the job table's name or alias).
-OFFSET_SQL = "mod(('x' || substr(md5({0}.name), 1, 8))::bit(32)::bigint, {0}.spread)"
 
 
 # --- H in cron expressions (Jenkins' syntax): H, H(a-b), H/n, H(a-b)/n, alone or in a list
