@@ -161,8 +161,8 @@ def main():
                                                                       f"{result['groups']:,} groups"))
     end = start + timedelta(hours=24)
     for name, stage in (("  stage: cron groups (SQL + slots)", lambda: forecasts.cron_groups(enabled, start, end)),
-                        ("  stage: interval groups", lambda: forecasts.interval_groups(enabled, start, end)),
-                        ("  stage: one-time jobs", lambda: forecasts.once_groups(enabled, start, end))):
+                        ("  stage: interval and one-time groups (SQL + grids)",
+                         lambda: forecasts.timed_groups(enabled, start, end))):
         p50, worst, groups = timed(stage, args.repeat)
         rows.append((name, p50, worst, f"{len(groups):,} groups"))
 

@@ -76,6 +76,10 @@ class SpreadRequestSerializer(serializers.Serializer):
     spread = serializers.IntegerField(min_value=0, max_value=MAX_SPREAD_SECONDS)
 
 
+class SpreadResponseSerializer(serializers.Serializer):
+    changed = serializers.IntegerField(help_text="How many jobs had another spread before.")
+
+
 class ForecastView(APIView):
     @extend_schema(
         summary="Runs due per minute over the next hours, the peaks and the worker slots they need",
@@ -93,7 +97,7 @@ class ForecastView(APIView):
 class SpreadView(APIView):
     @extend_schema(summary="Staff: set one spread on many jobs (one audit entry per job)",
                    request=SpreadRequestSerializer,
-                   responses=serializers.Serializer)  # {"changed": n}
+                   responses=SpreadResponseSerializer)
     def post(self, request):
         if not sees_everything(request.user):
             raise PermissionDenied("Only staff may spread jobs from the forecast.")

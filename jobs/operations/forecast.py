@@ -10,8 +10,8 @@ slots are computed once:
   spread (``Job.slots_between`` around DST changes, so whatever ``slot_after`` honours is included;
   the cron fields elsewhere, ``jobs.timing.many_slots``), then each offset minute moves them. A cron slot falls on a whole minute of its zone's offset, so a
   time plus an offset of ``o`` seconds falls ``o // 60`` minutes later.
-- interval: by (interval, next slot to the second); each group is arithmetic on its grid.
-- once: by the minute of the next slot.
+- interval: by (interval, next slot to the minute or second); each group is arithmetic on its grid.
+- once: by the minute of the next slot (with the intervals, in one pass).
 
 Offsets come from the job's name (``jobs.timing.spread``), kept in ``Job.spread_offset_seconds`` so
 that one query (from one index) counts the cron jobs by schedule row and offset minute.
@@ -20,11 +20,12 @@ that one query (from one index) counts the cron jobs by schedule row and offset 
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 from django.core.exceptions import ValidationError
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Case, Count, F, Q, Sum, When
 from django.db.models.functions import TruncMinute, TruncSecond
+from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule
 
 from ..models import Job, JobAttempt, JobHourCounts, ScheduleType
@@ -82,7 +83,7 @@ def _by_offset_minute(jobs):
     return [(tuple(row[:-1]), row[-1]) for row in
             jobs.filter(schedule_type=ScheduleType.CRON)
             .annotate(offset_minute=F("spread_offset_seconds") / 60)
-            .values_list("crontab_id", *SHAPE_FIELDS, "offset_minute").annotate(n=Count("id")).order_by()]
+            .values_list("crontab_id", *SHAPE_FIELDS, "offset_minute").annotate(n=Count("*")).order_by()]
 
 
 def cron_groups(jobs, start, end):
@@ -116,40 +117,38 @@ def _group_slots(crontab, shape, start, end):
     return many_slots.cron_slots_between(stand_in.cron_expression, str(crontab.timezone), start, end, exact)
 
 
-def interval_groups(jobs, start, end):
-    """By interval and next slot: to the minute for intervals of whole minutes (a slot's minute is
-    then the next slot's minute plus whole steps), else to the second (a slot's minute is that of
-    its second: adding whole seconds to a fraction crosses no minute)."""
+def timed_groups(jobs, start, end):
+    """The interval and one-time jobs, in one pass over them. Intervals by interval and next slot:
+    to the minute for intervals of whole minutes (a slot's minute is then the next slot's minute plus
+    whole steps), else to the second (a slot's minute is that of its second: adding whole seconds
+    to a fraction crosses no minute). One-time jobs by the minute of their slot."""
     groups, span = [], _span(start, end)
-    jobs = jobs.filter(schedule_type=ScheduleType.INTERVAL, next_run_at__isnull=False)
-    every = {row.pk: row.every * PERIOD_SECONDS[row.period]
-             for row in IntervalSchedule.objects.filter(pk__in=jobs.values("interval_id"))}
+    every = {row.pk: row.every * PERIOD_SECONDS[row.period] for row in IntervalSchedule.objects.all()}
     whole = [pk for pk, seconds in every.items() if seconds % 60 == 0]
-    for chosen, truncate in ((jobs.filter(interval_id__in=whole), TruncMinute),
-                             (jobs.exclude(interval_id__in=whole), TruncSecond)):
-        rows = chosen.annotate(next_at=truncate("next_run_at")).values_list("interval_id", "next_at") \
-            .annotate(n=Count("id")).order_by()
-        for interval_id, next_at, count in rows:
-            seconds = every[interval_id]
-            first = next_at
-            if first < start:  # overdue: the grid's first point in the window
-                first += timedelta(seconds=seconds * math.ceil((start - first).total_seconds() / seconds))
-            offset = (first - start).total_seconds()
-            if seconds % 60 == 0:
-                minutes = list(range(int(offset // 60), span, int(seconds // 60)))
-            else:
-                minutes = [int((offset + k * seconds) // 60) for k in range(math.ceil((span * 60 - offset) / seconds))]
-            groups.append(Group("interval", (interval_id, next_at, truncate is TruncMinute), count, minutes))
+    interval = Q(schedule_type=ScheduleType.INTERVAL, next_run_at__isnull=False)
+    rows = (jobs.filter(interval | Q(schedule_type=ScheduleType.ONCE, next_run_at__gte=start, next_run_at__lt=end))
+            .annotate(next_at=Case(When(interval & ~Q(interval_id__in=whole), then=TruncSecond("next_run_at", tzinfo=UTC)),
+                                   default=TruncMinute("next_run_at", tzinfo=UTC)))
+            .values_list("schedule_type", "interval_id", "next_at").annotate(n=Count("*")).order_by())
+    for schedule_type, interval_id, next_at, count in rows:
+        next_at = next_at if timezone.is_aware(next_at) else next_at.replace(tzinfo=UTC)  # a Case drops Trunc's zone
+        if schedule_type == ScheduleType.ONCE:
+            groups.append(Group("once", (_minute(next_at, start),), count, [_minute(next_at, start)]))
+            continue
+        seconds = every[interval_id]
+        first = next_at
+        if first < start:  # overdue: the grid's first point in the window
+            first += timedelta(seconds=seconds * math.ceil((start - first).total_seconds() / seconds))
+        offset = (first - start).total_seconds()
+        if seconds % 60 == 0:
+            minutes = list(range(int(offset // 60), span, int(seconds // 60)))
+        else:
+            minutes = [int((offset + k * seconds) // 60) for k in range(math.ceil((span * 60 - offset) / seconds))]
+        groups.append(Group("interval", (interval_id, next_at, seconds % 60 == 0), count, minutes))
     return groups
 
 
 PERIOD_SECONDS = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1, "microseconds": 1e-6}
-
-
-def once_groups(jobs, start, end):
-    rows = (jobs.filter(schedule_type=ScheduleType.ONCE, next_run_at__gte=start, next_run_at__lt=end)
-            .annotate(at=TruncMinute("next_run_at")).values_list("at").annotate(n=Count("id")).order_by())
-    return [Group("once", (_minute(at, start),), count, [_minute(at, start)]) for at, count in rows]
 
 
 def _minute(moment, start):
@@ -213,7 +212,7 @@ def forecast(jobs, now, hours=24, peaks=PEAKS, listed=JOBS_LISTED, workers_seen=
     start = now.replace(second=0, microsecond=0)
     end = start + timedelta(hours=hours)
     jobs = jobs.filter(enabled=True)
-    groups = [*cron_groups(jobs, start, end), *interval_groups(jobs, start, end), *once_groups(jobs, start, end)]
+    groups = [*cron_groups(jobs, start, end), *timed_groups(jobs, start, end)]
     per_minute = [0] * _span(start, end)
     for group in groups:
         for minute in group.minutes:
@@ -283,7 +282,7 @@ def jobs_due_in_minute(jobs, minute, limit):
     end = start + timedelta(minutes=1)
     jobs = jobs.filter(enabled=True)
     ids = []
-    for group in [*cron_groups(jobs, start, end), *interval_groups(jobs, start, end), *once_groups(jobs, start, end)]:
+    for group in [*cron_groups(jobs, start, end), *timed_groups(jobs, start, end)]:
         if 0 in group.minutes and len(ids) < limit:
             ids += [job_id for job_id, _ in jobs_of(jobs, group, start, limit - len(ids))]
     return ids
