@@ -31,6 +31,10 @@ class Migration(migrations.Migration):
             model_name='job',
             index=models.Index(condition=models.Q(('enabled', True)), fields=['schedule_type', 'crontab', 'spread_offset_seconds'], name='job_forecast_cron_idx'),
         ),
+        migrations.AddIndex(
+            model_name='job',
+            index=models.Index(condition=models.Q(('enabled', True), ('schedule_type__in', ['interval', 'once'])), fields=['schedule_type', 'interval', 'next_run_at'], name='job_forecast_timed_idx'),
+        ),
         migrations.AddConstraint(
             model_name='job',
             constraint=models.CheckConstraint(condition=models.Q(('spread__gte', 0), ('spread__lte', 86400)), name='job_spread_range'),
