@@ -448,6 +448,42 @@ def why(ctx, as_json, job, at):
         click.echo(answer["explanation"])
 
 
+# --- the load forecast
+
+
+@command()
+@click.option("--hours", default=24, show_default=True, type=click.IntRange(1, 168), help="How far ahead.")
+@click.option("--peaks", default=10, show_default=True, type=click.IntRange(1, 50), help="Busiest minutes shown.")
+def forecast(ctx, as_json, hours, peaks):
+    """Runs due per minute over the next hours: the peaks, their jobs, the worker slots they need."""
+    answer = ctx.api.get("/api/forecast/", {"hours": hours, "peaks": peaks})
+    if as_json:
+        output.emit_json(answer)
+        return
+    seen = answer["worker_slots_seen"]
+    click.echo(f"{answer['total_runs']} runs in {answer['hours']} h, {answer['level']} a minute on average"
+               + (f"; {seen} worker slot(s) seen in the last 10 minutes" if seen is not None else ""))
+    rows = [(output.when(peak["minute"]), peak["runs"], peak["worker_slots_needed"],
+             ", ".join(job["name"] for job in peak["jobs"][:5]) + (" …" if peak["jobs_total"] > 5 else ""),
+             f"spread {peak['suggestion']['spread_seconds']} s" if peak["suggestion"] else "-")
+            for peak in answer["peaks"]]
+    click.echo(output.table(["MINUTE", "RUNS", "SLOTS NEEDED", "JOBS", "SUGGESTION"], rows) if rows
+               else "No runs due.")
+
+
+@command()
+@click.argument("seconds", type=click.IntRange(0, 86400))
+@click.argument("jobs", nargs=-1, required=True)
+def spread(ctx, as_json, seconds, jobs):
+    """Staff: set the spread of JOBS (names or ids) to SECONDS, in one audited action."""
+    ids = [find_job(ctx.api, job)["id"] for job in jobs]
+    answer = ctx.api.post("/api/forecast/spread/", {"jobs": ids, "spread": seconds})
+    if as_json:
+        output.emit_json(answer)
+    else:
+        click.echo(f"Spread {seconds} s set on {answer['changed']} job(s).")
+
+
 @command("tokens")
 def list_tokens(ctx, as_json):
     """Your API tokens: the first characters of each, when made, when it expires; * marks this one."""

@@ -230,6 +230,7 @@ def edit(actor, job, values=None, schedule=None, detail=""):
             setattr(job, name, value)
         _keep_streak(job, stored)
         if schedule is None:
+            definitions.follow_spread(job, stored)
             definitions.restart_if_reenabled(job, stored.enabled)
             definitions.restart_if_dst_policy_changed(job, stored)
         _saved(job, schedule)
@@ -332,6 +333,7 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
             update_fields.update(values)
             _keep_streak(job, stored[job.pk])
             if schedule is None:
+                definitions.follow_spread(job, stored[job.pk])
                 definitions.restart_if_reenabled(job, stored[job.pk].enabled)
                 definitions.restart_if_dst_policy_changed(job, stored[job.pk])
             items.append((job, schedule))

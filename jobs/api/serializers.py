@@ -21,7 +21,7 @@ from ..actions.permissions import queue_refusal
 from ..definitions import fields as job_fields
 from ..definitions import jobs as definitions
 from ..models import DstRepeated, DstSkipped, Job, JobAttempt, JobRun
-from ..timing import schedules
+from ..timing import schedules, spread
 
 # Keys of ``parse_schedule``'s errors that describe a part of the schedule object.
 SCHEDULE_KEYS = {"schedule", "type", "cron", "timezone", "every_seconds", "run_at"}
@@ -37,7 +37,11 @@ SCHEDULE_SCHEMA = {
     ),
     "properties": {
         "type": {"type": "string", "enum": ["cron", "interval", "once", "manual"]},
-        "cron": {"type": "string", "example": "*/5 * * * *"},
+        "cron": {"type": "string", "example": "*/5 * * * *",
+                 "description": "Five fields; H where a number goes (H, H(0-29), H/15) is a number chosen from "
+                                "a hash of the job's name."},
+        "resolved": {"type": "string", "readOnly": True, "example": "37 * * * *",
+                     "description": "A cron expression with H as this job runs it (ignored on input)."},
         "timezone": {"type": "string", "example": "Europe/Berlin"},
         "every_seconds": {"type": "integer", "minimum": 1},
         "run_at": {"type": "string", "format": "date-time"},
@@ -82,9 +86,14 @@ class ScheduleField(serializers.Field):
         super().__init__(source="*", required=False, **kwargs)
 
     def to_representation(self, job):
-        return definitions.schedule_of(job)
+        shown = definitions.schedule_of(job)
+        if shown["type"] == "cron" and shown["cron"] != job.cron_expression:
+            shown["resolved"] = job.cron_expression  # H: the numbers this job's name chose (read-only)
+        return shown
 
     def to_internal_value(self, data):
+        if isinstance(data, dict) and "resolved" in data:  # what was read back; the expression is "cron"
+            data = {key: value for key, value in data.items() if key != "resolved"}
         if isinstance(data, dict) and not isinstance(data.get("timezone", ""), str):
             raise serializers.ValidationError({"timezone": ["Must be a string such as Europe/Berlin."]})
         try:
@@ -103,7 +112,7 @@ class ScheduleField(serializers.Field):
             raise serializers.ValidationError({"every_seconds": [f"At most {MAX_INTERVAL_SECONDS} seconds."]})
         if spec["type"] == "cron":
             try:
-                schedules.next_cron_slot(spec["cron"], spec["timezone"], timezone.now())
+                schedules.next_cron_slot(spread.resolve(spec["cron"], ""), spec["timezone"], timezone.now())
             except Exception:  # croniter raises several types for a date that never comes
                 raise serializers.ValidationError({"cron": ["This expression matches no date."]}) from None
         return {"schedule": spec}

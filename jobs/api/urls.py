@@ -1,6 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
+from .forecast import ForecastView, SpreadView
 from .jobs_as_code import JobsAsCodeView
 from .reports import TagOrGroupReport
 from .tokens import TokenDetail, TokenList
@@ -17,6 +18,8 @@ router.register("runs", RunViewSet, basename="run")
 urlpatterns = [
     path("jobs-as-code/", JobsAsCodeView.as_view(), name="jobs-as-code"),
     path("reports/", TagOrGroupReport.as_view(), name="reports"),
+    path("forecast/", ForecastView.as_view(), name="forecast"),
+    path("forecast/spread/", SpreadView.as_view(), name="forecast-spread"),
     path("tokens/", TokenList.as_view(), name="token-list"),
     path("tokens/<str:prefix>/", TokenDetail.as_view(), name="token-detail"),
     *router.urls,

@@ -33,7 +33,7 @@ FIELDS = (
     ("http_method", WHAT), ("http_headers", WHAT), ("secret_http_headers", WHAT), ("http_body", WHAT),
     ("http_ok_statuses", WHAT),
     ("schedule", WHEN), ("catchup_policy", WHEN), ("catchup_max", WHEN), ("overlap_policy", WHEN),
-    ("start_deadline_seconds", WHEN), ("jitter_seconds", WHEN),
+    ("start_deadline_seconds", WHEN), ("jitter_seconds", WHEN), ("spread", WHEN),
     ("dst_skipped", WHEN), ("dst_repeated", WHEN),
     ("memory_limit_mb", WHAT), ("cpu_limit_seconds", WHAT), ("max_open_files", WHAT), ("max_processes", WHAT),
     ("working_directory", WHAT),

@@ -10,7 +10,7 @@ from django_celery_beat.models import ClockedSchedule, CrontabSchedule, Interval
 
 from .. import kinds
 from ..models import Job, ScheduleType
-from ..timing import dst, schedules
+from ..timing import dst, schedules, spread
 
 MAX_INTERVAL_SECONDS = 10 * 365 * 86400  # IntervalSchedule.every is a 32-bit integer
 
@@ -82,7 +82,8 @@ def stopped_by_soft_time_limit(kind):
 
 def schedule_of(job):
     if job.schedule_type == ScheduleType.CRON:
-        return {"type": "cron", "cron": job.cron_expression, "timezone": str(job.crontab.timezone)}
+        written = getattr(job, "cron_text", "") or job.cron_expression  # with its H, as the user wrote it
+        return {"type": "cron", "cron": written, "timezone": str(job.crontab.timezone)}
     if job.schedule_type == ScheduleType.INTERVAL:
         return {"type": "interval", "every_seconds": int(job.every_seconds)}
     if job.schedule_type == ScheduleType.ONCE:
@@ -109,10 +110,11 @@ def restart_if_dst_policy_changed(job, stored):
         job.slot_check_from = None
 
 
-def _schedule_row(spec):
-    """(the job's field, the schedule model, the row's values) of a parsed ``spec``; None for manual."""
+def _schedule_row(spec, name):
+    """(the job's field, the schedule model, the row's values) of a parsed ``spec`` for the job
+    called ``name`` (an H resolved for it); None for manual."""
     if spec["type"] == "cron":
-        minute, hour, dom, month, dow = spec["cron"].split()
+        minute, hour, dom, month, dow = spread.resolve(spec["cron"], name).split()
         return "crontab", CrontabSchedule, {"minute": minute, "hour": hour, "day_of_month": dom,
                                             "month_of_year": month, "day_of_week": dow,
                                             "timezone": spec["timezone"]}
@@ -125,12 +127,31 @@ def _schedule_row(spec):
 
 def _point_at(job, spec, row_for):
     rows = {}
-    if found := _schedule_row(spec):
+    if found := _schedule_row(spec, job.name):
         field, model, values = found
         rows[field] = row_for(model, values)
     _point(job, spec["type"], rows)
+    _keep_written(job, spec)
     job.next_run_at = job.first_slot()
     return job
+
+
+def _keep_written(job, spec):
+    """Keep a cron expression with H as written (``Job.cron_text``); only jobs have a place for it."""
+    hashed = spec["type"] == "cron" and spread.uses_hash(spec["cron"])
+    if not isinstance(job, Job):
+        if hashed:
+            raise ValidationError({"cron": "H is for jobs' cron expressions: write the numbers here."})
+        return
+    job.cron_text = spec["cron"] if hashed else ""
+
+
+def resolve_again_if_renamed(job):
+    """A job whose cron expression has H and whose name changed gets the numbers of its new name
+    (its next slot recomputed); any other job is left as it is."""
+    if (job.schedule_type == ScheduleType.CRON and job.cron_text and job.crontab_id
+            and spread.resolve(job.cron_text, job.name) != job.cron_expression):
+        apply_schedule(job, schedule_of(job))
 
 
 def apply_schedule(job, spec):
@@ -142,10 +163,11 @@ def apply_schedule(job, spec):
     return _point_at(job, parse_schedule(spec), lambda model, values: model.objects.get_or_create(**values)[0])
 
 
-def preview_schedule(spec):
-    """An unsaved new job on ``spec``, with unsaved schedule rows: what the pages ask for the
-    schedule's description and next slots as it is typed. Writes nothing."""
-    return _point_at(Job(), parse_schedule(spec), lambda model, values: model(**values))
+def preview_schedule(spec, name="", spread_seconds=0):
+    """An unsaved new job on ``spec`` (called ``name``, with ``spread_seconds``), with unsaved
+    schedule rows: what the pages ask for the schedule's description and next slots as it is typed.
+    Writes nothing."""
+    return _point_at(Job(name=name, spread=spread_seconds), parse_schedule(spec), lambda model, values: model(**values))
 
 
 def _point(job, schedule_type, rows):
@@ -160,6 +182,8 @@ def save_job(job, schedule=None):
     with transaction.atomic():
         if schedule is not None:
             apply_schedule(job, schedule)
+        else:
+            resolve_again_if_renamed(job)
         job.full_clean()
         job.save()
     return job
@@ -174,6 +198,14 @@ def restart_if_reenabled(obj, was_enabled):
         if isinstance(obj, Job):  # a workflow has no slot check, nor auto-pause
             obj.slot_check_from = None
             obj.consecutive_failures, obj.paused_reason = 0, ""
+
+
+def follow_spread(job, stored):
+    """Move a saved job's next slot by the change of its offset (its ``spread`` or its name
+    changed, ``stored`` is the row before): the slot the schedule stands at keeps its place in it."""
+    moved = job.spread_offset - stored.spread_offset
+    if moved and job.next_run_at is not None:
+        job.next_run_at += moved
 
 
 def pause(obj, reason=""):
@@ -206,22 +238,26 @@ def _spec_key(spec):
     return (spec["type"], spec.get("cron"), spec.get("timezone"), spec.get("every_seconds"), spec.get("run_at"))
 
 
-def _cron_key(spec):
-    return (*spec["cron"].split(), spec["timezone"])
+def _cron_key(spec, name):
+    return (*spread.resolve(spec["cron"], name).split(), spec["timezone"])
 
 
 class ScheduleRows:
     """The django-celery-beat rows of many schedule objects, found or made in a few queries (what
     ``apply_schedule``'s get_or_create does for one), and each schedule parsed once."""
 
-    def __init__(self, specs):
-        self.parsed = {}
-        for spec in specs:
+    def __init__(self, named_specs):
+        """``named_specs``: [(schedule object, the job's name)] (the name resolves an H)."""
+        self.parsed, names = {}, {}
+        for spec, name in named_specs:
             key = _spec_key(spec)
             if key not in self.parsed:
                 self.parsed[key] = parse_schedule(spec)
+            if self.parsed[key]["type"] == "cron" and spread.uses_hash(self.parsed[key]["cron"]):
+                names.setdefault(key, set()).add(name)
         wanted = list(self.parsed.values())
-        crons = {_cron_key(s) for s in wanted if s["type"] == "cron"}
+        crons = {_cron_key(s, name) for key, s in self.parsed.items() if s["type"] == "cron"
+                 for name in names.get(key, [""])}
         self.crontabs = {}
         if crons:
             for row in CrontabSchedule.objects.order_by("id"):
@@ -255,12 +291,13 @@ class ScheduleRows:
         from ``now`` (one moment for the whole batch, so a cron's next slot is computed once)."""
         spec = self.parsed[_spec_key(spec)]
         kind = spec["type"]
-        rows = ({"crontab": self.crontabs[_cron_key(spec)]} if kind == "cron"
+        rows = ({"crontab": self.crontabs[_cron_key(spec, job.name)]} if kind == "cron"
                 else {"interval": self.intervals[spec["every_seconds"]]} if kind == "interval"
                 else {"clocked": self.clocked[spec["run_at"]]} if kind == "once" else {})
         _point(job, kind, rows)
+        _keep_written(job, spec)
         if kind == "cron":
-            key = (*_cron_key(spec), job.dst_skipped, job.dst_repeated)
+            key = (_cron_key(spec, job.name), job.spread_offset, job.dst_skipped, job.dst_repeated)
             if key not in self.next_crons:
                 self.next_crons[key] = job.first_slot(now)
             job.next_run_at = self.next_crons[key]
@@ -270,7 +307,7 @@ class ScheduleRows:
 
 # What saving a job may set besides the caller's values: its schedule, next slot and time of change.
 SAVED_WITH_A_JOB = {"schedule_type", "crontab", "interval", "clocked", "next_run_at", "slot_check_from", "updated_at",
-                    "enabled", "consecutive_failures", "paused_reason"}
+                    "enabled", "consecutive_failures", "paused_reason", "cron_text", "spread_offset_seconds"}
 
 
 def save_jobs(items, checked_fields=(), update_fields=None, now=None):
@@ -283,7 +320,7 @@ what a schedule and a save set, or every field). Uniqueness and the
     nothing is saved when there is any."""
     now = now or timezone.now()
     with transaction.atomic():
-        rows = ScheduleRows(schedule for _, schedule in items if schedule is not None)
+        rows = ScheduleRows((schedule, job.name) for job, schedule in items if schedule is not None)
         # The schedule rows were found or made here, and a foreign key's check is a query per job.
         exclude = [*checked_fields, "crontab", "interval", "clocked", "last_run"]
         errors, new, changed, fields = {}, [], [], set()

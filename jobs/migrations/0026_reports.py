@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0023_dst_policy'),
+        ('jobs', '0025_spread'),
     ]
 
     operations = [

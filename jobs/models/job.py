@@ -15,6 +15,7 @@ from .. import kinds, parameters
 from ..choices import CatchupPolicy, DstRepeated, DstSkipped, OverlapPolicy, RunTrigger, ScheduleType
 from ..execution.publishing import DEFAULT_PRIORITY, MAX_PRIORITY
 from ..timing import schedules
+from ..timing import spread as spreading
 from .fields import CountField
 
 
@@ -113,6 +114,17 @@ class Job(models.Model):
     jitter_seconds = CountField(
         verbose_name="jitter (s)", default=0, help_text="Start each scheduled run up to this many seconds after its slot, at random.",
     )
+    spread = CountField(
+        verbose_name="spread (s)", default=0, validators=[MaxValueValidator(spreading.MAX_SPREAD_SECONDS)],
+        help_text="Move every slot by the same offset in [0, spread) seconds, chosen from a hash of the job's "
+                  "name: jobs on one schedule stop starting in the same second (docs/guide/forecast.md).",
+    )
+    # The offset itself (spread_offset, in seconds), kept beside the name and spread it is computed from
+    # (clean and save), so the load forecast groups a million jobs by it in one indexed query.
+    spread_offset_seconds = models.PositiveIntegerField(default=0, editable=False)
+    # The cron expression as written when it holds H (Jenkins' hash): the crontab row holds it resolved
+    # for this job (jobs.timing.spread.resolve), so beat and the admin read plain numbers. Empty otherwise.
+    cron_text = models.CharField(max_length=200, blank=True, default="", editable=False)
 
     # Limits of a command job's process group (rlimits, applied by the worker with prlimit).
     memory_limit_mb = CountField(
@@ -196,6 +208,10 @@ class Job(models.Model):
             models.CheckConstraint(condition=Q(dst_skipped__in=DstSkipped.values), name="job_dst_skipped_valid"),
             models.CheckConstraint(condition=Q(dst_repeated__in=DstRepeated.values), name="job_dst_repeated_valid"),
             models.CheckConstraint(condition=Q(priority__gte=0, priority__lte=MAX_PRIORITY), name="job_priority_range"),
+            models.CheckConstraint(condition=Q(spread__gte=0, spread__lte=spreading.MAX_SPREAD_SECONDS),
+                                   name="job_spread_range"),
+            models.CheckConstraint(condition=Q(spread=0, spread_offset_seconds=0)
+                                   | Q(spread_offset_seconds__lt=models.F("spread")), name="job_spread_offset_within"),
             models.CheckConstraint(
                 condition=Q(sla_seconds__isnull=True) | _positive("sla_seconds"), name="job_sla_positive"
             ),
@@ -222,6 +238,13 @@ class Job(models.Model):
                 name="job_due_idx",
                 condition=Q(enabled=True, next_run_at__isnull=False),
             ),
+            # The load forecast's cron groups (jobs.operations.forecast.cron_groups): jobs counted by
+            # schedule row and offset, from this index alone.
+            models.Index(fields=["schedule_type", "crontab", "spread_offset_seconds"], name="job_forecast_cron_idx",
+                         condition=Q(enabled=True)),
+            # And its interval and one-time jobs (forecast.timed_groups), by next slot: from this index alone.
+            models.Index(fields=["schedule_type", "interval", "next_run_at"], name="job_forecast_timed_idx",
+                         condition=Q(enabled=True, schedule_type__in=[ScheduleType.INTERVAL, ScheduleType.ONCE])),
             # The slot check: only the jobs with a slot since its last pass (or none known yet).
             models.Index(fields=["slot_check_from"], name="job_slot_check_idx", condition=Q(enabled=True)),
             # The start-deadline sweep (lifecycle.skip_past_deadline), every second on the leader, starts
@@ -254,7 +277,12 @@ class Job(models.Model):
         return (self.retention_days or settings.JOBS_RETENTION_DAYS,
                 self.retention_min_runs or settings.JOBS_RETENTION_MIN_RUNS)
 
+    def save(self, *args, **kwargs):
+        self.spread_offset_seconds = spreading.offset_seconds(self.name, self.spread)
+        super().save(*args, **kwargs)
+
     def clean(self):
+        self.spread_offset_seconds = spreading.offset_seconds(self.name, self.spread)  # the bulk saves clean, not save
         errors = {}
         if self.timeout_seconds and self.timeout_seconds > settings.JOBS_MAX_TIMEOUT_SECONDS:
             errors["timeout_seconds"] = (
@@ -291,7 +319,8 @@ class Job(models.Model):
     def describe_schedule(self):
         if self.schedule_type == ScheduleType.CRON and self.crontab:
             expr = self.cron_expression
-            return f"{schedules.describe_cron(expr)} ({expr}, {self.crontab.timezone})"
+            written = f"{self.cron_text} = {expr}" if self.cron_text else expr
+            return f"{schedules.describe_cron(expr)} ({written}, {self.crontab.timezone})"
         if self.schedule_type == ScheduleType.INTERVAL and self.interval:
             return f"Every {self.every_seconds:g} seconds"
         if self.schedule_type == ScheduleType.ONCE and self.clocked:
@@ -308,15 +337,22 @@ class Job(models.Model):
         period_seconds = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1, "microseconds": 1e-6}
         return self.interval.every * period_seconds[self.interval.period]
 
+    @property
+    def spread_offset(self):
+        """How much later than its schedule's times this job's slots fall (``spread``)."""
+        return timedelta(seconds=spreading.offset_seconds(self.name, self.spread))
+
     def slot_after(self, after):
-        """The first slot strictly after ``after``, or None when there is none."""
+        """The first slot strictly after ``after``, or None when there is none. A slot is the
+        schedule's time moved by ``spread_offset``: that instant is the run's ``scheduled_for``."""
+        shift = self.spread_offset
         if self.schedule_type == ScheduleType.CRON:
-            return schedules.next_cron_slot(self.cron_expression, str(self.crontab.timezone), after,
-                                            self.dst_skipped, self.dst_repeated)
-        if self.schedule_type == ScheduleType.INTERVAL:
+            return schedules.next_cron_slot(self.cron_expression, str(self.crontab.timezone), after - shift,
+                                            self.dst_skipped, self.dst_repeated) + shift
+        if self.schedule_type == ScheduleType.INTERVAL:  # the grid's anchor, next_run_at, holds the offset
             return schedules.next_interval_slot(self.every_seconds, self.next_run_at or after, after)
         if self.schedule_type == ScheduleType.ONCE:
-            run_at = self.clocked.clocked_time
+            run_at = self.clocked.clocked_time + shift
             return run_at if run_at > after else None
         return None
 
@@ -340,7 +376,7 @@ class Job(models.Model):
             count = max(0, min(limit + 1, math.ceil((end - first).total_seconds() / every)))
             return [first + timedelta(seconds=every * k) for k in range(count)]
         if self.schedule_type == ScheduleType.ONCE:
-            run_at = self.clocked.clocked_time
+            run_at = self.clocked.clocked_time + self.spread_offset
             return [run_at] if start <= run_at < end else []
         if self.schedule_type != ScheduleType.CRON:
             return []
@@ -359,10 +395,10 @@ class Job(models.Model):
         if self.schedule_type == ScheduleType.ONCE:
             if self.pk and self.runs.filter(trigger=RunTrigger.SCHEDULE).exists():
                 return None
-            return self.clocked.clocked_time
+            return self.clocked.clocked_time + self.spread_offset
         if self.schedule_type == ScheduleType.INTERVAL:
             # Saving a schedule never runs the job at once (stock beat does: celery#2531).
-            return now + timedelta(seconds=self.every_seconds)
+            return now + timedelta(seconds=self.every_seconds) + self.spread_offset
         if self.schedule_type == ScheduleType.CRON:
             return self.slot_after(now)
         return None

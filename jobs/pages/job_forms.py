@@ -34,6 +34,7 @@ from ..api.serializers import JobSerializer, ScheduleField, field_errors
 from ..definitions import fields as job_fields
 from ..definitions import jobs as definitions
 from ..models import DstRepeated, DstSkipped, Job, ScheduleType
+from ..timing.spread import MAX_SPREAD_SECONDS
 from .common import actor, job_timezone, page, refused_is_forbidden, slot_text
 
 PREVIEW_SLOTS = 10
@@ -372,14 +373,19 @@ def form_context(request, values, errors, job=None):
 def schedule_preview(spec, values=None):
     """{"description", "timezone", "slots"} of a schedule object, or {"errors": {field: [...]}} with
     the API's messages. ``values``: the form's, whose DST policy the slots follow (the default
-    where it is not one of the choices)."""
+    where it is not one of the choices), and whose name and spread place an H and the slots."""
     try:
         spec = ScheduleField().to_internal_value(spec)["schedule"]
     except serializers.ValidationError as exc:
         return {"errors": form_errors({"schedule": exc.detail})}
-    job = definitions.preview_schedule(spec)
+    values = values or {}
+    try:
+        seconds = min(max(int(values.get("spread") or 0), 0), MAX_SPREAD_SECONDS)
+    except (TypeError, ValueError):
+        seconds = 0  # the form's own check names it
+    job = definitions.preview_schedule(spec, str(values.get("name") or ""), seconds)
     for name, choices in (("dst_skipped", DstSkipped.values), ("dst_repeated", DstRepeated.values)):
-        if (values or {}).get(name) in choices:
+        if values.get(name) in choices:
             setattr(job, name, values[name])
     zone = job_timezone(job)
     slots = job.upcoming_slots(PREVIEW_SLOTS)

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import job_forms, operator_views, reports, tokens, views
+from . import forecast, job_forms, operator_views, reports, tokens, views
 
 app_name = "pages"
 
@@ -21,6 +21,8 @@ urlpatterns = [
     path("jobs/<int:pk>/report/", reports.job_report, name="job-report"),
     path("reports/", reports.tag_or_group_report, name="reports"),
     path("jobs/<int:pk>/backfill/", operator_views.job_backfill, name="job-backfill"),
+    path("forecast/", forecast.forecast_page, name="forecast"),
+    path("forecast/spread/", forecast.forecast_spread, name="forecast-spread"),
     path("runs/", views.run_list, name="runs"),
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("runs/<int:pk>/tail/", views.run_tail, name="run-tail"),

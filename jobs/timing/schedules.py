@@ -35,6 +35,7 @@ from croniter import CroniterError, croniter
 from django.core.exceptions import ValidationError
 
 from ..choices import DstRepeated, DstSkipped
+from . import spread
 
 
 def validate_cron(expression):
@@ -45,6 +46,7 @@ def validate_cron(expression):
         raise ValidationError(
             f"A cron expression has 5 fields (minute hour day month weekday), got {len(fields)}."
         )
+    expression = spread.resolve(expression, "")  # H: any job's numbers are as valid as this one's
     if not croniter.is_valid(expression):
         raise ValidationError(f"'{expression}' is not a valid cron expression.")
     try:

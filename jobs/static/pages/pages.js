@@ -75,7 +75,7 @@
       clearTimeout(timer);
       timer = setTimeout(function () {
         var params = new URLSearchParams();
-        ["schedule_type", "cron", "timezone", "every_seconds", "run_at", "dst_skipped", "dst_repeated"].forEach(function (name) {
+        ["schedule_type", "cron", "timezone", "every_seconds", "run_at", "dst_skipped", "dst_repeated", "name", "spread"].forEach(function (name) {
           var input = form.querySelector("[name=" + name + "]");
           if (input) params.set(name, input.value);
         });
@@ -85,7 +85,7 @@
           .catch(function () {});
       }, 250);
     }
-    ["cron", "timezone", "every_seconds", "run_at", "dst_skipped", "dst_repeated"].forEach(function (name) {
+    ["cron", "timezone", "every_seconds", "run_at", "dst_skipped", "dst_repeated", "name", "spread"].forEach(function (name) {
       var input = form.querySelector("[name=" + name + "]");
       if (input) input.addEventListener("input", preview);
     });
