@@ -2,6 +2,7 @@ from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from .jobs_as_code import JobsAsCodeView
+from .limits import LimitViewSet
 from .tokens import TokenDetail, TokenList
 from .views import JobViewSet, RunViewSet
 
@@ -12,6 +13,7 @@ router = DefaultRouter()
 router.include_root_view = False
 router.register("jobs", JobViewSet, basename="job")
 router.register("runs", RunViewSet, basename="run")
+router.register("limits", LimitViewSet, basename="limit")
 
 urlpatterns = [
     path("jobs-as-code/", JobsAsCodeView.as_view(), name="jobs-as-code"),

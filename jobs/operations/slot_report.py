@@ -31,7 +31,7 @@ from django.utils import timezone
 from audit import trail
 from audit.models import Action, AuditEntry
 
-from ..lifecycle import events
+from ..lifecycle import events, limits
 from ..models import Job, RunStatus, ScheduleType
 from .backfill import check_range, job_runs, runs_by_slot
 
@@ -192,7 +192,10 @@ def explain(job, moment, now=None, tzname="UTC"):
     slot = report.slots[0]
     when = text(slot.at, seconds=True)
     if slot.outcome == RAN:
-        return f"It ran: run #{slot.run.pk} ({slot.run.get_trigger_display().lower()}) for {when} is {slot.run.status}."
+        run = slot.run
+        waits = limits.waiting_for(run, now) if run.waiting_since is not None else None
+        return (f"It ran: run #{run.pk} ({run.get_trigger_display().lower()}) for {when} is {run.status}"
+                + (f", {waits}." if waits else "."))
     if slot.outcome == SKIPPED:
         return f"Skipped: the slot at {when} was not run: {slot.reason}."
     if slot.outcome == UPCOMING:
