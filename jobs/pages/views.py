@@ -21,6 +21,7 @@ from ..actions import jobs as actions
 from ..actions.permissions import sees_everything, visible_jobs, visible_runs
 from ..api.views import with_tag
 from ..kinds.base import result_as_json
+from ..lifecycle import limits
 from ..models import ACTIVE_STATUSES, RunStatus
 from . import charts, figures, keyset, queries
 from .common import actor, flower_url, job_timezone, may_act_on, page, refused_is_forbidden, slot_text
@@ -226,10 +227,15 @@ def run_live_context(request, run):
     whole_run = None
     if len(attempts) > 1 and run.finished_at:
         whole_run = charts.human_seconds((run.finished_at - attempts[0].started_at).total_seconds())
+    now = timezone.now()
+    # The wait for room under the job's limit: over, and (while it waits) so far.
+    waited = run.waited_seconds + (max((now - run.waiting_since).total_seconds(), 0) if run.waiting_since else 0)
     return {
         "run": run,
         "attempts": attempts,
         "whole_run_took": whole_run,
+        "waiting_for": limits.waiting_for(run, now),
+        "waited": charts.human_seconds(waited) if waited else "",
         "result_text": result_text(run),
         "result_title": spec.result_title if (spec := kinds.get(run.job.kind)) else "Result",
         "may_act": may_act_on(request, run.job),
