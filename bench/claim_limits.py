@@ -28,7 +28,7 @@ from jobs.lifecycle.runs import create_runs  # noqa: E402
 from jobs.models import Job, JobRun, RunStatus  # noqa: E402
 
 try:
-    from jobs.models import Limit  # noqa: E402
+    from jobs.models import Limit
 except ImportError:  # a tree from before limits
     Limit = None
 
