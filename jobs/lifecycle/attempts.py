@@ -60,9 +60,9 @@ def claim_by_orm(run_id, attempt, worker, pid):
 
 def _claim_within_limit(run, attempt, worker, pid):
     with transaction.atomic():
+        limit = limits.locked(run.job.limit_key) if run.job.limit_key else None
         now = clock.now()  # after the lock: the rate's minute is counted back from here
-        limit = limits.admit(run, now)
-        if limit is False:
+        if limit is not None and not limits.admit(run, limit, now):
             return WAITING
         if not _take(run, attempt, worker, pid, now):
             return None

@@ -3,6 +3,7 @@
 A job that names a limit (``Job.limit_key``) is claimed the slow way (``attempts.claim_by_orm``):
 in one transaction that holds the limit's row locked (``locked``), its running runs are counted,
 its starts of the last 60 seconds read, and the run is taken only if there is room (``admit``).
+A key that names no limit (its row deleted behind the service's back) runs unlimited.
 Two workers can then never both take the last place: the second waits for the first's lock and
 counts after its commit (a statement that locked and counted at once would count from before the
 wait, on PostgreSQL). On SQLite the transaction itself takes the database's write lock.
@@ -78,16 +79,12 @@ def ahead_of(run):
         | Q(job__priority=priority, scheduled_for=slot, pk__lt=run.pk))
 
 
-def admit(run, now):
-    """In the caller's transaction: the run's limit, locked, when the run may start now (also when
-    its key names no limit: then None, and it runs unlimited). When it may not, the run is marked
-    waiting (since ``now``, or since it first waited) and False is returned."""
-    key = run.job.limit_key
-    limit = locked(key) if key else None
-    if limit is None:
-        return None
+def admit(run, limit, now):
+    """Whether the run may start ``now`` under ``limit`` (locked by the caller's transaction). When
+    it may not, the run is marked waiting (since ``now``, or since it first waited)."""
     if room(limit, now) > 0 and not ahead_of(run).exists():
-        return limit
+        return True
+    key = run.job.limit_key
     marked = JobRun.objects.filter(pk=run.pk, attempt=run.attempt, status=RunStatus.QUEUED,
                                    waiting_since__isnull=True).update(waiting_since=now)
     if marked:
@@ -97,7 +94,7 @@ def admit(run, now):
 
 
 def started(limit, now):
-    """Count a start against the limit's rate (kept in its row, locked by ``admit``)."""
+    """Count a start against the limit's rate (kept in its row, locked by the caller)."""
     if not limit.max_starts_per_minute:
         return
     starts = [*recent_starts(limit, now), now][-limit.max_starts_per_minute:]

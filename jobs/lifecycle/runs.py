@@ -296,6 +296,9 @@ def wake_waiting(key, published_before=None):
     ``published_before``: leave out those published since (their message may still be on its way)."""
     with transaction.atomic():
         limit = limits.locked(key)
+        # Read under the lock: a claim that turns a run away holds it until the run is marked.
+        if not limits.waiting(key).exists():
+            return 0
         now = clock.now()
         free = 1000 if limit is None else min(limits.room(limit, now), 1000)
         first = list(limits.waiting(key).select_related("job")[:free]) if free else []
