@@ -74,3 +74,4 @@ def test_the_run_page_says_what_a_run_waits_for(people):
     text = browser(people.owner).get(f"/runs/{second.pk}/").content.decode()
     assert "waiting for warehouse (1 of 1 running)" in text
     assert "Waited for its limit" in text
+    assert 'href="/limits/#limit-warehouse">warehouse</a>' in browser(people.owner).get(f"/jobs/{job.pk}/").content.decode()

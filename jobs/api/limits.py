@@ -59,6 +59,8 @@ class LimitViewSet(ApiViewSet, viewsets.ModelViewSet):
     def get_object(self):
         """By key, or by id when no limit has that key."""
         value = self.kwargs[self.lookup_url_kwarg or self.lookup_field]
+        if "\x00" in value:  # PostgreSQL text cannot hold NUL: a 500 if it reached the query
+            raise NotFound("No limit has this key or id.")
         found = Limit.objects.filter(key=value).first()
         if found is None and value.isdigit() and len(value) < 19:
             found = Limit.objects.filter(pk=int(value)).first()
