@@ -5,8 +5,8 @@ and the release of a batch of runs whose start time has come (``release``), like
 
 They are the moves of jobs.lifecycle.attempts (``claim_by_orm``, ``succeed_by_orm``), written as
 data-modifying CTEs, and tests/test_lifecycle_parity.py holds the two to the same result: the claim
-is still a conditional UPDATE (one claimant wins) of a run whose job names no limit that inserts the attempt row in the same statement
-and returns the run with its job; the success moves the run, finishes its attempt and records the
+is still a conditional UPDATE (one claimant wins) that inserts the attempt row in the same statement
+and returns the run with its job (of a job that names no limit: jobs.lifecycle.limits claims those); the success moves the run, finishes its attempt and records the
 end for the pages' figures (``RunEnd``) together,
 unless a subscriber of the run's events wants this one (``events.wanted_sql``), in which case
 nothing is changed and the caller records it the ordinary way, with its event. Times are the
