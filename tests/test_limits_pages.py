@@ -74,4 +74,7 @@ def test_the_run_page_says_what_a_run_waits_for(people):
     text = browser(people.owner).get(f"/runs/{second.pk}/").content.decode()
     assert "waiting for warehouse (1 of 1 running)" in text
     assert "Waited for its limit" in text
-    assert 'href="/limits/#limit-warehouse">warehouse</a>' in browser(people.owner).get(f"/jobs/{job.pk}/").content.decode()
+    job_page = browser(people.owner).get(f"/jobs/{job.pk}/").content.decode()
+    assert 'href="/limits/#limit-warehouse">warehouse</a>' in job_page
+    assert "(waiting for its limit" in job_page
+    assert "(waiting for its limit" in browser(people.owner).get("/runs/").content.decode()

@@ -38,7 +38,7 @@ AUDIT_ON_JOB_PAGE = 20
 # What a table of runs shows (templates/pages/_runs_table.html): not the output, result or error,
 # up to megabytes a run.
 RUNS_TABLE_FIELDS = ("job", "status", "trigger", "scheduled_for", "created_at", "started_at", "finished_at",
-                     "attempt", "max_attempts", "worker")
+                     "attempt", "max_attempts", "worker", "waiting_since", "waited_seconds")
 LAST_RUN_UNSHOWN = ("last_run__output", "last_run__result", "last_run__error", "last_run__reason")
 
 
@@ -55,6 +55,12 @@ def with_timings(run_list, now=None):
             run.took = f"{charts.human_seconds((now - run.started_at).total_seconds())} so far"
         else:
             run.took = "—"
+        # How long it waited for room under its job's limit (where the list loaded it).
+        loaded = {"waiting_since", "waited_seconds"}.isdisjoint(run.get_deferred_fields())
+        waited = run.waited_seconds + (max((now - run.waiting_since).total_seconds(), 0) if run.waiting_since else 0) \
+            if loaded else 0
+        run.waited = charts.human_seconds(waited) if waited else ""
+        run.waits = loaded and run.waiting_since is not None and run.status == RunStatus.QUEUED
     return run_list
 
 
