@@ -187,7 +187,7 @@ def main():
         say(f"raw Celery: {args.samples} tasks, publish to start")
         results["raw Celery: apply_async → task starts"] = raw_latencies(args.samples)
         say(f"ours: {args.samples} run-now requests")
-        results["ours: POST run now → started_at"] = run_now_latencies(f"http://127.0.0.1:{port}", token.key, job,
+        results["ours: POST run now → started_at"] = run_now_latencies(f"http://127.0.0.1:{port}", token, job,
                                                                        args.samples)
         procs.start("beat", celery("-A", "scheduler_site", "beat", "-l", "WARNING", "--pidfile=", "-s",
                                    f"/tmp/bench-latency-beat-{os.getpid()}"))

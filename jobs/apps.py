@@ -10,6 +10,7 @@ class JobsConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from .actions.permissions import ensure_command_runners_group
+        from .as_code import limits  # noqa: F401  (registers the files' limits: section)
         from .kinds.callable import registry
         from .worker import signals  # noqa: F401  (connects the Celery signal handlers)
 

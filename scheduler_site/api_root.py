@@ -11,6 +11,7 @@ ROUTES = {
     "jobs-as-code": "api:jobs-as-code",
     "tokens": "api:token-list",
     "forecast": "api:forecast",
+    "limits": "api:limit-list",
     "workflows": "workflows-api:workflow-list",
     "workflow-runs": "workflows-api:workflow-run-list",
     "channels": "notifications-api:channel-list",

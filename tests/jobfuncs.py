@@ -44,6 +44,12 @@ def ledger(path, seconds=0.0, context=None):
     return {"attempt": attempt_of(context)}
 
 
+@job_function("test.ledger_slow_first")
+def ledger_slow_first(path, first_seconds, seconds=0.0, context=None):
+    """``test.ledger`` whose first attempt takes ``first_seconds`` (long enough to kill it)."""
+    return ledger(path, first_seconds if context.attempt == 1 else seconds, context=context)
+
+
 @job_function("test.flaky")
 def flaky(fail_times, path=None, context=None):
     if path:

@@ -20,6 +20,7 @@ from ..access import secrets
 from ..actions.permissions import queue_refusal
 from ..definitions import fields as job_fields
 from ..definitions import jobs as definitions
+from ..lifecycle import limits
 from ..models import DstRepeated, DstSkipped, Job, JobAttempt, JobRun
 from ..timing import schedules, spread
 
@@ -316,6 +317,7 @@ class RunSerializer(serializers.ModelSerializer):
 
     job_name = serializers.CharField(source="job.name", read_only=True)
     duration_seconds = serializers.SerializerMethodField()
+    waiting_for = serializers.SerializerMethodField()
     idempotency_key = serializers.CharField(
         read_only=True, help_text="What job code gets to make its side effects safe: \"<job id>:<slot in UTC>\", the "
                                   "same on every attempt and every re-run of the run (the attempt is `attempt`).")
@@ -325,9 +327,16 @@ class RunSerializer(serializers.ModelSerializer):
         fields = [
             "id", "job", "job_name", "status", "trigger", "attempt", "max_attempts", "scheduled_for",
             "created_at", "queued_at", "started_at", "finished_at", "duration_seconds", "worker",
-            "output_bytes", "error", "reason", "idempotency_key", "params",
+            "output_bytes", "error", "reason", "idempotency_key", "params", "waiting_for", "waiting_since",
+            "waited_seconds",
         ]
         read_only_fields = fields
+
+    @extend_schema_field({"type": "string", "nullable": True,
+                          "description": "Why a queued run waits under its job's limit, such as \"waiting for "
+                                         "warehouse (3 of 3 running)\"; null when it does not wait."})
+    def get_waiting_for(self, run):
+        return limits.waiting_for(run, timezone.now())
 
     @extend_schema_field(OpenApiTypes.FLOAT)
     def get_duration_seconds(self, run):

@@ -3,6 +3,7 @@ from rest_framework.routers import DefaultRouter
 
 from .forecast import ForecastView, SpreadView
 from .jobs_as_code import JobsAsCodeView
+from .limits import LimitViewSet
 from .reports import TagOrGroupReport
 from .tokens import TokenDetail, TokenList
 from .views import JobViewSet, RunViewSet
@@ -14,6 +15,7 @@ router = DefaultRouter()
 router.include_root_view = False
 router.register("jobs", JobViewSet, basename="job")
 router.register("runs", RunViewSet, basename="run")
+router.register("limits", LimitViewSet, basename="limit")
 
 urlpatterns = [
     path("jobs-as-code/", JobsAsCodeView.as_view(), name="jobs-as-code"),

@@ -82,8 +82,15 @@ def report(done, total, what):
         out(f"{what}: {done:,} of {total:,}")
 
 
-def register(section):
+def register(section, before=None):
+    """Add ``section``, after those registered so far or ``before`` the section of that key (whose
+    entries may then use what it defines: ``limits:`` comes before ``jobs:``)."""
     SECTIONS[section.key] = section
+    if before in SECTIONS:
+        ordered = [key for key in SECTIONS if key != section.key]
+        ordered.insert(ordered.index(before), section.key)
+        for key in ordered:
+            SECTIONS[key] = SECTIONS.pop(key)
 
 
 @dataclass

@@ -15,6 +15,7 @@ pending ─► queued ─► running ─► succeeded
   and succeed in one transaction with the job's own writes (exactly once, transactional functions);
 - ``streaks``: a job's failures in a row, counted where runs end, and the auto-pause they lead to;
 - ``postgres``: the claim and the success as single statements, the same moves as ``attempts``;
+- ``limits``: limits shared across jobs, at the claim (a run waits for room; ``runs`` wakes it);
 - ``rollup``: the ends of runs folded into the figures the pages show (counts by hour, recent
   durations);
 - ``moves``: the state machine (``MOVES``) and the conditional transition every move goes through;
@@ -56,6 +57,8 @@ from .runs import (
     release_timed,
     skip_past_deadline,
     time_limits,
+    wake_all_waiting,
+    wake_waiting,
 )
 
 __all__ = [
@@ -63,5 +66,6 @@ __all__ = [
     "heartbeat", "recount_ends",
     "lose_if_holder_died", "message_for", "miss_if_past_deadline", "publish_again", "publish_many",
     "publish_on_commit", "queue_due_retries", "record_failure", "record_success", "restore_claim", "release_held", "release_pending", "release_timed",
-    "skip_past_deadline", "subscribe", "succeed_in_one_transaction", "time_limits",
+    "skip_past_deadline", "subscribe", "succeed_in_one_transaction", "time_limits", "wake_all_waiting",
+    "wake_waiting",
 ]

@@ -17,10 +17,10 @@ from django.db.models.functions import Now
 from ..execution.publishing import task_id_for
 from ..models import AttemptOutcome, DeliveryCounter, Job, JobAttempt, JobRun, RunStatus, RunTrigger
 from ..timing import clock
-from . import events, postgres, stored
+from . import events, limits, postgres, stored
 from .backoff import backoff_delay
 from .moves import transition
-from .runs import miss_if_past_deadline, publish_on_commit
+from .runs import free_room, miss_if_past_deadline, publish_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -29,13 +29,20 @@ DUPLICATES_DROPPED = "duplicate_deliveries_dropped"
 
 # --- claim
 
+# claim_by_orm's answer for a run its limit turned away (it waits, jobs.lifecycle.limits).
+WAITING = object()
+
+
 def claim(run_id, attempt, worker, pid):
     """Take the run for this attempt: the run (with its job) or None when another delivery has it,
-    it is over, or it missed its start deadline."""
-    if connection.vendor == "postgresql":
-        run = postgres.claim(run_id, attempt, worker, pid)
-    else:
+    it is over, it missed its start deadline, or it waits for room under its job's limit."""
+    # On PostgreSQL, one statement for a job without a limit; what it leaves (a job with a limit,
+    # or nothing to claim) is looked at the slow way.
+    run = postgres.claim(run_id, attempt, worker, pid) if connection.vendor == "postgresql" else None
+    if run is None:
         run = claim_by_orm(run_id, attempt, worker, pid)
+    if run is WAITING:
+        return None
     if run is None:
         _not_claimed(run_id, attempt, worker)
     return run
@@ -46,13 +53,28 @@ def claim_by_orm(run_id, attempt, worker, pid):
     run = _queued(run_id, attempt)
     if run is None or past_start_deadline(run, now):
         return None
+    if limits.applies(run):
+        return _claim_within_limit(run, attempt, worker, pid)
     return run if _take(run, attempt, worker, pid, now) else None
+
+
+def _claim_within_limit(run, attempt, worker, pid):
+    with transaction.atomic():
+        limit = limits.locked(run.job.limit_key) if run.job.limit_key else None
+        now = clock.now()  # after the lock: the rate's minute is counted back from here
+        if limit is not None and not limits.admit(run, limit, now):
+            return WAITING
+        if not _take(run, attempt, worker, pid, now):
+            return None
+        if limit is not None:
+            limits.started(limit, now)
+    return run
 
 
 def _take(run, attempt, worker, pid, now):
     with transaction.atomic():
         if not transition(run, RunStatus.RUNNING, frm=[RunStatus.QUEUED], worker=worker, heartbeat_at=now,
-                              started_at=now, finished_at=None):
+                              started_at=now, finished_at=None, **limits.waited_fields(run, now)):
             return False
         JobAttempt.objects.create(run_id=run.pk, number=attempt, task_id=task_id_for(run.pk, attempt),
                                   worker=worker, pid=pid, started_at=now, heartbeat_at=now)
@@ -88,8 +110,9 @@ def past_start_deadline(run, now):
 
 # What a claim loads, on every database: the PostgreSQL claim's columns (the run's slot among them,
 # which the start deadline checks), and the job's start deadline.
-CLAIM_RUN_FIELDS = [f.name for f in postgres.RUN_FIELDS]
-CLAIM_JOB_FIELDS = [f.name for f in postgres.JOB_FIELDS] + ["start_deadline_seconds"]
+# With what a limit asks (jobs.lifecycle.limits): the job's limit and the run's wait for it.
+CLAIM_RUN_FIELDS = [f.name for f in postgres.RUN_FIELDS] + ["waiting_since", "waited_seconds"]
+CLAIM_JOB_FIELDS = [f.name for f in postgres.JOB_FIELDS] + ["start_deadline_seconds", "limit_key"]
 
 
 def _queued(run_id, attempt):
@@ -149,6 +172,8 @@ def record_success(run_id, attempt, output="", output_bytes=0, result=None):
     if connection.vendor == "postgresql":
         wanted_sql = events.wanted_sql("succeeded")
         if wanted_sql is not None:
+            # A run under a limit frees room as it ends: recorded the ordinary way (free_room).
+            wanted_sql = f"{wanted_sql} OR j.limit_key <> ''"
             moved, wanted = postgres.succeed(run_id, attempt, output, output_bytes, result, wanted_sql)
             if not wanted:
                 return moved
@@ -194,6 +219,7 @@ def succeed_by_orm(run_id, attempt, output="", output_bytes=0, result=None):
             return False
         _finish_attempt(run_id, attempt, AttemptOutcome.SUCCEEDED, now)
         events.emit("succeeded", run=run)
+        free_room(run.job)
     return True
 
 
@@ -226,6 +252,7 @@ def record_failure(run_id, attempt, error, traceback="", output="", output_bytes
             transition(run, final, frm=[RunStatus.RUNNING], finished_at=now, **fields)
             events.emit(final.value, run=run)
         _finish_attempt(run_id, attempt, outcome, now, error=error, traceback=traceback)
+        free_room(run.job)
     return run.status
 
 

@@ -6,8 +6,9 @@ and the release of a batch of runs whose start time has come (``release``), like
 They are the moves of jobs.lifecycle.attempts (``claim_by_orm``, ``succeed_by_orm``), written as
 data-modifying CTEs, and tests/test_lifecycle_parity.py holds the two to the same result: the claim
 is still a conditional UPDATE (one claimant wins) that inserts the attempt row in the same statement
-and returns the run with its job; the success moves the run, finishes its attempt, records the
-end for the pages' figures (``RunEnd``) and ends the job's failure streak (``streaks``) together,
+and returns the run with its job (of a job that names no limit: jobs.lifecycle.limits claims those); the
+success moves the run, finishes its attempt, records the end for the pages' figures (``RunEnd``) and ends
+the job's failure streak (``streaks``) together,
 unless a subscriber of the run's events wants this one (``events.wanted_sql``), in which case
 nothing is changed and the caller records it the ordinary way, with its event. Times are the
 database's (``statement_timestamp()``), as everywhere a time is compared across hosts.
@@ -58,6 +59,8 @@ WITH commit_mode AS (
     FROM {JOB} AS j, commit_mode
     WHERE r.id = %(run_id)s AND r.attempt = %(attempt)s AND r.status IS NOT DISTINCT FROM '{RunStatus.QUEUED.value}'
       AND j.id = r.job_id
+      -- A job under a limit, or a run that waited for one, is claimed the slow way (lifecycle.limits).
+      AND j.limit_key = '' AND r.waiting_since IS NULL
       -- attempts.past_start_deadline: a scheduled first attempt past its job's start deadline is not claimed
       AND NOT (r.trigger = '{RunTrigger.SCHEDULE.value}' AND r.attempt = 1 AND COALESCE(j.start_deadline_seconds, 0) > 0
                AND statement_timestamp() - r.scheduled_for > make_interval(secs => j.start_deadline_seconds))

@@ -21,7 +21,7 @@ from ..definitions.jobs import stopped_by_soft_time_limit
 from ..execution import publishing
 from ..models import ACTIVE_STATUSES, AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
 from ..timing import clock
-from . import events, postgres
+from . import events, limits, postgres
 from .moves import move_locked, transition
 
 logger = logging.getLogger(__name__)
@@ -289,6 +289,47 @@ def release_held(now=None, limit=1000):
     return len(queued)
 
 
+def free_room(job):
+    """A run of ``job`` left ``running`` (or left the line of waiting runs): once that commits, wake
+    the runs of its limit that now have room (``wake_waiting``)."""
+    if job.limit_key:
+        transaction.on_commit(functools.partial(_wake_logged, job.limit_key))
+
+
+def _wake_logged(key):
+    try:
+        wake_waiting(key)
+    except Exception:  # the run's change is committed; the monitor wakes them on its next pass
+        logger.exception("could not wake the runs waiting for limit %s; the monitor will", key)
+
+
+def wake_waiting(key, published_before=None):
+    """Publish again the first runs waiting for room under ``key``, as many as there is room for
+    (all of them when the key no longer names a limit): each is claimed anew (jobs.lifecycle.limits).
+    ``published_before``: leave out those published since (their message may still be on its way)."""
+    with transaction.atomic():
+        limit = limits.locked(key)
+        # Read under the lock: a claim that turns a run away holds it until the run is marked.
+        if not limits.waiting(key).exists():
+            return 0
+        now = clock.now()
+        free = 1000 if limit is None else min(limits.room(limit, now), 1000)
+        first = list(limits.waiting(key).select_related("job")[:free]) if free else []
+        if published_before is not None:
+            first = [run for run in first if run.queued_at is None or run.queued_at < published_before]
+        return publish_again(first)
+
+
+def wake_all_waiting(now=None):
+    """``wake_waiting`` for every key that has runs waiting (the leader's monitor, every pass), but
+    not a run published again in the last two passes."""
+    now = now or clock.now()
+    keys = (JobRun.objects.filter(status=RunStatus.QUEUED, waiting_since__isnull=False)
+            .values_list("job__limit_key", flat=True).distinct().order_by())
+    recently = now - timedelta(seconds=max(2 * settings.JOBS_MONITOR_SECONDS, 5))
+    return sum(wake_waiting(key, published_before=recently) for key in list(keys))
+
+
 def publish_again(found):
     """Publish queued runs again (the broker lost their messages); each still queued at the same
     attempt is stamped with a new queued_at and one more publish."""
@@ -329,6 +370,7 @@ def miss_if_past_deadline(run, now):
                                reason=f"missed: not started within {deadline} s of its slot ({late:.0f} s late)")
         if moved:
             events.emit("skipped", run=run)
+            free_room(run.job)
     return moved
 
 
@@ -357,6 +399,7 @@ def cancel(run, reason="cancelled"):
                 JobAttempt.objects.filter(run_id=run.pk, number=run.attempt, outcome=AttemptOutcome.RUNNING).update(
                     outcome=AttemptOutcome.CANCELLED, finished_at=now)
                 events.emit("cancelled", run=run)
+                free_room(run.job)
                 run.refresh_from_db()
                 return True
     run.refresh_from_db()

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0020_parameters'),
+        ('jobs', '0021_limits'),
     ]
 
     operations = [

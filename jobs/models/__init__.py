@@ -1,7 +1,7 @@
 """Jobs, their runs, and the attempts of each run: the record of what is due and what ran.
 
-One module per record: ``job``, ``run``, ``attempt``, ``counts`` (the figures' sources), ``leases``;
-the choices are defined in ``jobs.choices`` and are importable from here too. The state machine and
+One module per record: ``job``, ``run``, ``attempt``, ``counts`` (the figures' sources), ``leases``,
+``limit``; the choices are defined in ``jobs.choices`` and are importable from here too. The state machine and
 every move of a run are the lifecycle's (``jobs.lifecycle.moves``).
 """
 
@@ -26,11 +26,12 @@ from .counts import DeliveryCounter, EndCounts, HourCounts, JobDayCounts, JobHou
 from .fields import CountField
 from .job import Job
 from .leases import Lease, SchedulerOutage
+from .limit import Limit
 from .run import JobRun, StatusOf, idempotency_key
 
 __all__ = [
     "ACTIVE_STATUSES", "ENDED_STATUSES", "FAILURE_END_STATUSES", "TERMINAL_STATUSES", "TIMED_END_STATUSES", "UNSUCCESSFUL_END_STATUSES",
     "AttemptOutcome", "CatchupPolicy", "CountField", "DeliveryCounter", "DstRepeated", "DstSkipped", "EndCounts", "HourCounts", "Job",
-    "JobAttempt", "JobDayCounts", "JobHourCounts", "JobRun", "Lease", "OverlapPolicy", "RecentRuns", "RunEnd",
+    "JobAttempt", "JobDayCounts", "JobHourCounts", "JobRun", "Lease", "Limit", "OverlapPolicy", "RecentRuns", "RunEnd",
     "RunStatus", "RunTrigger", "ScheduleType", "SchedulerOutage", "StatusOf", "idempotency_key",
 ]

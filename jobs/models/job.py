@@ -17,6 +17,7 @@ from ..execution.publishing import DEFAULT_PRIORITY, MAX_PRIORITY
 from ..timing import schedules
 from ..timing import spread as spreading
 from .fields import CountField
+from .limit import KEY_MAX_LENGTH, Limit
 
 
 def exactly_one_schedule(name):
@@ -165,6 +166,10 @@ class Job(models.Model):
         default=DEFAULT_PRIORITY, validators=[MaxValueValidator(MAX_PRIORITY)],
         help_text="0-9, 9 the most urgent: of the runs waiting in a queue, a worker takes the most urgent first.",
     )
+    limit_key = models.CharField(
+        verbose_name="limit", max_length=KEY_MAX_LENGTH, blank=True, default="",
+        help_text="The key of a limit (/api/limits/) shared with other jobs: its runs wait while the limit is full.",
+    )
     max_retries = CountField(
         default=0, validators=[MaxValueValidator(100)],
         help_text="More attempts after the first when the job itself fails or times out.",
@@ -254,6 +259,9 @@ class Job(models.Model):
                 name="job_start_deadline_idx",
                 condition=Q(start_deadline_seconds__isnull=False),
             ),
+            # The jobs of a limit: the claim's count of their running runs, the waking of their
+            # waiting ones (jobs.lifecycle.limits); only jobs that name a limit are in it.
+            models.Index(fields=["limit_key"], name="job_limit_key_idx", condition=~Q(limit_key="")),
         ]
 
     def __str__(self):
@@ -297,6 +305,9 @@ class Job(models.Model):
                 errors["parameters"] = [
                     f"{', '.join(missing)}: required with no default, but the job runs on a schedule and its "
                     "scheduled runs take the defaults. Give a default, or make it not required."]
+        if self.limit_key and not Limit.objects.filter(key=self.limit_key).exists():
+            errors["limit_key"] = (f"No limit has the key '{self.limit_key[:KEY_MAX_LENGTH]}': create it first "
+                                   "(/api/limits/, or a limits: section of the same file).")
         if (spec := kinds.get(self.kind)) is not None:  # an unknown kind is refused by the field's choices
             try:
                 spec.validate(self)

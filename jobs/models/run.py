@@ -48,6 +48,12 @@ class JobRun(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     next_attempt_at = models.DateTimeField("next attempt", null=True, blank=True)
     publish_count = models.PositiveIntegerField(default=0)
+    # A queued run its limit turned away (jobs.lifecycle.limits): since when it waits for room;
+    # the claim that starts it adds the wait to waited_seconds and clears it.
+    waiting_since = models.DateTimeField(null=True, blank=True)
+    # (db_default: the scheduler inserts runs in bulk with SQL of its own, lifecycle.runs.create_runs.)
+    waited_seconds = models.FloatField(
+        default=0, db_default=0, help_text="How long the run waited for room under its job's limit, over all its attempts.")
     worker = models.CharField(max_length=255, blank=True)
     output = models.TextField(blank=True)
     output_bytes = models.BigIntegerField("output size (bytes)", default=0, help_text="Bytes the job wrote, kept or not.")
@@ -88,6 +94,8 @@ class JobRun(models.Model):
             # read from the table and sorted (bench/pages.py: 193-521 ms at 10,000,000 runs, 2-19 ms with it).
             models.Index(fields=["job", "status", "-created_at", "-id"], name="run_job_unsuccessful_idx",
                          condition=Q(status__in=UNSUCCESSFUL_END_STATUSES)),
+            # The runs waiting for room under a limit, woken in order (jobs.lifecycle.limits): few.
+            models.Index(fields=["job"], name="run_waiting_idx", condition=Q(waiting_since__isnull=False)),
             # Deleting a user sets triggered_by to NULL on their runs; only manual runs have one.
             models.Index(fields=["triggered_by"], name="run_triggered_by_idx", condition=Q(triggered_by__isnull=False)),
             # The monitor and the retry dispatcher only look at unfinished runs:

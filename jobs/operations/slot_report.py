@@ -31,7 +31,7 @@ from django.utils import timezone
 from audit import trail
 from audit.models import Action, AuditEntry
 
-from ..lifecycle import events
+from ..lifecycle import events, limits
 from ..models import Job, RunStatus, ScheduleType
 from ..timing import dst
 from .backfill import check_range, job_runs, runs_by_slot
@@ -229,15 +229,17 @@ def explain(job, moment, now=None, tzname="UTC"):
                     f"last changed ({text(report.checked_from)}).")
         nxt = f"; the next slot after it was {text(following)}" if following else ""
         return f"{job.name} had no slot at {text(moment)}{nxt}."
-    return " ".join(explain_slot(slot, text) for slot in report.slots if slot.at == report.slots[0].at)
+    return " ".join(explain_slot(slot, text, now) for slot in report.slots if slot.at == report.slots[0].at)
 
 
-def explain_slot(slot, text):
+def explain_slot(slot, text, now):
     when = text(slot.at, seconds=True)
     note = f" ({slot.reason})" if slot.reason else ""
     if slot.outcome == RAN:
-        return (f"It ran: run #{slot.run.pk} ({slot.run.get_trigger_display().lower()}) for {when} is "
-                f"{slot.run.status}{note}.")
+        run = slot.run
+        waits = limits.waiting_for(run, now) if run.waiting_since is not None else None
+        return (f"It ran: run #{run.pk} ({run.get_trigger_display().lower()}) for {when} is {run.status}{note}"
+                + (f", {waits}." if waits else "."))
     if slot.outcome == SKIPPED:
         return f"Skipped: the slot at {when} was not run: {slot.reason}."
     if slot.outcome == UPCOMING:

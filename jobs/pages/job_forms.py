@@ -33,7 +33,7 @@ from ..actions.permissions import sees_everything, visible_jobs
 from ..api.serializers import JobSerializer, ScheduleField, field_errors
 from ..definitions import fields as job_fields
 from ..definitions import jobs as definitions
-from ..models import DstRepeated, DstSkipped, Job, ScheduleType
+from ..models import DstRepeated, DstSkipped, Job, Limit, ScheduleType
 from ..timing.spread import MAX_SPREAD_SECONDS
 from .common import actor, job_timezone, page, refused_is_forbidden, slot_text
 
@@ -324,6 +324,8 @@ def make_field(name, values, errors, request):
         made.options = sorted(settings.JOBS_QUEUES)
     elif name == "timezone":
         made.options = timezone_names()
+    elif name == "limit_key":
+        made.options = list(Limit.objects.values_list("key", flat=True)[:1000])
     elif name == "every_seconds":
         made.widget = "number"
     elif name == "schedule_type":

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import forecast, job_forms, operator_views, reports, tokens, views
+from . import forecast, job_forms, limits, operator_views, reports, tokens, views
 
 app_name = "pages"
 
@@ -27,6 +27,10 @@ urlpatterns = [
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("runs/<int:pk>/tail/", views.run_tail, name="run-tail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
+    path("limits/", limits.limit_list, name="limits"),
+    path("limits/new/", limits.limit_edit, name="limit-new"),
+    path("limits/<slug:key>/edit/", limits.limit_edit, name="limit-edit"),
+    path("limits/<slug:key>/delete/", limits.limit_delete, name="limit-delete"),
     path("accounts/tokens/", tokens.token_list, name="tokens"),
     path("accounts/tokens/new/", tokens.token_create, name="token-new"),
     path("accounts/tokens/<str:prefix>/revoke/", tokens.token_revoke, name="token-revoke"),

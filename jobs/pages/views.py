@@ -24,6 +24,7 @@ from ..api.filters import with_tag
 from ..api.views import param_filters, with_params
 from ..definitions import jobs as definitions
 from ..kinds.base import result_as_json
+from ..lifecycle import limits
 from ..models import ACTIVE_STATUSES, RunStatus
 from ..operations.reports import job_report
 from . import charts, figures, keyset, params_form, queries
@@ -43,7 +44,7 @@ ON_TIME_DAYS = 28  # the job page's heat map: four weeks
 # What a table of runs shows (templates/pages/_runs_table.html): not the output, result or error,
 # up to megabytes a run.
 RUNS_TABLE_FIELDS = ("job", "status", "trigger", "scheduled_for", "created_at", "started_at", "finished_at",
-                     "attempt", "max_attempts", "worker")
+                     "attempt", "max_attempts", "worker", "waiting_since", "waited_seconds")
 LAST_RUN_UNSHOWN = ("last_run__output", "last_run__result", "last_run__error", "last_run__reason")
 
 
@@ -60,6 +61,12 @@ def with_timings(run_list, now=None):
             run.took = f"{charts.human_seconds((now - run.started_at).total_seconds())} so far"
         else:
             run.took = "—"
+        # How long it waited for room under its job's limit (where the list loaded it).
+        loaded = {"waiting_since", "waited_seconds"}.isdisjoint(run.get_deferred_fields())
+        waited = run.waited_seconds + (max((now - run.waiting_since).total_seconds(), 0) if run.waiting_since else 0) \
+            if loaded else 0
+        run.waited = charts.human_seconds(waited) if waited else ""
+        run.waits = loaded and run.waiting_since is not None and run.status == RunStatus.QUEUED
     return run_list
 
 
@@ -266,10 +273,15 @@ def run_live_context(request, run):
     whole_run = None
     if len(attempts) > 1 and run.finished_at:
         whole_run = charts.human_seconds((run.finished_at - attempts[0].started_at).total_seconds())
+    now = timezone.now()
+    # The wait for room under the job's limit: over, and (while it waits) so far.
+    waited = run.waited_seconds + (max((now - run.waiting_since).total_seconds(), 0) if run.waiting_since else 0)
     return {
         "run": run,
         "attempts": attempts,
         "whole_run_took": whole_run,
+        "waiting_for": limits.waiting_for(run, now),
+        "waited": charts.human_seconds(waited) if waited else "",
         "result_text": result_text(run),
         "result_title": spec.result_title if (spec := kinds.get(run.job.kind)) else "Result",
         "may_act": may_act_on(request, run.job),

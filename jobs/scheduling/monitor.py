@@ -7,6 +7,9 @@
 - a ``queued`` run that no worker claimed in time is published again when the broker holds fewer
   messages than the database has queued runs (the broker lost them: a Redis restart without
   persistence, a FLUSHALL, a Sentinel failover before the replica had them, a purged queue);
+- a run waiting for room under its job's limit is published again when there is room (the
+  lifecycle wakes it when a run of its limit ends; this pass is the safety net, and wakes a run
+  that waited for a rate limit's minute to pass);
 - a run that waited unstarted (``pending`` or ``queued``) longer than ``JOBS_MAX_WAIT_SECONDS`` (no
   worker consumes its queue) is ``failed``, so no state lasts forever: ``running`` is bounded by
   heartbeats and the timeout, ``retrying`` by its backoff, waiting states by this.
@@ -35,6 +38,7 @@ def check_once(now=None, watched_seconds=None):
     settled = _settled(watched_seconds)
     report = {
         "timed_out": mark_overdue(now),
+        "woken": lifecycle.wake_all_waiting(now),
         "republished": republish_unclaimed(now) if settled else 0,
         "never_started": fail_never_started(now) if settled else 0,
     }
@@ -91,7 +95,9 @@ def mark_overdue(now):
 
 def fail_never_started(now):
     limit = settings.JOBS_MAX_WAIT_SECONDS
-    waiting = JobRun.objects.filter(status__in=[RunStatus.PENDING, RunStatus.QUEUED],
+    # A run waiting for room under a limit has been claimed (its queue has a worker); the runs
+    # ahead of it, bounded by their timeouts, free the room it waits for.
+    waiting = JobRun.objects.filter(status__in=[RunStatus.PENDING, RunStatus.QUEUED], waiting_since__isnull=True,
                                     created_at__lt=now - timedelta(seconds=limit)).select_related("job")
     return sum(lifecycle.give_up_waiting(
         run, now, f"Never started: waited more than {limit:.0f} s (JOBS_MAX_WAIT_SECONDS); "
@@ -100,11 +106,13 @@ def fail_never_started(now):
 
 def republish_unclaimed(now):
     deadline = now - timedelta(seconds=settings.JOBS_REPUBLISH_AFTER_SECONDS)
-    stale = JobRun.objects.filter(status=RunStatus.QUEUED, queued_at__lt=deadline).select_related("job")
+    # A run waiting for room under a limit has no message on purpose (wake_all_waiting publishes it).
+    queued = JobRun.objects.filter(status=RunStatus.QUEUED, waiting_since__isnull=True)
+    stale = queued.filter(queued_at__lt=deadline).select_related("job")
     if not stale.exists():
         return 0
     queued_per_queue = {}
-    for queue, count in JobRun.objects.filter(status=RunStatus.QUEUED).values_list("job__queue").annotate(n=Count("pk")):
+    for queue, count in queued.values_list("job__queue").annotate(n=Count("pk")):
         name = queue or settings.JOBS_DEFAULT_QUEUE
         queued_per_queue[name] = queued_per_queue.get(name, 0) + count
     candidates = list(stale.order_by("queued_at")[:1000])

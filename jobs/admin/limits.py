@@ -1,0 +1,58 @@
+"""Limits shared across jobs in the admin: each change goes through ``jobs.actions.limits`` (who
+may, and the audit entry); a refused one comes back as a message."""
+
+from django.contrib import admin
+from django.db import transaction
+
+from audit.models import Source
+
+from ..actions import jobs as job_actions
+from ..actions import limits as actions
+from ..lifecycle import limits
+from ..models import Job, Limit
+from .jobs import refused_as_message
+
+
+@admin.register(Limit)
+class LimitAdmin(admin.ModelAdmin):
+    list_display = ("key", "max_running", "max_starts_per_minute", "running", "waiting", "jobs")
+    search_fields = ("key", "description")
+    fields = actions.EDITABLE
+    readonly_fields = ()
+
+    @admin.display(description="running now")
+    def running(self, limit):
+        return limits.running_count(limit.key)
+
+    @admin.display(description="waiting now")
+    def waiting(self, limit):
+        return limits.waiting(limit.key).count()
+
+    @admin.display(description="jobs naming it")
+    def jobs(self, limit):
+        return Job.objects.filter(limit_key=limit.key).count()
+
+    def save_model(self, request, obj, form, change):
+        actor = job_actions.Actor.of_request(request, Source.ADMIN)
+        if change:
+            actions.edit_limit(actor, obj)
+        else:
+            actions.create_limit(actor, obj)
+
+    def delete_model(self, request, obj):
+        actions.delete_limit(job_actions.Actor.of_request(request, Source.ADMIN), obj)
+
+    def delete_queryset(self, request, queryset):
+        actor = job_actions.Actor.of_request(request, Source.ADMIN)
+        with transaction.atomic():
+            for limit in queryset:
+                actions.delete_limit(actor, limit)
+
+    def changeform_view(self, request, *args, **kwargs):
+        return refused_as_message(self, request, super().changeform_view, request, *args, **kwargs)
+
+    def delete_view(self, request, *args, **kwargs):
+        return refused_as_message(self, request, super().delete_view, request, *args, **kwargs)
+
+    def changelist_view(self, request, *args, **kwargs):
+        return refused_as_message(self, request, super().changelist_view, request, *args, **kwargs)

@@ -1,0 +1,79 @@
+"""The limits page: every limit shared across jobs, with how many runs of its jobs run and wait
+now (for everyone logged in: a user sees what their runs wait for); staff create, change and
+delete limits here, through ``jobs.actions.limits`` (which writes the audit entry)."""
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404, redirect
+from django.views.decorators.http import require_POST
+
+from ..actions import limits as actions
+from ..actions.jobs import ActionError
+from ..lifecycle import limits
+from ..models import Job, Limit
+from .common import actor, page, refused_is_forbidden
+
+SHOWN = 500
+
+
+class LimitForm(forms.ModelForm):
+    class Meta:
+        model = Limit
+        fields = actions.EDITABLE
+        widgets = {"description": forms.Textarea(attrs={"rows": 2})}
+
+
+@login_required
+def limit_list(request):
+    shown = list(Limit.objects.all()[:SHOWN])
+    for limit in shown:
+        limit.running = limits.running_count(limit.key)
+        limit.waiting = limits.waiting(limit.key).count()
+        limit.job_names = actions.named_by(limit.key, count=10)
+        limit.job_count = Job.objects.filter(limit_key=limit.key).count()
+    may_edit = actions.may_edit(actor(request))
+    return page(request, "pages/limits.html", {"limits": shown, "may_edit": may_edit,
+                                               "form": LimitForm() if may_edit else None}, "limits")
+
+
+@login_required
+@refused_is_forbidden
+def limit_edit(request, key=None):
+    """The form of a new limit (``key`` None) or of the limit of ``key``."""
+    acting = actor(request)
+    if not actions.may_edit(acting):
+        raise PermissionDenied(actions.STAFF_ONLY)
+    limit = get_object_or_404(Limit, key=key) if key is not None else None
+    form = LimitForm(request.POST if request.method == "POST" else None, instance=limit)
+    if request.method == "POST" and form.is_valid():
+        try:
+            if limit is None:
+                saved = actions.create_limit(acting, form.instance)
+            else:
+                saved = actions.edit_limit(acting, form.instance)
+        except ActionError as exc:
+            if exc.kind == ActionError.FORBIDDEN:
+                raise
+            form.add_error(None, exc.message)
+        else:
+            messages.success(request, f"Limit {saved.key} saved.")
+            return redirect("pages:limits")
+    return page(request, "pages/limit_form.html", {"form": form, "limit": limit}, "limits")
+
+
+@login_required
+@require_POST
+@refused_is_forbidden
+def limit_delete(request, key):
+    limit = get_object_or_404(Limit, key=key)
+    try:
+        actions.delete_limit(actor(request), limit)
+    except ActionError as exc:
+        if exc.kind == ActionError.FORBIDDEN:
+            raise
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Limit {key} deleted.")
+    return redirect("pages:limits")
