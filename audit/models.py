@@ -28,6 +28,7 @@ class Subject(models.TextChoices):
     CHANNEL = "channel", "channel"
     RULE = "rule", "rule"
     SECRETS = "secrets", "secrets"
+    CALENDAR = "calendar", "calendar"
 
 
 class Source(models.TextChoices):

@@ -230,6 +230,7 @@ def edit(actor, job, values=None, schedule=None, detail=""):
             setattr(job, name, value)
         if schedule is None:
             definitions.restart_if_reenabled(job, stored.enabled)
+            definitions.replan_if_days_changed(job, stored)
         _saved(job, schedule)
         if changes := diff(snapshot(stored), snapshot(job)):
             _record(actor, job, Action.CHANGE, changes=changes, detail=detail)
@@ -324,6 +325,7 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
             update_fields.update(values)
             if schedule is None:
                 definitions.restart_if_reenabled(job, stored[job.pk].enabled)
+                definitions.replan_if_days_changed(job, stored[job.pk])
             items.append((job, schedule))
         try:
             invalid = definitions.save_jobs(items, checked_fields, update_fields)

@@ -156,6 +156,17 @@ def restart_if_reenabled(obj, was_enabled):
             obj.slot_check_from = None
 
 
+DAY_RULES = ("calendars", "business_days", "business_day_of_month")
+
+
+def replan_if_days_changed(job, stored):
+    """A job whose day rules changed, its schedule kept, starts again from its first open slot from
+    now (a slot it had may now be closed, or an earlier one open). ``job`` is not saved."""
+    if job.enabled and stored.enabled and any(getattr(job, name) != getattr(stored, name) for name in DAY_RULES):
+        job.next_run_at = job.first_slot()
+        job.slot_check_from = None
+
+
 def pause(obj):
     """Stop the schedule of a job or a workflow."""
     type(obj).objects.filter(pk=obj.pk).update(enabled=False)
@@ -234,7 +245,7 @@ class ScheduleRows:
                 else {"interval": self.intervals[spec["every_seconds"]]} if kind == "interval"
                 else {"clocked": self.clocked[spec["run_at"]]} if kind == "once" else {})
         _point(job, kind, rows)
-        if kind == "cron":
+        if kind == "cron" and not job.has_day_rules:  # a job's day rules make its next slot its own
             key = _cron_key(spec)
             if key not in self.next_crons:
                 self.next_crons[key] = job.first_slot(now)

@@ -1,6 +1,6 @@
 """Jobs, their runs, and the attempts of each run: the record of what is due and what ran.
 
-One module per record: ``job``, ``run``, ``attempt``, ``counts`` (the figures' sources), ``leases``;
+One module per record: ``job``, ``run``, ``attempt``, ``calendar``, ``counts`` (the figures' sources), ``leases``;
 the choices are defined in ``jobs.choices`` and are importable from here too. The state machine and
 every move of a run are the lifecycle's (``jobs.lifecycle.moves``).
 """
@@ -19,6 +19,7 @@ from ..choices import (
     ScheduleType,
 )
 from .attempt import JobAttempt
+from .calendar import Calendar
 from .counts import DeliveryCounter, EndCounts, HourCounts, JobHourCounts, RecentRuns, RunEnd
 from .fields import CountField
 from .job import Job
@@ -27,7 +28,7 @@ from .run import JobRun, StatusOf, idempotency_key
 
 __all__ = [
     "ACTIVE_STATUSES", "ENDED_STATUSES", "TERMINAL_STATUSES", "TIMED_END_STATUSES", "UNSUCCESSFUL_END_STATUSES",
-    "AttemptOutcome", "CatchupPolicy", "CountField", "DeliveryCounter", "EndCounts", "HourCounts", "Job",
+    "AttemptOutcome", "Calendar", "CatchupPolicy", "CountField", "DeliveryCounter", "EndCounts", "HourCounts", "Job",
     "JobAttempt", "JobHourCounts", "JobRun", "Lease", "OverlapPolicy", "RecentRuns", "RunEnd",
     "RunStatus", "RunTrigger", "ScheduleType", "SchedulerOutage", "StatusOf", "idempotency_key",
 ]

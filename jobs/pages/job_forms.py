@@ -47,7 +47,7 @@ ROWS = {"kwargs", "environment", "http_headers"}  # {name: value} as rows of nam
 SECRET_ROWS = set(secrets.FIELDS)                  # the same, the values write-only
 JSON_VALUES = {"args", "kwargs"}                   # values that may be any JSON (42, true, [1, 2])
 LISTS = {"args"}                                   # [value, ...] as rows of one value
-CHECKBOXES = {"enabled", "retry_jitter"}
+CHECKBOXES = {"enabled", "retry_jitter", "business_days"}
 
 LABELS = {
     "target": "Target", "tags": "Tags", "group": "Group", "queue": "Queue", "args": "Arguments",
@@ -60,6 +60,7 @@ LABELS = {
 }
 HELP = {
     "tags": "Separated by commas.",
+    "calendars": "Names of calendars (the Calendars page), separated by commas: the job skips their dates.",
     "group": "A group of yours whose members may also see and run the job.",
     "queue": "Empty: the default queue.",
     "args": "Positional arguments, one a row. A value that reads as JSON (42, true, [1, 2], \"text\") is "
@@ -112,6 +113,7 @@ def from_api(data):
     """The form's values of a job in the API's shape (``JobSerializer(job).data``)."""
     values = {name: value for name, value in data.items() if name != "schedule"}
     values["tags"] = ", ".join(data.get("tags") or [])
+    values["calendars"] = ", ".join(data.get("calendars") or [])
     values["http_ok_statuses"] = ", ".join(str(code) for code in data.get("http_ok_statuses") or [])
     values["group"] = data.get("group") or ""
     for name in ROWS | SECRET_ROWS:
@@ -210,8 +212,8 @@ def to_api(values, nullable):
             value, problem = rows_object(name, value)
             if problem:
                 errors[name] = [problem]
-        elif name == "tags":
-            value = [tag.strip() for tag in value.split(",") if tag.strip()]
+        elif name in ("tags", "calendars"):
+            value = [item.strip() for item in value.split(",") if item.strip()]
         elif name == "http_ok_statuses":
             value = [int(code) if code.isdigit() else code for code in re.split(r"[\s,]+", value) if code]
         elif name == "group":
@@ -295,7 +297,7 @@ def make_field(name, values, errors, request):
     label = LABELS.get(name) or (model_field.verbose_name.capitalize() if model_field else name)
     help_text = HELP.get(name, getattr(model_field, "help_text", "") or "")
     widget = ("secret-rows" if name in SECRET_ROWS else "rows" if name in ROWS else "list" if name in LISTS
-              else "text" if name in ("tags", "http_ok_statuses", "target") or model_field is None
+              else "text" if name in ("tags", "calendars", "http_ok_statuses", "target") or model_field is None
               else model_widget(model_field))
     made = FormField(name, label, widget, values.get(name, ""), str(help_text), errors.get(name, []))
     if model_field is not None and model_field.choices:
