@@ -1,6 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
+from .calendars import CalendarViewSet
 from .jobs_as_code import JobsAsCodeView
 from .tokens import TokenDetail, TokenList
 from .views import JobViewSet, RunViewSet
@@ -12,6 +13,7 @@ router = DefaultRouter()
 router.include_root_view = False
 router.register("jobs", JobViewSet, basename="job")
 router.register("runs", RunViewSet, basename="run")
+router.register("calendars", CalendarViewSet, basename="calendar")
 
 urlpatterns = [
     path("jobs-as-code/", JobsAsCodeView.as_view(), name="jobs-as-code"),

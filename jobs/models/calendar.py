@@ -24,8 +24,9 @@ from django.db.models import F
 
 from ..timing.calendars import DayRules
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z"
-NAME_RULE = "Letters, digits, '.', '_' and '-', starting with a letter or a digit, at most 100 characters."
+NAME_PATTERN = r"^(?![0-9]+\Z)[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z"  # never only digits: the API takes an id or a name
+NAME_RULE = ("Letters, digits, '.', '_' and '-', starting with a letter or a digit, not only digits, at most 100 "
+             "characters.")
 MAX_DATES = 10000  # dates typed in or imported into one calendar
 MAX_LABEL = 200
 CHECK_SECONDS = 1.0  # how stale a process's copy of the calendars may be, outside the scheduler's tick
@@ -127,10 +128,11 @@ class Calendar(models.Model):
             raise ValidationError(errors)
 
     def save(self, *args, **kwargs):
-        if self.pk is not None:
+        counted = self.pk is not None
+        if counted:
             self.revision = F("revision") + 1
         super().save(*args, **kwargs)
-        if self.pk is not None and isinstance(self.revision, F):
+        if counted:
             self.refresh_from_db(fields=["revision"])
 
     def holidays(self):

@@ -343,9 +343,10 @@ class Job(models.Model):
         what the slot report shows as skipped. At most ``limit + 1`` of them."""
         if (rules := self.day_rules()) is None or self.schedule_type not in (ScheduleType.CRON, ScheduleType.INTERVAL):
             return []
+        step = self.schedule_slot_after if self.schedule_type == ScheduleType.CRON else self._interval_grid(start)
         zone, found, cursor = self.day_zone, [], start - timedelta(microseconds=1)
         while len(found) <= limit:
-            cursor = self.schedule_slot_after(cursor)
+            cursor = step(cursor)
             if cursor is None or cursor >= end:
                 break
             if why := rules.why_closed(day_math.local_date(cursor, zone)):
@@ -372,6 +373,13 @@ class Job(models.Model):
             slots.append(cursor)
         return slots
 
+    def _interval_grid(self, start):
+        """An interval job's "first slot strictly after" on the grid ``slots_between`` uses from ``start``."""
+        every = self.every_seconds
+        anchor = self.next_run_at or self.created_at or start
+        first = anchor + timedelta(seconds=every * math.ceil((start - anchor).total_seconds() / every))
+        return lambda after: schedules.next_interval_slot(every, first, after)
+
     def slots_between(self, start, end, limit):
         """The slots in [start, end), at most ``limit + 1`` of them (so a caller can tell that a
         range holds more than ``limit``). An interval job's slots lie on the grid of its current
@@ -381,8 +389,8 @@ class Job(models.Model):
             anchor = self.next_run_at or self.created_at or start
             first = anchor + timedelta(seconds=every * math.ceil((start - anchor).total_seconds() / every))
             if (rules := self.day_rules()) is not None:
-                return day_math.open_slots(lambda t: schedules.next_interval_slot(every, first, t), self.day_zone,
-                                           rules, first - timedelta(microseconds=1), end, limit)
+                return day_math.open_slots(self._interval_grid(start), self.day_zone, rules,
+                                           start - timedelta(microseconds=1), end, limit)
             count = max(0, min(limit + 1, math.ceil((end - first).total_seconds() / every)))
             return [first + timedelta(seconds=every * k) for k in range(count)]
         if self.schedule_type == ScheduleType.ONCE:

@@ -3,7 +3,9 @@ became of it.
 
 - ``ran``: a run exists for the slot (scheduled or backfilled), whatever its status;
 - ``skipped``: a run recorded the slot as skipped (overlap policy, start deadline, catch-up
-  policy), or no run exists because the job was paused or disabled then (from the audit trail);
+  policy), or no run exists because the job was paused or disabled then (from the audit trail),
+  or the slot falls on a date the job's calendars or business days close ("holiday — Christmas
+  Day (calendar de-be)", "not a business day — Saturday": ``Job.closed_slots``);
 - ``missing``: no run and no explanation. That should never happen, so it is an alert: the
   periodic check (``check_recent``, the task ``jobs.check_slots``) records a ``missed``
   notification for the slot (once per slot and channel). Reading a report writes nothing;
@@ -137,9 +139,16 @@ def build(job, start, end, now=None, alert=False, known=None, slots_of=None):
         slots = check_range(job, first, end, settings.JOBS_SLOT_REPORT_MAX_SLOTS, now=now)
     else:
         slots = slots_of(job, first, end)
-    if not slots:
+    # The slots the job's calendars and business days close: shown (unless a run was made for one
+    # all the same, before the calendar had the date), never alerted on.
+    closed = {} if alert else dict(closed_slots(job, first, end))
+    if not slots and not closed:
         return report
-    by_slot = runs_by_slot(job, slots, end, known_runs)
+    by_slot = runs_by_slot(job, sorted([*slots, *closed]), end, known_runs)
+    for at, why in closed.items():
+        if at not in by_slot:
+            report.slots.append(Slot(at, SKIPPED, why))
+    slots = sorted([*slots, *(at for at in closed if at in by_slot)])
     timeline = EnabledTimeline(job)
     grace = timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS + settings.JOBS_TICK_SECONDS * 5)
     for at in slots:
@@ -155,11 +164,20 @@ def build(job, start, end, now=None, alert=False, known=None, slots_of=None):
             report.slots.append(Slot(at, DUE, "not dispatched yet (within the scheduler's grace)"))
         else:
             report.slots.append(Slot(at, MISSING, MISSING_REASON))
+    report.slots.sort(key=lambda slot: slot.at)
     if alert and report.missing:
         with transaction.atomic():
             for slot in report.missing:
                 events.emit(events.SLOT_MISSED, job=job, slot=slot.at, reason="no run was recorded for this slot")
     return report
+
+
+def closed_slots(job, first, end):
+    limit = settings.JOBS_SLOT_REPORT_MAX_SLOTS
+    closed = job.closed_slots(first, end, limit)
+    if len(closed) > limit:
+        raise ValidationError({"end": f"The range holds more than {limit} slots; make it shorter."})
+    return closed
 
 
 def moment_text(moment, tzname="UTC", seconds=False):
@@ -257,7 +275,7 @@ class WindowSlots:
         self.in_window, self.after = {}, {}
 
     def between(self, job, first, end):
-        if job.schedule_type != ScheduleType.CRON or end != self.end:
+        if job.schedule_type != ScheduleType.CRON or end != self.end or job.has_day_rules:
             return check_range(job, first, end, self.limit, now=self.now)
         if job.crontab_id not in self.in_window:
             self.in_window[job.crontab_id] = check_range(job, self.start, self.end, self.limit, now=self.now)
@@ -265,13 +283,14 @@ class WindowSlots:
 
     def first_from_end(self, job):
         """The job's first slot at or after the window's end: where the next pass starts."""
-        if job.schedule_type == ScheduleType.CRON and job.crontab_id in self.after:
+        shared = job.schedule_type == ScheduleType.CRON and not job.has_day_rules
+        if shared and job.crontab_id in self.after:
             return self.after[job.crontab_id]
         try:
             following = (job.slots_between(self.end, NO_MORE_SLOTS, 0) or [NO_MORE_SLOTS])[0]
         except (OverflowError, ValueError):
             following = NO_MORE_SLOTS
-        if job.schedule_type == ScheduleType.CRON:
+        if shared:
             self.after[job.crontab_id] = following
         return following
 
