@@ -292,3 +292,57 @@ def test_a_job_naming_an_unknown_calendar_is_a_400(people):
         "schedule": {"type": "cron", "cron": "0 9 * * *", "timezone": "UTC"}}, format="json")
     assert late.status_code == 400
     assert late.json()["business_day_of_month"] == ["Needs business_days: true (it counts business days)."]
+
+
+FILE_WITH_CALENDARS = """
+calendars:
+  - name: office
+    description: Closures
+    dates:
+      - 2026-12-31
+      - {date: 2026-12-24, label: Christmas Eve}
+  - name: de-be
+    country: DE
+    subdivision: BE
+jobs:
+  - name: month-end
+    kind: callable
+    target: builtin.noop
+    schedule: {type: cron, cron: "0 9 * * *", timezone: Europe/Berlin}
+    calendars: [de-be, office]
+    business_days: true
+    business_day_of_month: -1
+"""
+
+
+def test_a_file_defines_calendars_and_the_jobs_that_name_them(people):
+    from django.contrib.auth.models import Permission
+
+    staff = people.client(people.staff)
+    applied = staff.post("/api/jobs-as-code/", {"text": FILE_WITH_CALENDARS}, format="json")
+
+    assert applied.status_code == 200, applied.json()
+    assert applied.json()["plan"][:2] == ["+ create calendar office", "+ create calendar de-be"]
+    job = Job.objects.get(name="month-end")
+    assert (job.calendars, job.business_days, job.business_day_of_month) == (["de-be", "office"], True, -1)
+    assert Calendar.objects.get(name="office").dates == [{"date": "2026-12-24", "label": "Christmas Eve"},
+                                                         {"date": "2026-12-31", "label": ""}]
+    again = staff.post("/api/jobs-as-code/", {"text": FILE_WITH_CALENDARS}, format="json").json()
+    assert again["applied"] is False and "= unchanged calendars: 2" in again["plan"]
+    exported = staff.get("/api/jobs-as-code/").json()["text"]
+    assert exported.index("calendars:") < exported.index("jobs:")
+    assert "- name: de-be" in exported and "business_day_of_month: -1" in exported
+
+    # A user who may apply jobs reads calendars and may name them, but not change them.
+    people.owner.user_permissions.add(Permission.objects.get(codename="add_job", content_type__app_label="jobs"))
+    owner = people.client(people.owner)
+    changed = FILE_WITH_CALENDARS.replace("- 2026-12-31", "- 2027-12-31").replace("month-end", "owners-job")
+    refused = owner.post("/api/jobs-as-code/", {"text": changed}, format="json")
+    assert refused.status_code == 400
+    assert any("Only staff may create, change or delete calendars" in error["message"]
+               for error in refused.json()["errors"]), refused.json()
+    assert Calendar.objects.get(name="office").dates[-1]["date"] == "2026-12-31"
+    kept = owner.post("/api/jobs-as-code/", {"text": FILE_WITH_CALENDARS.replace("month-end", "owners-job")},
+                      format="json")
+    assert kept.status_code == 200, kept.json()
+    assert Job.objects.get(name="owners-job").owner == people.owner

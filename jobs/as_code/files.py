@@ -82,8 +82,16 @@ def report(done, total, what):
         out(f"{what}: {done:,} of {total:,}")
 
 
-def register(section):
+def register(section, before=None):
+    """Add ``section``, after those registered so far or ``before`` the one of that key (its
+    entries are then planned and saved first: ``calendars:`` comes before the ``jobs:`` that name them)."""
     SECTIONS[section.key] = section
+    if before in SECTIONS:
+        order = [key for key in SECTIONS if key != section.key]
+        order.insert(order.index(before), section.key)
+        reordered = {key: SECTIONS[key] for key in order}
+        SECTIONS.clear()
+        SECTIONS.update(reordered)
 
 
 @dataclass

@@ -14,7 +14,7 @@ every save increases.
 
 import threading
 import time
-from datetime import date
+from datetime import date, datetime
 
 import holidays
 from django.core.exceptions import ValidationError
@@ -57,12 +57,14 @@ def normalised_dates(value):
         raise ValidationError({"dates": f"At most {MAX_DATES} dates in one calendar, got {len(value)}."})
     by_date = {}
     for index, item in enumerate(value):
-        if isinstance(item, str):
+        if isinstance(item, str | date):
             item = {"date": item}
         if not isinstance(item, dict) or set(item) - {"date", "label"}:
             raise ValidationError({"dates": f"Item {index + 1}: a date is \"YYYY-MM-DD\" or an object with "
                                             "'date' and an optional 'label'."})
         text, label = item.get("date"), item.get("label") or ""
+        if isinstance(text, date) and not isinstance(text, datetime):  # a YAML file's date
+            text = text.isoformat()
         try:
             day = date.fromisoformat(text) if isinstance(text, str) and len(text) == 10 else None
         except ValueError:
