@@ -346,3 +346,23 @@ def test_a_file_defines_calendars_and_the_jobs_that_name_them(people):
                       format="json")
     assert kept.status_code == 200, kept.json()
     assert Job.objects.get(name="owners-job").owner == people.owner
+
+
+def test_the_admin_edits_dates_as_lines_through_the_audited_action(people):
+    Calendar.objects.create(name="office", dates=[{"date": "2026-12-24", "label": "Christmas Eve"}])
+    calendar = Calendar.objects.get(name="office")
+    admin = browser(people.staff)
+    people.staff.is_superuser = True
+    people.staff.save()
+    form = admin.get(f"/admin/jobs/calendar/{calendar.pk}/change/")
+    assert form.status_code == 200 and "2026-12-24 Christmas Eve" in form.content.decode()
+    saved = admin.post(f"/admin/jobs/calendar/{calendar.pk}/change/", {
+        "name": "office", "description": "", "country": "", "subdivision": "",
+        "dates": "2026-12-24 Christmas Eve\r\n2026-12-31 New Year's Eve"})
+    assert saved.status_code == 302
+    assert Calendar.objects.get(name="office").dates[-1] == {"date": "2026-12-31", "label": "New Year's Eve"}
+    [entry] = entries()
+    assert (entry.source, entry.detail) == ("admin", "added 2026-12-31")
+    bad = admin.post(f"/admin/jobs/calendar/{calendar.pk}/change/", {"name": "office", "dates": "31.12.2026"})
+    assert bad.status_code == 200 and "is not a date as YYYY-MM-DD" in bad.content.decode()
+    assert browser(people.owner).get(f"/admin/jobs/calendar/{calendar.pk}/change/").status_code == 302  # no admin

@@ -79,6 +79,22 @@ def normalised_dates(value):
     return [{"date": day.isoformat(), "label": by_date[day]} for day in sorted(by_date)]
 
 
+def dates_text(dates):
+    """Dates as a form shows them: one a line, "2026-12-24 Christmas Eve"."""
+    return "\n".join(f"{item['date']} {item.get('label', '')}".rstrip() for item in dates)
+
+
+def dates_from_text(text):
+    """A form's lines as dates ({"date", "label"}); a line that does not start with a date is kept
+    as it is, for ``normalised_dates`` to name."""
+    found = []
+    for line in text.splitlines():
+        if line.strip():
+            day, _, label = line.strip().partition(" ")
+            found.append({"date": day, "label": label.strip()})
+    return found
+
+
 class Calendar(models.Model):
     name = models.CharField(
         max_length=100, unique=True, validators=[RegexValidator(NAME_PATTERN, NAME_RULE)],

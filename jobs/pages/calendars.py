@@ -12,25 +12,10 @@ from django.views.decorators.http import require_POST
 
 from ..actions import calendars as actions
 from ..models import Calendar
+from ..models.calendar import dates_from_text, dates_text
 from .common import actor, page, refused_is_forbidden
 
 FIELDS = ("name", "description", "country", "subdivision")
-
-
-def dates_text(dates):
-    """A calendar's dates as the form shows them: one a line, "2026-12-24 Christmas Eve"."""
-    return "\n".join(f"{item['date']} {item.get('label', '')}".rstrip() for item in dates)
-
-
-def dates_from_text(text):
-    """The form's lines as the API's dates; a line that does not start with a date is kept as it is,
-    for the model's check to name."""
-    found = []
-    for line in text.splitlines():
-        if line.strip():
-            day, _, label = line.strip().partition(" ")
-            found.append({"date": day, "label": label.strip()})
-    return found
 
 
 def _calendar(name):
