@@ -335,3 +335,31 @@ def test_a_job_edit_of_its_day_rules_moves_its_next_slot():
     assert response.status_code == 200, response.json()
     assert response.json()["next_run_at"] == "2026-12-28T08:00:00Z"
     assert response.json()["calendars"] == ["de-be"]
+
+
+@pytest.mark.django_db
+def test_the_schedule_preview_and_the_job_page_show_the_open_slots_only():
+    from .api_personas import browser
+
+    make_calendar()
+    people = make_personas()
+    saved = datetime(2026, 12, 20, tzinfo=UTC)
+    job = make_job("previewed", saved, calendars=["de-be"], business_days=True, business_day_of_month=-1,
+                   owner=people.owner, group=people.team)
+    expected = expected_slots(saved, datetime(2027, 12, 31, tzinfo=UTC), nth=-1)[:10]
+    shown = [f"{slot.astimezone(BERLIN):%a %Y-%m-%d %H:%M:%S} CET" for slot in expected[:3]]
+
+    with time_machine.travel(saved, tick=False):
+        client = browser(people.owner)
+        preview = client.get("/jobs/schedule-preview/", {
+            **{key: value for key, value in NINE_IN_BERLIN.items() if key != "type"}, "schedule_type": "cron",
+            "calendars": "de-be", "business_days": "on", "business_day_of_month": "-1"}).json()
+        unknown = client.get("/jobs/schedule-preview/", {"schedule_type": "cron", "cron": "0 9 * * *",
+                                                         "timezone": "UTC", "calendars": "nope"}).json()
+        page = client.get(f"/jobs/{job.pk}/").content.decode()
+
+    assert preview["slots"][:3] == shown  # 30 December, 29 January, 26 February
+    assert [slot.astimezone(BERLIN).date() for slot in expected[:3]] == [
+        date(2026, 12, 30), date(2027, 1, 29), date(2027, 2, 26)]
+    assert "No calendar is named 'nope'" in unknown["errors"]["calendars"][0]
+    assert all(f"<li>{text} " in page for text in shown)

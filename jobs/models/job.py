@@ -262,11 +262,12 @@ class Job(models.Model):
                 spec.validate(self)
             except ValidationError as exc:
                 errors.update(exc.update_error_dict({}))
-        errors.update(self._day_rule_errors())
+        errors.update(self.day_rule_errors())
         if errors:
             raise ValidationError(errors)
 
-    def _day_rule_errors(self):
+    def day_rule_errors(self):
+        """{field: [messages]} of the job's day rules (calendars, business days)."""
         errors, names = {}, self.calendars
         if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
             errors["calendars"] = ["Must be a list of calendar names."]

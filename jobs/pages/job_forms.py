@@ -358,14 +358,26 @@ def form_context(request, values, errors, job=None):
 # --- the schedule in words and its next slots
 
 
-def schedule_preview(spec):
-    """{"description", "timezone", "slots"} of a schedule object, or {"errors": {field: [...]}} with
-    the API's messages."""
+def day_rules_of(params):
+    """The job's day rules (calendars, business days) as the form has them, for the preview."""
+    nth = params.get("business_day_of_month", "").strip()
+    return {"calendars": [name.strip() for name in params.get("calendars", "").split(",") if name.strip()],
+            "business_days": params.get("business_days") in ("on", "true", "1"),
+            "business_day_of_month": int(nth) if re.fullmatch(r"-?\d{1,3}", nth) else None}
+
+
+def schedule_preview(spec, day_rules=None):
+    """{"description", "timezone", "slots"} of a schedule object (and the job's day rules), or
+    {"errors": {field: [...]}} with the API's messages."""
     try:
         spec = ScheduleField().to_internal_value(spec)["schedule"]
     except serializers.ValidationError as exc:
         return {"errors": form_errors({"schedule": exc.detail})}
     job = definitions.preview_schedule(spec)
+    for name, value in (day_rules or {}).items():
+        setattr(job, name, value)
+    if errors := job.day_rule_errors():
+        return {"errors": errors}
     zone = job_timezone(job)
     slots = job.upcoming_slots(PREVIEW_SLOTS)
     return {
@@ -378,7 +390,7 @@ def schedule_preview(spec):
 @login_required
 def schedule_preview_view(request):
     """What the form shows as the schedule is typed: GET with the form's schedule fields."""
-    return JsonResponse(schedule_preview(schedule_object(request.GET)))
+    return JsonResponse(schedule_preview(schedule_object(request.GET), day_rules_of(request.GET)))
 
 
 # --- the views
