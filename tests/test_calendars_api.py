@@ -366,3 +366,15 @@ def test_the_admin_edits_dates_as_lines_through_the_audited_action(people):
     bad = admin.post(f"/admin/jobs/calendar/{calendar.pk}/change/", {"name": "office", "dates": "31.12.2026"})
     assert bad.status_code == 200 and "is not a date as YYYY-MM-DD" in bad.content.decode()
     assert browser(people.owner).get(f"/admin/jobs/calendar/{calendar.pk}/change/").status_code == 302  # no admin
+
+
+def test_nul_characters_are_refused_not_a_server_error(people):
+    owner = people.client(people.owner)
+    job = owner.post("/api/jobs/", {"name": "n", "kind": "callable", "target": "builtin.noop", "calendars": ["a\x00b"],
+                                    "schedule": {"type": "cron", "cron": "0 9 * * *", "timezone": "UTC"}}, format="json")
+    assert job.status_code == 400 and "NUL" in job.json()["calendars"][0]
+    assert owner.get("/api/calendars/a%00b/").status_code == 404
+    assert browser(people.owner).get("/calendars/a%00b/").status_code == 404
+    preview = browser(people.owner).get("/jobs/schedule-preview/", {"schedule_type": "cron", "cron": "0 9 * * *",
+                                                                    "timezone": "UTC", "calendars": "a\x00b"})
+    assert preview.status_code == 200 and "NUL" in preview.json()["errors"]["calendars"][0]

@@ -107,6 +107,8 @@ class CalendarViewSet(ApiViewSet, viewsets.ModelViewSet):
         """By id (digits: a name is never only digits) or by name."""
         key = self.kwargs["pk"]
         found = self.get_queryset()
+        if "\x00" in key:
+            raise Http404
         try:
             calendar = found.get(pk=int(key)) if key.isdigit() else found.get(name=key)
         except (Calendar.DoesNotExist, ValueError, OverflowError):

@@ -150,7 +150,7 @@ class JobSerializer(serializers.ModelSerializer):
         extra_kwargs = {"description": {"trim_whitespace": False}, "http_body": {"trim_whitespace": False}}
 
     def validate(self, attrs):
-        nul = [name for name in ("tags", "args", "kwargs", "environment", "http_headers", "http_ok_statuses",
+        nul = [name for name in ("tags", "calendars", "args", "kwargs", "environment", "http_headers", "http_ok_statuses",
                                  "secret_environment", "secret_http_headers")
                if definitions.contains_nul(attrs.get(name))]
         if nul:

@@ -271,6 +271,8 @@ class Job(models.Model):
         errors, names = {}, self.calendars
         if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
             errors["calendars"] = ["Must be a list of calendar names."]
+        elif any("\x00" in name for name in names):
+            errors["calendars"] = ["Must not contain NUL (\\u0000) characters."]
         elif len(set(names)) != len(names):
             errors["calendars"] = ["Names a calendar twice."]
         elif len(names) > MAX_CALENDARS:

@@ -19,6 +19,8 @@ FIELDS = ("name", "description", "country", "subdivision")
 
 
 def _calendar(name):
+    if "\x00" in name:
+        raise Http404
     try:
         return Calendar.objects.get(name=name)
     except Calendar.DoesNotExist:

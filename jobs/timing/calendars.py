@@ -44,8 +44,16 @@ class DayRules:
     and keep it while the calendars are unchanged."""
 
     def __init__(self, closures, business_days=False, nth=None):
-        self.closures, self.business_days, self.nth = closures, business_days, nth
-        self._months = {}
+        self._closures, self.business_days, self.nth = closures, business_days, nth
+        self._months, self._days = {}, {}
+
+    def closures(self, day):
+        """The (calendar name, label) pairs closing ``day``, remembered (a country's holidays are
+        slow to ask, and a frequent schedule asks of the same date many times)."""
+        found = self._days.get(day)
+        if found is None:
+            found = self._days[day] = self._closures(day)
+        return found
 
     def is_business_day(self, day):
         return day.weekday() < 5 and not self.closures(day)
