@@ -29,6 +29,7 @@ class Subject(models.TextChoices):
     RULE = "rule", "rule"
     SECRETS = "secrets", "secrets"
     LIMIT = "limit", "limit"
+    CALENDAR = "calendar", "calendar"
 
 
 class Source(models.TextChoices):

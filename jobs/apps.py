@@ -10,9 +10,17 @@ class JobsConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from .actions.permissions import ensure_command_runners_group
-        from .as_code import limits  # noqa: F401  (registers the files' limits: section)
+        from .as_code import calendars as calendar_file
+        from .as_code import (
+            files,
+            limits,  # noqa: F401  (registers the files' limits: section)
+        )
         from .kinds.callable import registry
         from .worker import signals  # noqa: F401  (connects the Celery signal handlers)
 
         registry.load_modules(settings.JOBS_CALLABLE_MODULES)
+        # ``calendars:`` in a jobs-as-code file, saved before the jobs that name them.
+        files.register(files.Section("calendars", export=calendar_file.export_entries,
+                                     plan=calendar_file.plan_calendars, apply=calendar_file.apply_changes,
+                                     delete=calendar_file.delete_pruned), before="jobs")
         post_migrate.connect(ensure_command_runners_group, sender=self)

@@ -25,6 +25,11 @@ class Api:
     def post(self, path, body=None, not_found=None, rejected=None):
         return self.request("POST", path, body=body, not_found=not_found, rejected=rejected)
 
+    def upload(self, path, data, content_type, params=None, not_found=None, rejected=None):
+        """POST ``data`` (bytes) as the body, of ``content_type`` (an ICS file to a calendar)."""
+        return self.request("POST", path, params=params, data=data, content_type=content_type, not_found=not_found,
+                            rejected=rejected)
+
     def delete(self, path, not_found=None):
         return self.request("DELETE", path, not_found=not_found)
 
@@ -50,7 +55,8 @@ class Api:
             raise CliError(NOT_FOUND, missing)
         return self.get(f"{path}{ref}/", not_found=missing)
 
-    def request(self, method, path, params=None, body=None, not_found=None, rejected=None):
+    def request(self, method, path, params=None, body=None, not_found=None, rejected=None, data=None,
+                content_type=None):
         """The answer's JSON. ``not_found``: the message for a 404; ``rejected(answer)``: a hook
         for a 400 whose JSON the caller shows itself (it may raise)."""
         settings = self.settings
@@ -59,8 +65,11 @@ class Api:
                                  "(make one on the pages' API tokens page, or with manage.py tokens create USER).")
         url = path if path.startswith(("http://", "https://")) else f"{self.base}{path}"
         try:
-            response = self.session.request(method, url, params=params, json=body, timeout=self.timeout,
-                                            headers={"Authorization": f"Token {settings.token}"})
+            headers = {"Authorization": f"Token {settings.token}"}
+            if content_type:
+                headers["Content-Type"] = content_type
+            response = self.session.request(method, url, params=params, json=body, data=data, timeout=self.timeout,
+                                            headers=headers)
         except requests.Timeout:
             raise CliError(UNREACHABLE, f"{self.base} did not answer within {self.timeout:g} s.") from None
         except requests.RequestException as exc:

@@ -10,6 +10,7 @@ ROUTES = {
     "runs": "api:run-list",
     "jobs-as-code": "api:jobs-as-code",
     "tokens": "api:token-list",
+    "calendars": "api:calendar-list",
     "forecast": "api:forecast",
     "limits": "api:limit-list",
     "workflows": "workflows-api:workflow-list",

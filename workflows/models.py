@@ -107,7 +107,7 @@ class Workflow(models.Model):
     describe_schedule = Job.describe_schedule
     cron_expression = Job.cron_expression
     every_seconds = Job.every_seconds
-    slot_after = Job.slot_after
+    slot_after = Job.schedule_slot_after  # a workflow has no day rules
     # A workflow's cron slots follow the default DST policy (a job's own policy is its fields).
     dst_skipped, dst_repeated = DstSkipped.SHIFT, DstRepeated.FIRST
     first_slot = Job.first_slot  # its runs' SCHEDULE trigger is the same word as a job's

@@ -233,6 +233,7 @@ def edit(actor, job, values=None, schedule=None, detail=""):
             definitions.follow_spread(job, stored)
             definitions.restart_if_reenabled(job, stored.enabled)
             definitions.restart_if_dst_policy_changed(job, stored)
+            definitions.replan_if_days_changed(job, stored)
         _saved(job, schedule)
         if changes := diff(snapshot(stored), snapshot(job)):
             _record(actor, job, Action.CHANGE, changes=changes, detail=detail)
@@ -336,6 +337,7 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
                 definitions.follow_spread(job, stored[job.pk])
                 definitions.restart_if_reenabled(job, stored[job.pk].enabled)
                 definitions.restart_if_dst_policy_changed(job, stored[job.pk])
+                definitions.replan_if_days_changed(job, stored[job.pk])
             items.append((job, schedule))
         try:
             invalid = definitions.save_jobs(items, checked_fields, update_fields)

@@ -31,13 +31,13 @@ APPLY_PERMISSION = "jobs.add_job"
 APPLY_DENIED = f"Applying jobs as code needs staff or the {APPLY_PERMISSION} permission."
 
 # "line 12: jobs[2] (name: nightly): schedule.cron: '61 * * * *' is not ..." in its parts.
-MESSAGE = re.compile(r"^(?:line (?P<line>\d+): )?(?P<entry>(?:jobs|workflows|channels|rules)\[\d+\])(?: \(name: (?P<name>.*?)\))?: "
+MESSAGE = re.compile(r"^(?:line (?P<line>\d+): )?(?P<entry>(?:jobs|calendars|workflows|channels|rules)\[\d+\])(?: \(name: (?P<name>.*?)\))?: "
                      r"(?P<message>.*)$", re.DOTALL)
 # "line 8: the alias *a is not accepted: ..." (about the file, not one of its entries).
 FILE_MESSAGE = re.compile(r"^line (?P<line>\d+): (?P<message>.*)$", re.DOTALL)
 KEYS = {*as_code.file_fields(), *(f"schedule.{part}" for part in ("type", "cron", "timezone", "every_seconds",
                                                                    "run_at")), "nodes", "edges", "on_upstream_failure",
-        "config", "channel", "events", "scope", "job"}
+        "config", "channel", "events", "scope", "job", "dates", "country", "subdivision"}
 
 
 class ApplyRequestSerializer(serializers.Serializer):

@@ -206,8 +206,8 @@ class JobSerializer(serializers.ModelSerializer):
                            for name, choices in (("dst_skipped", DstSkipped), ("dst_repeated", DstRepeated))}}
 
     def validate(self, attrs):
-        nul = [name for name in ("tags", "args", "kwargs", "environment", "http_headers", "http_ok_statuses",
-                                 "secret_environment", "secret_http_headers", "parameters")
+        nul = [name for name in ("tags", "calendars", "args", "kwargs", "environment", "http_headers",
+                                 "http_ok_statuses", "secret_environment", "secret_http_headers", "parameters")
                if definitions.contains_nul(attrs.get(name))]
         if nul:
             raise serializers.ValidationError({name: ["Must not contain NUL (\\u0000) characters."] for name in nul})

@@ -1,6 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
+from .calendars import CalendarViewSet
 from .forecast import ForecastView, SpreadView
 from .jobs_as_code import JobsAsCodeView
 from .limits import LimitViewSet
@@ -16,6 +17,7 @@ router.include_root_view = False
 router.register("jobs", JobViewSet, basename="job")
 router.register("runs", RunViewSet, basename="run")
 router.register("limits", LimitViewSet, basename="limit")
+router.register("calendars", CalendarViewSet, basename="calendar")
 
 urlpatterns = [
     path("jobs-as-code/", JobsAsCodeView.as_view(), name="jobs-as-code"),

@@ -35,6 +35,7 @@ FIELDS = (
     ("schedule", WHEN), ("catchup_policy", WHEN), ("catchup_max", WHEN), ("overlap_policy", WHEN),
     ("start_deadline_seconds", WHEN), ("jitter_seconds", WHEN), ("spread", WHEN),
     ("dst_skipped", WHEN), ("dst_repeated", WHEN),
+    ("calendars", WHEN), ("business_days", WHEN), ("business_day_of_month", WHEN),
     ("memory_limit_mb", WHAT), ("cpu_limit_seconds", WHAT), ("max_open_files", WHAT), ("max_processes", WHAT),
     ("working_directory", WHAT),
     ("enabled", WHEN), ("queue", ACCESS), ("priority", ACCESS),

@@ -200,6 +200,17 @@ def restart_if_reenabled(obj, was_enabled):
             obj.consecutive_failures, obj.paused_reason = 0, ""
 
 
+DAY_RULES = ("calendars", "business_days", "business_day_of_month")
+
+
+def replan_if_days_changed(job, stored):
+    """A job whose day rules changed, its schedule kept, starts again from its first open slot from
+    now (a slot it had may now be closed, or an earlier one open). ``job`` is not saved."""
+    if job.enabled and stored.enabled and any(getattr(job, name) != getattr(stored, name) for name in DAY_RULES):
+        job.next_run_at = job.first_slot()
+        job.slot_check_from = None
+
+
 def follow_spread(job, stored):
     """Move a saved job's next slot by the change of its offset (its ``spread`` or its name
     changed, ``stored`` is the row before): the slot the schedule stands at keeps its place in it."""
@@ -296,7 +307,7 @@ class ScheduleRows:
                 else {"clocked": self.clocked[spec["run_at"]]} if kind == "once" else {})
         _point(job, kind, rows)
         _keep_written(job, spec)
-        if kind == "cron":
+        if kind == "cron" and not job.has_day_rules:  # a job's day rules make its next slot its own
             key = (_cron_key(spec, job.name), job.spread_offset, job.dst_skipped, job.dst_repeated)
             if key not in self.next_crons:
                 self.next_crons[key] = job.first_slot(now)

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0023_dst_policy'),
+        ('jobs', '0024_calendars'),
     ]
 
     operations = [

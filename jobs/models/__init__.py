@@ -1,7 +1,7 @@
 """Jobs, their runs, and the attempts of each run: the record of what is due and what ran.
 
-One module per record: ``job``, ``run``, ``attempt``, ``counts`` (the figures' sources), ``leases``,
-``limit``; the choices are defined in ``jobs.choices`` and are importable from here too. The state machine and
+One module per record: ``job``, ``run``, ``attempt``, ``calendar``, ``counts`` (the figures' sources),
+``leases``, ``limit``; the choices are defined in ``jobs.choices`` and are importable from here too. The state machine and
 every move of a run are the lifecycle's (``jobs.lifecycle.moves``).
 """
 
@@ -22,6 +22,7 @@ from ..choices import (
     ScheduleType,
 )
 from .attempt import JobAttempt
+from .calendar import Calendar
 from .counts import DeliveryCounter, EndCounts, HourCounts, JobDayCounts, JobHourCounts, RecentRuns, RunEnd
 from .fields import CountField
 from .job import Job
@@ -31,7 +32,7 @@ from .run import JobRun, StatusOf, idempotency_key
 
 __all__ = [
     "ACTIVE_STATUSES", "ENDED_STATUSES", "FAILURE_END_STATUSES", "TERMINAL_STATUSES", "TIMED_END_STATUSES", "UNSUCCESSFUL_END_STATUSES",
-    "AttemptOutcome", "CatchupPolicy", "CountField", "DeliveryCounter", "DstRepeated", "DstSkipped", "EndCounts", "HourCounts", "Job",
+    "AttemptOutcome", "Calendar", "CatchupPolicy", "CountField", "DeliveryCounter", "DstRepeated", "DstSkipped", "EndCounts", "HourCounts", "Job",
     "JobAttempt", "JobDayCounts", "JobHourCounts", "JobRun", "Lease", "Limit", "OverlapPolicy", "RecentRuns", "RunEnd",
     "RunStatus", "RunTrigger", "ScheduleType", "SchedulerOutage", "StatusOf", "idempotency_key",
 ]

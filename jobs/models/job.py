@@ -1,7 +1,8 @@
 """A job: what to run, when (its schedule and the slots it makes), and how (policies, limits, retries)."""
 
 import math
-from datetime import timedelta
+from datetime import UTC, timedelta
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -14,8 +15,10 @@ from django_celery_beat.models import ClockedSchedule, CrontabSchedule, Interval
 from .. import kinds, parameters
 from ..choices import CatchupPolicy, DstRepeated, DstSkipped, OverlapPolicy, RunTrigger, ScheduleType
 from ..execution.publishing import DEFAULT_PRIORITY, MAX_PRIORITY
+from ..timing import calendars as day_math
 from ..timing import schedules
 from ..timing import spread as spreading
+from .calendar import Calendar, day_rules_cache
 from .fields import CountField
 from .limit import KEY_MAX_LENGTH, Limit
 
@@ -32,6 +35,9 @@ def exactly_one_schedule(name):
             | Q(schedule_type=ScheduleType.MANUAL, crontab__isnull=True, interval__isnull=True, clocked__isnull=True)
         ),
     )
+
+
+MAX_CALENDARS = 20  # calendars one job may name
 
 
 def _positive(name):
@@ -149,6 +155,22 @@ class Job(models.Model):
         max_length=1024, blank=True, help_text="Command jobs: an absolute path to run the command in.",
     )
 
+    # Day rules (jobs.timing.calendars): the dates of these calendars are skipped, judged in the
+    # schedule's timezone (UTC for an interval).
+    calendars = models.JSONField(
+        default=list, blank=True, help_text="Names of calendars whose dates (holidays, closures) the job skips.",
+    )
+    business_days = models.BooleanField(
+        default=False, help_text="Run on business days only: Monday to Friday, less the dates of the calendars.",
+    )
+    business_day_of_month = models.SmallIntegerField(
+        null=True, blank=True,
+        validators=[MinValueValidator(-day_math.MAX_BUSINESS_DAYS_IN_A_MONTH),
+                    MaxValueValidator(day_math.MAX_BUSINESS_DAYS_IN_A_MONTH)],
+        help_text="Only the Nth business day of each month: 1 the first, 3 the third; -1 the last, -2 the one "
+                  "before. Needs business days.",
+    )
+
     enabled = models.BooleanField(default=True)
     pause_after_failures = CountField(
         verbose_name="pause after failures", null=True, blank=True, validators=[MaxValueValidator(1000)],
@@ -228,6 +250,13 @@ class Job(models.Model):
             models.CheckConstraint(
                 condition=Q(retry_backoff_seconds__gte=0) & Q(retry_backoff_max_seconds__gte=0),
                 name="job_backoff_not_negative",
+            ),
+            models.CheckConstraint(
+                condition=Q(business_day_of_month__isnull=True)
+                | Q(business_days=True, business_day_of_month__gte=-day_math.MAX_BUSINESS_DAYS_IN_A_MONTH,
+                    business_day_of_month__lte=day_math.MAX_BUSINESS_DAYS_IN_A_MONTH)
+                & ~Q(business_day_of_month=0),
+                name="job_business_day_of_month_valid",
             ),
             *[
                 models.CheckConstraint(condition=Q(**{f"{name}__isnull": True}) | _positive(name),
@@ -313,6 +342,7 @@ class Job(models.Model):
                 spec.validate(self)
             except ValidationError as exc:
                 errors.update(exc.update_error_dict({}))
+        errors.update(self.day_rule_errors())
         if errors:
             raise ValidationError(errors)
 
@@ -324,6 +354,35 @@ class Job(models.Model):
     def default_params(self):
         """The values of a run given none: a scheduled run's."""
         return parameters.defaults(self.parameters)
+
+    def day_rule_errors(self):
+        """{field: [messages]} of the job's day rules (calendars, business days)."""
+        errors, names = {}, self.calendars
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+            errors["calendars"] = ["Must be a list of calendar names."]
+        elif any("\x00" in name for name in names):
+            errors["calendars"] = ["Must not contain NUL (\\u0000) characters."]
+        elif len(set(names)) != len(names):
+            errors["calendars"] = ["Names a calendar twice."]
+        elif len(names) > MAX_CALENDARS:
+            errors["calendars"] = [f"At most {MAX_CALENDARS} calendars."]
+        elif names:
+            unknown = sorted(set(names) - set(Calendar.objects.filter(name__in=names).values_list("name", flat=True)))
+            if unknown:
+                shown = ", ".join(repr(name[:100]) for name in unknown[:5])
+                errors["calendars"] = [f"No calendar is named {shown} (see /api/calendars/)."]
+        nth = self.business_day_of_month
+        if nth is not None:
+            if nth == 0 or abs(nth) > day_math.MAX_BUSINESS_DAYS_IN_A_MONTH:
+                errors["business_day_of_month"] = [
+                    f"From 1 to {day_math.MAX_BUSINESS_DAYS_IN_A_MONTH} (the Nth business day), or from -1 (the "
+                    f"last) to -{day_math.MAX_BUSINESS_DAYS_IN_A_MONTH}; not 0."]
+            elif not self.business_days:
+                errors["business_day_of_month"] = ["Needs business_days: true (it counts business days)."]
+        if self.has_day_rules and self.schedule_type == ScheduleType.ONCE:
+            errors.setdefault("calendars", []).append(
+                "A one-time job runs at its moment: calendars and business days are for cron and interval schedules.")
+        return errors
 
     # --- schedule
 
@@ -353,9 +412,48 @@ class Job(models.Model):
         """How much later than its schedule's times this job's slots fall (``spread``)."""
         return timedelta(seconds=spreading.offset_seconds(self.name, self.spread))
 
+    @property
+    def has_day_rules(self):
+        return bool(self.calendars or self.business_days)
+
+    def day_rules(self):
+        """The job's ``DayRules`` (jobs.timing.calendars), or None when it has none."""
+        if not self.has_day_rules:
+            return None
+        return day_rules_cache.day_rules(self.calendars, self.business_days, self.business_day_of_month)
+
+    @property
+    def day_zone(self):
+        """The zone in which the job's slots' dates are judged: the cron schedule's, else UTC."""
+        if self.schedule_type == ScheduleType.CRON and self.crontab:
+            return ZoneInfo(str(self.crontab.timezone))
+        return UTC
+
     def slot_after(self, after):
-        """The first slot strictly after ``after``, or None when there is none. A slot is the
-        schedule's time moved by ``spread_offset``: that instant is the run's ``scheduled_for``."""
+        """The first slot strictly after ``after`` on a date the job's day rules leave open, or None
+        when there is none (within jobs.timing.calendars.LOOKAHEAD_DAYS)."""
+        if (rules := self.day_rules()) is None:
+            return self.schedule_slot_after(after)
+        return day_math.first_open_slot(self.schedule_slot_after, self.day_zone, rules, after)
+
+    def closed_slots(self, start, end, limit):
+        """[(slot, why)] of the schedule's slots in [start, end) that fall on a date the day rules close:
+        what the slot report shows as skipped. At most ``limit + 1`` of them."""
+        if (rules := self.day_rules()) is None or self.schedule_type not in (ScheduleType.CRON, ScheduleType.INTERVAL):
+            return []
+        step = self.schedule_slot_after if self.schedule_type == ScheduleType.CRON else self._interval_grid(start)
+        zone, found, cursor = self.day_zone, [], start - timedelta(microseconds=1)
+        while len(found) <= limit:
+            cursor = step(cursor)
+            if cursor is None or cursor >= end:
+                break
+            if why := rules.why_closed(day_math.local_date(cursor, zone)):
+                found.append((cursor, why))
+        return found
+
+    def schedule_slot_after(self, after):
+        """The schedule's first slot strictly after ``after``, whatever the day rules say. A slot is
+        the schedule's time moved by ``spread_offset``: that instant is the run's ``scheduled_for``."""
         shift = self.spread_offset
         if self.schedule_type == ScheduleType.CRON:
             return schedules.next_cron_slot(self.cron_expression, str(self.crontab.timezone), after - shift,
@@ -376,6 +474,13 @@ class Job(models.Model):
             slots.append(cursor)
         return slots
 
+    def _interval_grid(self, start):
+        """An interval job's "first slot strictly after" on the grid ``slots_between`` uses from ``start``."""
+        every = self.every_seconds
+        anchor = self.next_run_at or self.created_at or start
+        first = anchor + timedelta(seconds=every * math.ceil((start - anchor).total_seconds() / every))
+        return lambda after: schedules.next_interval_slot(every, first, after)
+
     def slots_between(self, start, end, limit):
         """The slots in [start, end), at most ``limit + 1`` of them (so a caller can tell that a
         range holds more than ``limit``). An interval job's slots lie on the grid of its current
@@ -384,6 +489,9 @@ class Job(models.Model):
             every = self.every_seconds
             anchor = self.next_run_at or self.created_at or start
             first = anchor + timedelta(seconds=every * math.ceil((start - anchor).total_seconds() / every))
+            if (rules := self.day_rules()) is not None:
+                return day_math.open_slots(self._interval_grid(start), self.day_zone, rules,
+                                           start - timedelta(microseconds=1), end, limit)
             count = max(0, min(limit + 1, math.ceil((end - first).total_seconds() / every)))
             return [first + timedelta(seconds=every * k) for k in range(count)]
         if self.schedule_type == ScheduleType.ONCE:
@@ -409,7 +517,11 @@ class Job(models.Model):
             return self.clocked.clocked_time + self.spread_offset
         if self.schedule_type == ScheduleType.INTERVAL:
             # Saving a schedule never runs the job at once (stock beat does: celery#2531).
-            return now + timedelta(seconds=self.every_seconds) + self.spread_offset
+            first, every = now + timedelta(seconds=self.every_seconds) + self.spread_offset, self.every_seconds
+            if (rules := self.day_rules()) is None:
+                return first
+            return day_math.first_open_slot(lambda t: schedules.next_interval_slot(every, first, t), self.day_zone,
+                                            rules, first - timedelta(microseconds=1))
         if self.schedule_type == ScheduleType.CRON:
             return self.slot_after(now)
         return None

@@ -3,7 +3,9 @@ became of it.
 
 - ``ran``: a run exists for the slot (scheduled or backfilled), whatever its status;
 - ``skipped``: a run recorded the slot as skipped (overlap policy, start deadline, catch-up
-  policy), or no run exists because the job was paused or disabled then (from the audit trail);
+  policy), or no run exists because the job was paused or disabled then (from the audit trail),
+  or the slot falls on a date the job's calendars or business days close ("holiday — Christmas
+  Day (calendar de-be)", "not a business day — Saturday": ``Job.closed_slots``);
 - ``missing``: no run and no explanation. That should never happen, so it is an alert: the
   periodic check (``check_recent``, the task ``jobs.check_slots``) records a ``missed``
   notification for the slot (once per slot and channel). Reading a report writes nothing;
@@ -171,10 +173,17 @@ def build(job, start, end, now=None, alert=False, known=None, slots_of=None):
     else:
         slots = slots_of(job, first, end)
     notes, skipped_by_policy = dst_notes(job, first, end)
-    if not slots:
+    # The slots the job's calendars and business days close: shown (unless a run was made for one
+    # all the same, before the calendar had the date), never alerted on.
+    closed = {} if alert else dict(closed_slots(job, first, end))
+    if not slots and not closed:
         report.slots = [Slot(at, SKIPPED, reason) for at, reason in skipped_by_policy]
         return report
-    by_slot = runs_by_slot(job, slots, end, known_runs)
+    by_slot = runs_by_slot(job, sorted([*slots, *closed]), end, known_runs)
+    for at, why in closed.items():
+        if at not in by_slot:
+            report.slots.append(Slot(at, SKIPPED, why))
+    slots = sorted([*slots, *(at for at in closed if at in by_slot)])
     timeline = EnabledTimeline(job)
     grace = timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS + settings.JOBS_TICK_SECONDS * 5)
     for at in slots:
@@ -192,14 +201,22 @@ def build(job, start, end, now=None, alert=False, known=None, slots_of=None):
             report.slots.append(Slot(at, MISSING, MISSING_REASON))
         if note := notes.get(at):
             report.slots[-1].reason = with_note(report.slots[-1].reason, note)
-    if skipped_by_policy:  # after a slot at the same instant (sorted is stable)
-        report.slots = sorted([*report.slots, *(Slot(at, SKIPPED, reason) for at, reason in skipped_by_policy)],
-                              key=lambda slot: slot.at)
+    # (A slot the DST policy skipped comes after a slot at the same instant: sorted is stable.)
+    report.slots.extend(Slot(at, SKIPPED, reason) for at, reason in skipped_by_policy)
+    report.slots.sort(key=lambda slot: slot.at)
     if alert and report.missing:
         with transaction.atomic():
             for slot in report.missing:
                 events.emit(events.SLOT_MISSED, job=job, slot=slot.at, reason="no run was recorded for this slot")
     return report
+
+
+def closed_slots(job, first, end):
+    limit = settings.JOBS_SLOT_REPORT_MAX_SLOTS
+    closed = job.closed_slots(first, end, limit)
+    if len(closed) > limit:
+        raise ValidationError({"end": f"The range holds more than {limit} slots; make it shorter."})
+    return closed
 
 
 def moment_text(moment, tzname="UTC", seconds=False):
@@ -304,7 +321,7 @@ class WindowSlots:
         self.in_window, self.after = {}, {}
 
     def between(self, job, first, end):
-        if job.schedule_type != ScheduleType.CRON or end != self.end:
+        if job.schedule_type != ScheduleType.CRON or end != self.end or job.has_day_rules:
             return check_range(job, first, end, self.limit, now=self.now)
         key = cron_key(job)
         if key not in self.in_window:
@@ -313,20 +330,21 @@ class WindowSlots:
 
     def first_from_end(self, job):
         """The job's first slot at or after the window's end: where the next pass starts."""
-        if job.schedule_type == ScheduleType.CRON and cron_key(job) in self.after:
+        shared = job.schedule_type == ScheduleType.CRON and not job.has_day_rules
+        if shared and cron_key(job) in self.after:
             return self.after[cron_key(job)]
         try:
             following = (job.slots_between(self.end, NO_MORE_SLOTS, 0) or [NO_MORE_SLOTS])[0]
         except (OverflowError, ValueError):
             following = NO_MORE_SLOTS
-        if job.schedule_type == ScheduleType.CRON:
+        if shared:
             self.after[cron_key(job)] = following
         return following
 
 
 def cron_key(job):
-    """What a cron job's slots depend on: its schedule row and its DST policy."""
-    return job.crontab_id, job.dst_skipped, job.dst_repeated
+    """What a cron job's slots depend on: its schedule row, its DST policy and its spread's offset."""
+    return job.crontab_id, job.dst_skipped, job.dst_repeated, job.spread_offset
 
 
 def advance(jobs, following):

@@ -48,7 +48,7 @@ ROWS = {"kwargs", "environment", "http_headers"}  # {name: value} as rows of nam
 SECRET_ROWS = set(secrets.FIELDS)                  # the same, the values write-only
 JSON_VALUES = {"args", "kwargs"}                   # values that may be any JSON (42, true, [1, 2])
 LISTS = {"args"}                                   # [value, ...] as rows of one value
-CHECKBOXES = {"enabled", "retry_jitter"}
+CHECKBOXES = {"enabled", "retry_jitter", "business_days"}
 JSON_TEXTS = {"parameters"}                       # a JSON document typed in a text area
 
 LABELS = {
@@ -62,6 +62,7 @@ LABELS = {
 }
 HELP = {
     "tags": "Separated by commas.",
+    "calendars": "Names of calendars (the Calendars page), separated by commas: the job skips their dates.",
     "group": "A group of yours whose members may also see and run the job.",
     "queue": "Empty: the default queue.",
     "args": "Positional arguments, one a row. A value that reads as JSON (42, true, [1, 2], \"text\") is "
@@ -118,6 +119,7 @@ def from_api(data):
     """The form's values of a job in the API's shape (``JobSerializer(job).data``)."""
     values = {name: value for name, value in data.items() if name != "schedule"}
     values["tags"] = ", ".join(data.get("tags") or [])
+    values["calendars"] = ", ".join(data.get("calendars") or [])
     values["http_ok_statuses"] = ", ".join(str(code) for code in data.get("http_ok_statuses") or [])
     values["group"] = data.get("group") or ""
     for name in ROWS | SECRET_ROWS:
@@ -223,8 +225,8 @@ def to_api(values, nullable):
                 value = strict_json(value) if value.strip() else []
             except ValueError as exc:
                 errors[name] = [f"Not JSON: {exc}."]
-        elif name == "tags":
-            value = [tag.strip() for tag in value.split(",") if tag.strip()]
+        elif name in ("tags", "calendars"):
+            value = [item.strip() for item in value.split(",") if item.strip()]
         elif name == "http_ok_statuses":
             value = [int(code) if code.isdigit() else code for code in re.split(r"[\s,]+", value) if code]
         elif name == "group":
@@ -309,7 +311,7 @@ def make_field(name, values, errors, request):
     help_text = HELP.get(name, getattr(model_field, "help_text", "") or "")
     widget = ("secret-rows" if name in SECRET_ROWS else "rows" if name in ROWS else "list" if name in LISTS
               else "textarea" if name in JSON_TEXTS
-              else "text" if name in ("tags", "http_ok_statuses", "target") or model_field is None
+              else "text" if name in ("tags", "calendars", "http_ok_statuses", "target") or model_field is None
               else model_widget(model_field))
     made = FormField(name, label, widget, values.get(name, ""), str(help_text), errors.get(name, []))
     if model_field is not None and model_field.choices:
@@ -372,10 +374,19 @@ def form_context(request, values, errors, job=None):
 # --- the schedule in words and its next slots
 
 
-def schedule_preview(spec, values=None):
-    """{"description", "timezone", "slots"} of a schedule object, or {"errors": {field: [...]}} with
-    the API's messages. ``values``: the form's, whose DST policy the slots follow (the default
-    where it is not one of the choices), and whose name and spread place an H and the slots."""
+def day_rules_of(params):
+    """The job's day rules (calendars, business days) as the form has them, for the preview."""
+    nth = params.get("business_day_of_month", "").strip()
+    return {"calendars": [name.strip() for name in params.get("calendars", "").split(",") if name.strip()],
+            "business_days": params.get("business_days") in ("on", "true", "1"),
+            "business_day_of_month": int(nth) if re.fullmatch(r"-?\d{1,3}", nth) else None}
+
+
+def schedule_preview(spec, values=None, day_rules=None):
+    """{"description", "timezone", "slots"} of a schedule object (and the job's day rules), or
+    {"errors": {field: [...]}} with the API's messages. ``values``: the form's, whose DST policy the
+    slots follow (the default where it is not one of the choices), and whose name and spread place an
+    H and the slots."""
     try:
         spec = ScheduleField().to_internal_value(spec)["schedule"]
     except serializers.ValidationError as exc:
@@ -389,6 +400,10 @@ def schedule_preview(spec, values=None):
     for name, choices in (("dst_skipped", DstSkipped.values), ("dst_repeated", DstRepeated.values)):
         if values.get(name) in choices:
             setattr(job, name, values[name])
+    for name, value in (day_rules or {}).items():
+        setattr(job, name, value)
+    if errors := job.day_rule_errors():
+        return {"errors": errors}
     zone = job_timezone(job)
     slots = job.upcoming_slots(PREVIEW_SLOTS)
     return {
@@ -401,7 +416,7 @@ def schedule_preview(spec, values=None):
 @login_required
 def schedule_preview_view(request):
     """What the form shows as the schedule is typed: GET with the form's schedule fields."""
-    return JsonResponse(schedule_preview(schedule_object(request.GET), request.GET))
+    return JsonResponse(schedule_preview(schedule_object(request.GET), request.GET, day_rules_of(request.GET)))
 
 
 # --- the views

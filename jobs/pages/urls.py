@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import forecast, job_forms, limits, operator_views, reports, tokens, views
+from . import calendars, forecast, job_forms, limits, operator_views, reports, tokens, views
 
 app_name = "pages"
 
@@ -23,6 +23,10 @@ urlpatterns = [
     path("jobs/<int:pk>/backfill/", operator_views.job_backfill, name="job-backfill"),
     path("forecast/", forecast.forecast_page, name="forecast"),
     path("forecast/spread/", forecast.forecast_spread, name="forecast-spread"),
+    path("calendars/", calendars.calendar_list, name="calendars"),
+    path("calendars/<str:name>/", calendars.calendar_detail, name="calendar"),
+    path("calendars/<str:name>/import/", calendars.calendar_import, name="calendar-import"),
+    path("calendars/<str:name>/delete/", calendars.calendar_delete, name="calendar-delete"),
     path("runs/", views.run_list, name="runs"),
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("runs/<int:pk>/tail/", views.run_tail, name="run-tail"),

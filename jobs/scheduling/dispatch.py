@@ -19,6 +19,7 @@ from django.db.models import Count, Q
 from .. import lifecycle
 from ..coordination import leases
 from ..models import ACTIVE_STATUSES, CatchupPolicy, Job, JobRun, OverlapPolicy, RunStatus
+from ..models.calendar import day_rules_cache
 from ..timing import clock
 
 logger = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ MAX_SLOTS_PER_JOB = 1000  # slots examined for one job in one tick, after a long
 TICK_FIELDS = (
     "schedule_type", "crontab", "interval", "clocked", "next_run_at", "last_run", "catchup_policy", "catchup_max",
     "overlap_policy", "jitter_seconds", "max_retries", "kind", "queue", "timeout_seconds",
-    "priority", "parameters",
+    "priority", "parameters", "calendars", "business_days", "business_day_of_month",
 )
 
 
@@ -129,6 +130,8 @@ def dispatch_due(now=None, batch=None, lease=None):
         if not jobs:
             return report
         report.due_jobs = len(jobs)
+        if any(job.has_day_rules for job in jobs):
+            day_rules_cache.refresh(force=True)  # a calendar changed a moment ago counts in this tick
         rows = []
         busy = active_runs_by_job([job.pk for job in jobs if job.overlap_policy != OverlapPolicy.ALLOW])
         for job in jobs:

@@ -75,9 +75,10 @@
       clearTimeout(timer);
       timer = setTimeout(function () {
         var params = new URLSearchParams();
-        ["schedule_type", "cron", "timezone", "every_seconds", "run_at", "dst_skipped", "dst_repeated", "name", "spread"].forEach(function (name) {
+        ["schedule_type", "cron", "timezone", "every_seconds", "run_at", "dst_skipped", "dst_repeated", "name", "spread",
+         "calendars", "business_days", "business_day_of_month"].forEach(function (name) {
           var input = form.querySelector("[name=" + name + "]");
-          if (input) params.set(name, input.value);
+          if (input) params.set(name, input.type === "checkbox" ? (input.checked ? "on" : "") : input.value);
         });
         var mine = ++asked;
         fetchOk(form.dataset.preview + "?" + params.toString()).then(function (r) { return r.json(); })
@@ -85,10 +86,13 @@
           .catch(function () {});
       }, 250);
     }
-    ["cron", "timezone", "every_seconds", "run_at", "dst_skipped", "dst_repeated", "name", "spread"].forEach(function (name) {
+    ["cron", "timezone", "every_seconds", "run_at", "dst_skipped", "dst_repeated", "name", "spread", "calendars",
+     "business_day_of_month"].forEach(function (name) {
       var input = form.querySelector("[name=" + name + "]");
       if (input) input.addEventListener("input", preview);
     });
+    var businessDays = form.querySelector("[name=business_days]");
+    if (businessDays) businessDays.addEventListener("change", preview);
   }
 
   function showPreview(box, data) {

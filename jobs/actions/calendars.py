@@ -1,0 +1,129 @@
+"""What a person does to a calendar, one function per action: create, edit (an ICS import is an
+edit), delete. Every interface calls these (the admin, the pages, the API, ``jobs apply``); each
+checks who may, makes the change, moves the next slot of the jobs that use the calendar, and writes
+its audit entry (subject ``calendar``, named by the calendar) in one transaction.
+
+Who may: everybody who is logged in reads calendars (a job of anyone's may name one); only staff
+(and the operator on the command line) create, change or delete them, since a calendar's change
+moves the slots of every job that uses it, whoever owns those jobs.
+"""
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from audit import trail
+from audit.models import Action, Subject
+
+from ..definitions import calendars as definitions
+from ..models import Calendar
+from .jobs import ActionError
+
+STAFF_ONLY = "Only staff may create, change or delete calendars; everybody may read them and name them in jobs."
+SHOWN_DATES = 10  # dates named in an entry's detail
+
+
+def may_edit(actor):
+    return actor.user is None or actor.user.is_staff or actor.user.is_superuser
+
+
+def _check(actor):
+    if not may_edit(actor):
+        raise ActionError(STAFF_ONLY, ActionError.FORBIDDEN)
+
+
+def snapshot(calendar):
+    return {"name": calendar.name, "description": calendar.description, "country": calendar.country,
+            "subdivision": calendar.subdivision, "dates": list(calendar.dates or [])}
+
+
+def diff(before, after):
+    """{field: [old, new]}; the dates as their counts (a calendar may hold thousands), and the
+    detail naming the dates added and removed."""
+    before, after = before or {}, after or {}
+    changes, detail = {}, []
+    for name in ("name", "description", "country", "subdivision"):
+        if before.get(name) != after.get(name):
+            changes[name] = [before.get(name), after.get(name)]
+    old = {item["date"]: item.get("label", "") for item in before.get("dates") or []}
+    new = {item["date"]: item.get("label", "") for item in after.get("dates") or []}
+    if old != new:
+        added = sorted(set(new) - set(old))
+        removed = sorted(set(old) - set(new))
+        relabelled = sorted(day for day in set(old) & set(new) if old[day] != new[day])
+        changes["dates"] = [len(old), len(new)]
+        for word, days in (("added", added), ("removed", removed), ("relabelled", relabelled)):
+            if days:
+                more = f" and {len(days) - SHOWN_DATES} more" if len(days) > SHOWN_DATES else ""
+                detail.append(f"{word} {', '.join(days[:SHOWN_DATES])}{more}")
+    return changes, "; ".join(detail)
+
+
+def _record(actor, calendar, action, changes, detail=""):
+    trail.record_about(Subject.CALENDAR, calendar.name, action, actor.source, actor_name=actor.name,
+                       user=actor.user, address=actor.address, changes=changes, detail=detail)
+
+
+def _saved(calendar):
+    try:
+        calendar.full_clean()
+    except ValidationError as exc:
+        raise ActionError.invalid(exc) from None
+    calendar.save()
+
+
+def create(actor, calendar):
+    _check(actor)
+    with transaction.atomic():
+        _saved(calendar)
+        changes, detail = diff(None, snapshot(calendar))
+        _record(actor, calendar, Action.CREATE, changes, detail)
+        # A job may have named it before (as a job's edit, from the web server's clock: Job.first_slot).
+        definitions.replan_jobs_using([calendar.name], timezone.now())
+    return calendar
+
+
+def edit(actor, calendar, values):
+    """Set ``values`` ({field: value}) on a saved calendar and save it. A calendar used by jobs keeps
+    its name (they name it): renaming one is refused."""
+    _check(actor)
+    with transaction.atomic():
+        stored = Calendar.objects.select_for_update().get(pk=calendar.pk)
+        for name, value in values.items():
+            setattr(calendar, name, value)
+        if calendar.name != stored.name and (users := definitions.jobs_using(stored.name)):
+            raise ActionError(f"The calendar {stored.name} is used by {len(users)} job(s): a job names its calendars, "
+                              "so it cannot be renamed. Make a new calendar instead.", ActionError.CONFLICT,
+                              fields={"name": ["Used by jobs: cannot be renamed."]})
+        _saved(calendar)
+        changes, detail = diff(snapshot(stored), snapshot(calendar))
+        if changes:
+            _record(actor, calendar, Action.CHANGE, changes, detail)
+            definitions.replan_jobs_using([calendar.name], timezone.now())
+    return calendar
+
+
+def import_ics(actor, calendar, data, replace=False):
+    """Add the dates of an ICS file (``data``, bytes or text) to the calendar, or with ``replace``
+    make them its only typed-in dates. A refused file changes nothing."""
+    _check(actor)
+    try:
+        found = definitions.dates_from_ics(data)
+    except ValidationError as exc:
+        raise ActionError.invalid(exc) from None
+    dates = found if replace else [*calendar.dates, *found]
+    return edit(actor, calendar, {"dates": dates})
+
+
+def delete(actor, calendar):
+    _check(actor)
+    with transaction.atomic():
+        users = definitions.jobs_using(calendar.name)
+        if users:
+            names = sorted(job.name for job in users)
+            more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+            raise ActionError(f"The calendar {calendar.name} is used by the job(s) {', '.join(names[:10])}{more}: "
+                              "take it out of them first.", ActionError.CONFLICT)
+        changes, detail = diff(snapshot(calendar), None)
+        _record(actor, calendar, Action.DELETE, changes, detail)
+        calendar.delete()

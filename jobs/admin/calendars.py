@@ -1,0 +1,85 @@
+"""The admin's calendars: the dates edited as lines ("2026-12-24 Christmas Eve"), every save and
+delete through ``jobs.actions.calendars`` (staff only, audited)."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.http import HttpResponseRedirect
+from django.urls import reverse
+
+from audit.models import Source
+
+from ..actions import calendars as calendar_actions
+from ..actions import jobs as actions
+from ..definitions.calendars import jobs_using
+from ..models import Calendar
+from ..models.calendar import dates_from_text, dates_text, normalised_dates
+
+
+class CalendarAdminForm(forms.ModelForm):
+    dates = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 15, "cols": 60}),
+                            help_text='One date a line, with an optional label: "2026-12-24 Christmas Eve".')
+
+    class Meta:
+        model = Calendar
+        fields = ["name", "description", "country", "subdivision", "dates"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.initial["dates"] = dates_text(self.instance.dates or [])
+
+    def clean_name(self):
+        name = self.cleaned_data.get("name")
+        if self.instance.pk and name != self.instance.name and jobs_using(self.instance.name):
+            raise ValidationError("Jobs name this calendar: it cannot be renamed. Make a new calendar instead.")
+        return name
+
+    def clean_dates(self):
+        try:
+            return normalised_dates(dates_from_text(self.cleaned_data.get("dates") or ""))
+        except ValidationError as exc:
+            raise ValidationError(exc.message_dict["dates"]) from None
+
+
+@admin.register(Calendar)
+class CalendarAdmin(admin.ModelAdmin):
+    form = CalendarAdminForm
+    list_display = ("name", "description", "country", "subdivision", "date_count", "updated_at")
+    search_fields = ("name", "description")
+
+    @admin.display(description="typed-in dates")
+    def date_count(self, calendar):
+        return len(calendar.dates or [])
+
+    def has_add_permission(self, request):
+        return calendar_actions.may_edit(actions.Actor.of_request(request, Source.ADMIN))
+
+    def has_change_permission(self, request, obj=None):
+        return self.has_add_permission(request)
+
+    def has_delete_permission(self, request, obj=None):
+        return self.has_add_permission(request)
+
+    def save_model(self, request, obj, form, change):
+        actor = actions.Actor.of_request(request, Source.ADMIN)
+        if change:
+            calendar_actions.edit(actor, obj, {})  # the form has set the fields on obj
+        else:
+            calendar_actions.create(actor, obj)
+
+    def delete_model(self, request, obj):
+        calendar_actions.delete(actions.Actor.of_request(request, Source.ADMIN), obj)
+
+    def delete_view(self, request, object_id, extra_context=None):
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except actions.ActionError as exc:  # used by jobs: said on the calendar's page
+            self.message_user(request, exc.message, messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:jobs_calendar_change", args=[object_id]))
+
+    def delete_queryset(self, request, queryset):
+        actor = actions.Actor.of_request(request, Source.ADMIN)
+        with transaction.atomic():
+            for calendar in queryset:
+                calendar_actions.delete(actor, calendar)

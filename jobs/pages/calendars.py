@@ -1,0 +1,121 @@
+"""The calendars' pages: the list, and one calendar with its dates (and, for staff, its form, an
+ICS upload and delete). Each change goes through ``jobs.actions.calendars``."""
+
+from datetime import UTC, datetime
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import NON_FIELD_ERRORS
+from django.http import Http404
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from ..actions import calendars as actions
+from ..models import Calendar
+from ..models.calendar import dates_from_text, dates_text
+from .common import actor, page, refused_is_forbidden
+
+FIELDS = ("name", "description", "country", "subdivision")
+
+
+def _calendar(name):
+    if "\x00" in name:
+        raise Http404
+    try:
+        return Calendar.objects.get(name=name)
+    except Calendar.DoesNotExist:
+        raise Http404 from None
+
+
+def _messages(exc):
+    return {name: list(texts) for name, texts in exc.fields.items()}
+
+
+@login_required
+@refused_is_forbidden
+def calendar_list(request):
+    values, errors = {}, {}
+    if request.method == "POST":
+        values = {name: request.POST.get(name, "") for name in FIELDS}
+        values["dates"] = request.POST.get("dates", "")
+        try:
+            calendar = actions.create(actor(request), Calendar(**{name: values[name] for name in FIELDS},
+                                                               dates=dates_from_text(values["dates"])))
+        except actions.ActionError as exc:
+            if exc.kind == actions.ActionError.FORBIDDEN:
+                raise
+            errors = _messages(exc)
+        else:
+            messages.success(request, f"Calendar {calendar.name} made.")
+            return redirect("pages:calendar", name=calendar.name)
+    return page(request, "pages/calendars.html", {
+        "calendars": Calendar.objects.all(), "may_edit": actions.may_edit(actor(request)),
+        "values": values, "errors": errors, "other_errors": errors.get(NON_FIELD_ERRORS, [])}, "calendars")
+
+
+@login_required
+@refused_is_forbidden
+def calendar_detail(request, name):
+    calendar = _calendar(name)
+    values = {name: getattr(calendar, name) for name in FIELDS}
+    values["dates"] = dates_text(calendar.dates)
+    errors = {}
+    if request.method == "POST":
+        values = {name: request.POST.get(name, "") for name in FIELDS}
+        values["dates"] = request.POST.get("dates", "")
+        changes = {name: values[name] for name in FIELDS}
+        changes["dates"] = dates_from_text(values["dates"])
+        try:
+            calendar = actions.edit(actor(request), calendar, changes)
+        except actions.ActionError as exc:
+            if exc.kind == actions.ActionError.FORBIDDEN:
+                raise
+            errors = _messages(exc)
+        else:
+            messages.success(request, f"Calendar {calendar.name} saved.")
+            return redirect("pages:calendar", name=calendar.name)
+    if errors:
+        calendar.refresh_from_db()  # the page shows what is stored beside the values refused
+    year = datetime.now(UTC).year
+    return page(request, "pages/calendar.html", {
+        "calendar": calendar, "values": values, "errors": errors, "other_errors": errors.get(NON_FIELD_ERRORS, []),
+        "may_edit": actions.may_edit(actor(request)),
+        "holidays": calendar.holidays_in(year) + calendar.holidays_in(year + 1) if calendar.country else [],
+        "years": (year, year + 1)}, "calendars")
+
+
+@login_required
+@require_POST
+@refused_is_forbidden
+def calendar_import(request, name):
+    calendar = _calendar(name)
+    upload = request.FILES.get("file")
+    if upload is None:
+        messages.error(request, "Choose an .ics file to import.")
+        return redirect("pages:calendar", name=calendar.name)
+    try:
+        calendar = actions.import_ics(actor(request), calendar, upload.read(),
+                                      replace=request.POST.get("replace") == "on")
+    except actions.ActionError as exc:
+        if exc.kind == actions.ActionError.FORBIDDEN:
+            raise
+        messages.error(request, f"Nothing was imported: {exc.message}")
+    else:
+        messages.success(request, f"Imported: {calendar.name} has {len(calendar.dates)} typed-in date(s).")
+    return redirect("pages:calendar", name=calendar.name)
+
+
+@login_required
+@require_POST
+@refused_is_forbidden
+def calendar_delete(request, name):
+    calendar = _calendar(name)
+    try:
+        actions.delete(actor(request), calendar)
+    except actions.ActionError as exc:
+        if exc.kind == actions.ActionError.FORBIDDEN:
+            raise
+        messages.error(request, exc.message)
+        return redirect("pages:calendar", name=calendar.name)
+    messages.success(request, f"Calendar {name} deleted.")
+    return redirect("pages:calendars")
