@@ -14,4 +14,18 @@ class JobsConfig(AppConfig):
         from .worker import signals  # noqa: F401  (connects the Celery signal handlers)
 
         registry.load_modules(settings.JOBS_CALLABLE_MODULES)
+        if settings.JOBS_TRACING:
+            from .telemetry import tracing
+
+            tracing.start(service_name=process_role())
         post_migrate.connect(ensure_command_runners_group, sender=self)
+
+
+def process_role():
+    """The name this process's traces go under unless OTEL_SERVICE_NAME names one."""
+    import sys
+
+    for role in ("worker", "beat", "flower"):
+        if role in sys.argv[1:]:
+            return f"scheduler-{role}"
+    return "scheduler-web" if any("gunicorn" in arg or "runserver" in arg for arg in sys.argv) else "scheduler"
