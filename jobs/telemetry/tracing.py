@@ -13,7 +13,7 @@ A run's trace:
   the trace there;
 - ``publish jobs.execute_run`` for each attempt's message, a child of the run's root; its context
   travels in the message's headers (``traceparent``);
-- ``run jobs.execute_run``: the worker's consumption of the message (the Celery instrumentation's
+- ``run/jobs.execute_run``: the worker's consumption of the message (the Celery instrumentation's
   span, from the message's headers), with ``claim``, ``execute`` and ``outcome`` under it; an HTTP
   job sends the ``traceparent`` of its ``execute`` span to the service it calls;
 - ``notify``: the deliveries an outcome planned (in the outcome's transaction), and
@@ -54,10 +54,23 @@ def start(service_name="scheduler", exporter=None):
         provider.add_span_processor(SimpleSpanProcessor(exporter))
     else:
         provider.add_span_processor(BatchSpanProcessor(_exporter_from_environment()))
-    trace.set_tracer_provider(provider)
+        trace.set_tracer_provider(provider)  # the process's, for any other instrumented library
     CeleryInstrumentor().instrument(tracer_provider=provider)
     DjangoInstrumentor().instrument(tracer_provider=provider)
     _tracer = provider.get_tracer("jobs")
+
+
+def stop():
+    """Turn traces off again (tests that started them in their own process)."""
+    global _tracer
+    if _tracer is None:
+        return
+    from opentelemetry.instrumentation.celery import CeleryInstrumentor
+    from opentelemetry.instrumentation.django import DjangoInstrumentor
+
+    CeleryInstrumentor().uninstrument()
+    DjangoInstrumentor().uninstrument()
+    _tracer = None
 
 
 def _exporter_from_environment():
@@ -80,16 +93,6 @@ def flush(timeout_millis=5000):
         from opentelemetry import trace
 
         trace.get_tracer_provider().force_flush(timeout_millis)
-
-
-def wanted(environ):
-    """Whether the OTEL_* variables in ``environ`` ask for traces (settings.JOBS_TRACING)."""
-    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
-        return False
-    exporter = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
-    if exporter:
-        return exporter != "none"
-    return bool(environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
 
 
 def run_attributes(run_id=None, attempt=None, job=None, slot=None, queue=None):
@@ -200,12 +203,16 @@ def consuming(request, run_id, attempt):
         return
     from opentelemetry import trace
 
-    if trace.get_current_span().get_span_context().is_valid:
-        trace.get_current_span().set_attributes(run_attributes(run_id, attempt))
+    traceparent = getattr(request, "traceparent", None) or (getattr(request, "headers", None) or {}).get("traceparent")
+    parent = _context(traceparent)
+    current = trace.get_current_span()
+    if current.get_span_context().is_valid and (
+            parent is None or current.get_span_context().trace_id == trace.get_current_span(parent)
+            .get_span_context().trace_id):
+        current.set_attributes(run_attributes(run_id, attempt))
         yield
         return
-    traceparent = getattr(request, "traceparent", None) or (getattr(request, "headers", None) or {}).get("traceparent")
-    with _tracer.start_as_current_span("run jobs.execute_run", context=_context(traceparent),
+    with _tracer.start_as_current_span("run/jobs.execute_run", context=parent,
                                        kind=trace.SpanKind.CONSUMER, attributes=run_attributes(run_id, attempt)):
         yield
 
