@@ -24,12 +24,19 @@ from .otlp_receiver import OTLPReceiver
 
 STEPS = ["dispatch", "publish jobs.execute_run", "run/jobs.execute_run", "claim", "execute", "outcome", "notify",
          "notification.send"]
+# redis-py 8 loads opentelemetry.sdk.metrics whenever it is installed (redis.observability, for
+# metrics of its own that stay off unless a program turns them on): what the service loads is
+# what comes on top of that.
 LOADED = """
-import json, sys, django
+import json, sys
+import redis
+def ours(): return {m for m in sys.modules if m.split(".")[0] in ("opentelemetry", "sentry_sdk")}
+by_redis = ours()
+import django
 django.setup()
 import jobs.worker.task, jobs.scheduling.dispatch, jobs.lifecycle, jobs.kinds.http, notifications.sending
 import scheduler_site.celery, scheduler_site.urls
-print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("opentelemetry", "sentry_sdk"))))
+print(json.dumps(sorted(ours() - by_redis)))
 """
 
 
