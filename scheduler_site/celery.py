@@ -34,6 +34,7 @@ def quietly(name):
 
 
 if os.environ.get("LOG_FORMAT", "").strip().lower() == "json":
+    keep_settings_logging()  # at once, for Flower (started with --logging=none, scheduler_site.flower)
     setup_logging.connect(keep_settings_logging, weak=False)
     quietly("Worker")
     quietly("Beat")

@@ -13,11 +13,25 @@ _about = contextvars.ContextVar("jobs_log_run", default=None)
 @contextlib.contextmanager
 def about_run(run_id, attempt=None, job=None):
     """Log records made inside are about this run (``job``: its name)."""
+    current = _about.get()
+    if current is not None and (current["run_id"], current["attempt"]) == (run_id, attempt):
+        yield  # about it already (the worker's task_prerun)
+        return
     token = _about.set({"run_id": run_id, "attempt": attempt, "job": job})
     try:
         yield
     finally:
         _about.reset(token)
+
+
+def begin(run_id, attempt):
+    """The records from here on are about this run, until ``clear`` (Celery's task_prerun and
+    task_postrun, so that Celery's own lines on the task, its success or its failure, carry it)."""
+    _about.set({"run_id": run_id, "attempt": attempt, "job": None})
+
+
+def clear():
+    _about.set(None)
 
 
 def about(run):
