@@ -31,6 +31,9 @@ DENYLIST = [
 ]
 URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/?#@\s]*:)[^@/\s]+(?P<tail>@)")
 SETTINGS_SECRETS = ("SECRET_KEY", "EMAIL_HOST_PASSWORD", "METRICS_TOKEN", "FLOWER_BASIC_AUTH")
+# A job that fails is its run's outcome (recorded on the run, notified by the rules), not an error of
+# the service: the worker's task raises it so that Celery counts the task as failed.
+JOB_OUTCOMES = ["jobs.kinds.base.JobFailed", "jobs.kinds.base.JobTimedOut"]
 
 
 def start(dsn, environment="production", sample_rate=1.0, transport=None):
@@ -43,6 +46,7 @@ def start(dsn, environment="production", sample_rate=1.0, transport=None):
         dsn=dsn, environment=environment, sample_rate=sample_rate, transport=transport,
         integrations=[DjangoIntegration(), CeleryIntegration()],
         send_default_pii=False, include_local_variables=False, max_request_body_size="never",
+        ignore_errors=JOB_OUTCOMES,
         event_scrubber=EventScrubber(denylist=DEFAULT_DENYLIST + DENYLIST, recursive=True),
         before_send=scrub, before_send_transaction=scrub, before_breadcrumb=scrub,
     )

@@ -137,8 +137,8 @@ def create_runs(rows, now, trigger=RunTrigger.SCHEDULE, user=None):
     traceparents, spans = tracing.dispatching(rows, trigger)
     with transaction.atomic():
         created = _insert_runs(rows, now, trigger, user, traceparents)
-        if spans:
-            made = dict(JobRun.objects.filter(traceparent__in=[t for t in traceparents if t])
+        if spans:  # which rows became runs (a slot that had one already did not)
+            made = dict(JobRun.objects.filter(pk__in=[run_id for run_id, _, _ in created])
                         .values_list("traceparent", "pk"))
             tracing.dispatched(spans, [made.get(t) for t in traceparents])
         # A run born skipped has ended: its end is counted like any other (RunEnd).
