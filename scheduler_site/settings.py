@@ -405,7 +405,10 @@ LOGGING = {
 # exporter other than "none"); the SDK reads the others itself (OTEL_EXPORTER_OTLP_HEADERS,
 # OTEL_SERVICE_NAME, OTEL_BSP_*...). Off, nothing of OpenTelemetry is imported.
 OTEL_SDK_DISABLED = env_bool("OTEL_SDK_DISABLED", False)
-OTEL_TRACES_EXPORTER = env_choice("OTEL_TRACES_EXPORTER", "", ["", "otlp", "console", "none"])
+OTEL_TRACES_EXPORTER = env_str("OTEL_TRACES_EXPORTER", "").lower()
+if OTEL_TRACES_EXPORTER not in ("", "otlp", "console", "none"):
+    raise ImproperlyConfigured("OTEL_TRACES_EXPORTER must be otlp, console or none (traces go out over OTLP/HTTP), "
+                               f"got {OTEL_TRACES_EXPORTER!r}")
 OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
 JOBS_TRACING = not OTEL_SDK_DISABLED and (

@@ -59,7 +59,9 @@ def sentry(settings):
     error_tracking.start("https://public@sentry.example.invalid/1", environment="test", transport=transport)
     yield transport
     sentry_sdk.get_client().close()
-    sentry_sdk.init()  # no DSN: off again for the rest of this process
+    # Off again for the rest of this process: no client (sentry_sdk.init() without a DSN would still
+    # turn its auto-enabling integrations on, Celery's adding headers to every message).
+    sentry_sdk.get_global_scope().set_client(None)
 
 
 def sent(transport):
