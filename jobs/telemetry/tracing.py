@@ -96,6 +96,9 @@ def flush(timeout_millis=5000):
 
 
 def run_attributes(run_id=None, attempt=None, job=None, slot=None, queue=None):
+    """A run's attributes on a span (nothing when off: nobody reads them)."""
+    if _tracer is None:
+        return {}
     attributes = {}
     if run_id is not None:
         attributes["jobs.run.id"] = int(run_id)
@@ -154,7 +157,9 @@ def dispatching(rows, trigger):
 def dispatched(spans, run_ids):
     """End the dispatch spans of the runs made (``run_ids``, in the rows' order, None where the slot
     had a run already: that span is dropped unsent)."""
-    for span, run_id in zip(spans or (), run_ids, strict=True):
+    if not spans:
+        return
+    for span, run_id in zip(spans, run_ids, strict=True):
         if run_id is not None:
             span.set_attribute("jobs.run.id", int(run_id))
             span.end()
