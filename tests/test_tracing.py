@@ -96,6 +96,7 @@ def assert_one_trace_of_every_step(spans, run, job, receiver):
         (spans[0]["trace_id"], execute["span_id"])]
 
 
+@pytest.mark.postgres("Celery's task_prerun handler closes SQLite's in-memory test database (jobs.worker.signals)")
 def test_a_run_is_one_trace_from_dispatch_to_its_notification_in_process(db, redis_client, memory_traces,
                                                                          local_http_allowed,
                                                                          django_capture_on_commit_callbacks):
