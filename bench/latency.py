@@ -170,7 +170,7 @@ def main():
     user, _ = User.objects.get_or_create(username="bench", defaults={"is_staff": True})
     if args.kind == "command":
         user.groups.add(Group.objects.get(name=COMMAND_RUNNERS_GROUP))
-    token = tokens.create(user)[1]
+    key = tokens.create(user)[1]  # (the token, its key)
     job = save_job(Job(name="run-now", owner=user, **noop(args.kind)), {"type": "manual"})
     port = free_port()
     procs = Processes()
@@ -187,7 +187,7 @@ def main():
         say(f"raw Celery: {args.samples} tasks, publish to start")
         results["raw Celery: apply_async → task starts"] = raw_latencies(args.samples)
         say(f"ours: {args.samples} run-now requests")
-        results["ours: POST run now → started_at"] = run_now_latencies(f"http://127.0.0.1:{port}", token, job,
+        results["ours: POST run now → started_at"] = run_now_latencies(f"http://127.0.0.1:{port}", key, job,
                                                                        args.samples)
         procs.start("beat", celery("-A", "scheduler_site", "beat", "-l", "WARNING", "--pidfile=", "-s",
                                    f"/tmp/bench-latency-beat-{os.getpid()}"))

@@ -23,4 +23,18 @@ class JobsConfig(AppConfig):
         files.register(files.Section("calendars", export=calendar_file.export_entries,
                                      plan=calendar_file.plan_calendars, apply=calendar_file.apply_changes,
                                      delete=calendar_file.delete_pruned), before="jobs")
+        if settings.JOBS_TRACING:
+            from .telemetry import tracing
+
+            tracing.start(service_name=process_role())
         post_migrate.connect(ensure_command_runners_group, sender=self)
+
+
+def process_role():
+    """The name this process's traces go under unless OTEL_SERVICE_NAME names one."""
+    import sys
+
+    for role in ("worker", "beat", "flower"):
+        if role in sys.argv[1:]:
+            return f"scheduler-{role}"
+    return "scheduler-web" if any("gunicorn" in arg or "runserver" in arg for arg in sys.argv) else "scheduler"

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import transaction
 
 from jobs.models import JobRun, RunStatus
+from jobs.telemetry import tracing
 from jobs.timing import clock
 
 from .models import Channel, Delivery, DeliveryStatus, Rule
@@ -59,8 +60,11 @@ def record_event(run, event, **details):
     """
     try:
         # A savepoint: an error in here must not break the caller's transaction.
-        with transaction.atomic():
-            return _record(run, event, details, clock.now())
+        with transaction.atomic(), tracing.step("notify", {**tracing.run_attributes(run.pk, run.attempt),
+                                                           "notification.event": event}):
+            planned = _record(run, event, details, clock.now())
+            tracing.annotate({"notification.deliveries": planned})
+            return planned
     except Exception:
         logger.exception("could not record the %s event of run %s", event, getattr(run, "pk", None))
         return 0

@@ -11,6 +11,8 @@ from datetime import timedelta
 from django.db.models import F, Q
 from django.utils import timezone
 
+from jobs.models import JobRun
+from jobs.telemetry import logs, tracing
 from jobs.timing import clock
 
 from . import channel_secrets, channels
@@ -62,7 +64,22 @@ def send_delivery(delivery_id, now=None):
         status=DeliveryStatus.SENDING, attempts=F("attempts") + 1, next_attempt_at=now + SENDING_LEASE)
     if not claimed:
         return None
-    delivery = Delivery.objects.select_related("channel").get(pk=delivery_id)
+    delivery = Delivery.objects.select_related("channel", "job").get(pk=delivery_id)
+    if delivery.run_id is None:
+        return _send(delivery)
+    traceparent = (JobRun.objects.filter(pk=delivery.run_id).values_list("traceparent", flat=True).first()
+                   if tracing.enabled() else None)
+    # In the run's trace whichever process sends, whenever (a retry after a backoff, a digest).
+    with logs.about_run(delivery.run_id, job=getattr(delivery.job, "name", None)), tracing.step(
+            "notification.send", {**tracing.run_attributes(delivery.run_id), "notification.event": delivery.event,
+                                  "notification.channel.kind": delivery.channel.kind},
+            traceparent=traceparent):
+        status = _send(delivery)
+        tracing.annotate({"notification.status": str(status)})
+        return status
+
+
+def _send(delivery):
     channel = delivery.channel
     try:
         if not channel.enabled:
@@ -71,7 +88,7 @@ def send_delivery(delivery_id, now=None):
     except TransportError as exc:
         return _record_error(delivery, exc.message, exc.permanent, clock.now())
     except Exception as exc:
-        logger.exception("delivery %s: unexpected error in the %s transport", delivery_id, channel.kind)
+        logger.exception("delivery %s: unexpected error in the %s transport", delivery.pk, channel.kind)
         return _record_error(delivery, f"{type(exc).__name__}: {exc}", False, clock.now())
     _finish(delivery, DeliveryStatus.SENT, sent_at=clock.now(), last_error="", next_attempt_at=None)
     if channel.last_error:

@@ -1,6 +1,7 @@
 import os
 
 from celery import Celery
+from celery.signals import setup_logging
 
 from . import kombu_patches
 
@@ -10,3 +11,30 @@ kombu_patches.install()
 app = Celery("scheduler_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+def keep_settings_logging(**kwargs):
+    """LOG_FORMAT=json: the worker and beat log through settings.LOGGING (one JSON object per
+    line), not Celery's own handlers."""
+    from django.conf import settings
+
+    from jobs.telemetry import logs
+
+    logs.configure(settings.LOGGING)
+
+
+def quietly(name):
+    """The worker's or beat's program class without its banner: it prints plain text to stdout."""
+    program = getattr(app, name)
+
+    def __init__(self, *args, **kwargs):
+        program.__init__(self, *args, **{**kwargs, "quiet": True})
+
+    app.__dict__[name] = type(program.__name__, (program,), {"__init__": __init__, "__module__": __name__})
+
+
+if os.environ.get("LOG_FORMAT", "").strip().lower() == "json":
+    keep_settings_logging()  # at once, for Flower (started with --logging=none, scheduler_site.flower)
+    setup_logging.connect(keep_settings_logging, weak=False)
+    quietly("Worker")
+    quietly("Beat")

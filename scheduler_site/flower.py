@@ -72,6 +72,8 @@ def main(argv):
         return 2
     env = {k: v for k, v in os.environ.items()
            if not (k.startswith("FLOWER_") and k[len("FLOWER_"):].lower() in REFUSED_OPTIONS - {"basic_auth"})}
+    if os.environ.get("LOG_FORMAT", "").strip().lower() == "json":
+        argv = [*argv, "--logging=none"]  # Tornado's handlers off: scheduler_site.celery logs through settings.LOGGING
     os.execve(sys.executable, [sys.executable, "-m", "celery", "-A", "scheduler_site", "flower", f"--conf={os.devnull}",
                                *argv], env)
     return 0  # not reached

@@ -306,7 +306,7 @@ JOBS_WORKER_UNDUMPABLE = env_bool("JOBS_WORKER_UNDUMPABLE", True)
 JOBS_COMMAND_ENV_EXCLUDE = env_list("JOBS_COMMAND_ENV_EXCLUDE", (
     "SECRET_KEY", "DATABASE_URL", "TEST_DATABASE_URL", "REDIS_URL", "TEST_REDIS_URL", "EMAIL_HOST_PASSWORD",
     "METRICS_TOKEN", "FLOWER_BASIC_AUTH", "ADMIN_PASSWORD", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND",
-    "JOBS_SECRETS_KEYS",
+    "JOBS_SECRETS_KEYS", "SENTRY_DSN", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
 ))
 JOBS_CALLABLE_MODULES = env_list("JOBS_CALLABLE_MODULES", ["jobs.builtin"])
 # The job kinds (jobs.kinds): each a package exporting KIND; a new kind is a package and its line here.
@@ -382,11 +382,50 @@ if JOBS_RETENTION_INTERVAL_SECONDS > 0:
 # --- Flower
 FLOWER_URL = env_str("FLOWER_URL", "http://127.0.0.1:5555")
 
+# --- Observability (docs/guide/observability.md): logs, traces, error tracking
+
+# text: one line per record; json: one JSON object per line (python-json-logger), with the run_id,
+# job and attempt of the run a record is about (jobs.telemetry.logs), from every process.
+LOG_FORMAT = env_choice("LOG_FORMAT", "text", ["text", "json"])
+LOG_FIELDS = "%(asctime)s %(levelname)s %(name)s %(process)d %(message)s"
+LOGGING_CONFIG = "jobs.telemetry.logs.configure"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"run": {"()": "jobs.telemetry.logs.RunFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "json": {"()": "pythonjsonlogger.json.JsonFormatter", "fmt": LOG_FIELDS,
+                 "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"}},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["run"],
+                             "formatter": "json" if LOG_FORMAT == "json" else "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# Traces: on when the standard OpenTelemetry variables ask for them (an OTLP endpoint, or a traces
+# exporter other than "none"); the SDK reads the others itself (OTEL_EXPORTER_OTLP_HEADERS,
+# OTEL_SERVICE_NAME, OTEL_BSP_*...). Off, nothing of OpenTelemetry is imported.
+OTEL_SDK_DISABLED = env_bool("OTEL_SDK_DISABLED", False)
+OTEL_TRACES_EXPORTER = env_str("OTEL_TRACES_EXPORTER", "").lower()
+if OTEL_TRACES_EXPORTER not in ("", "otlp", "console", "none"):
+    raise ImproperlyConfigured("OTEL_TRACES_EXPORTER must be otlp, console or none (traces go out over OTLP/HTTP), "
+                               f"got {OTEL_TRACES_EXPORTER!r}")
+OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+JOBS_TRACING = not OTEL_SDK_DISABLED and (
+    OTEL_TRACES_EXPORTER not in ("", "none") if OTEL_TRACES_EXPORTER
+    else bool(OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT))
+
+# Error tracking: SENTRY_DSN turns on sentry-sdk with its Django and Celery integrations; what is
+# sent is scrubbed of secrets first (scheduler_site.error_tracking). Off, sentry_sdk is not imported.
+SENTRY_DSN = env_str("SENTRY_DSN", "")
+SENTRY_ENVIRONMENT = env_str("SENTRY_ENVIRONMENT", "production")
+SENTRY_SAMPLE_RATE = env_float("SENTRY_SAMPLE_RATE", 1.0, 0.0)
+if SENTRY_SAMPLE_RATE > 1:
+    raise ImproperlyConfigured(f"SENTRY_SAMPLE_RATE must be between 0 and 1, got {SENTRY_SAMPLE_RATE}")
+if SENTRY_DSN:
+    from .error_tracking import start as start_error_tracking
+
+    start_error_tracking(SENTRY_DSN, environment=SENTRY_ENVIRONMENT, sample_rate=SENTRY_SAMPLE_RATE)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up and start the whole service on the embedded defaults: web (http://127.0.0.1:8000/admin/),
-# a worker, beat (the scheduler) and Flower (http://127.0.0.1:5555), with SQLite and the local Redis.
+# Set up and start the whole service on the embedded defaults: web (http://127.0.0.1:8000/admin/, or
+# WEB_BIND), a worker, beat (the scheduler) and Flower (http://127.0.0.1:5555, or FLOWER_PORT), with
+# SQLite and the local Redis.
 # Ctrl-C stops all four. With --no-start it sets up (the same steps) and stops before starting them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,20 +38,33 @@ if created:
     user.set_password(os.environ['ADMIN_PASSWORD']); user.save()
 " >/dev/null
 
+# Where the Procfile's web and Flower listen (WEB_BIND, FLOWER_PORT), as addresses to open: a
+# server bound to every interface is reached on 127.0.0.1 here.
+WEB_BIND="${WEB_BIND:-127.0.0.1:8000}"
+FLOWER_PORT="${FLOWER_PORT:-5555}"
+export WEB_BIND FLOWER_PORT
+web_host="${WEB_BIND%:*}"
+case "$web_host" in 0.0.0.0|"["*"]"|"") web_host=127.0.0.1 ;; esac
+WEB_URL="http://$web_host:${WEB_BIND##*:}"
+FLOWER_URL="http://127.0.0.1:$FLOWER_PORT"
+
+banner() {
+  cat <<TXT
+
+  Job scheduler $1
+    admin:  $WEB_URL/admin/   user: $ADMIN_USER   password: $ADMIN_PASSWORD
+    pages:  $WEB_URL/
+    API:    $WEB_URL/api/  (docs: /api/docs/)
+    Flower: $FLOWER_URL/         (same user and password)
+    /metrics: Authorization: Bearer $METRICS_TOKEN
+TXT
+}
+
 if [ "${1:-}" = "--no-start" ]; then
-  echo "Set up; admin user: $ADMIN_USER, password: $ADMIN_PASSWORD. scripts/quickstart.sh starts the processes."
+  banner "is set up; scripts/quickstart.sh starts it at:"
   exit 0
 fi
 
-cat <<TXT
-
-  Job scheduler is starting.
-    admin:  http://127.0.0.1:8000/admin/   user: $ADMIN_USER   password: $ADMIN_PASSWORD
-    pages:  http://127.0.0.1:8000/
-    API:    http://127.0.0.1:8000/api/  (docs: /api/docs/)
-    Flower: http://127.0.0.1:5555/         (same user and password)
-    /metrics: Authorization: Bearer $METRICS_TOKEN
-  Ctrl-C stops web, worker, beat and Flower.
-
-TXT
+banner "is starting."
+printf '  Ctrl-C stops web, worker, beat and Flower.\n\n'
 exec .venv/bin/honcho start -f Procfile

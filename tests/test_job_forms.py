@@ -2,6 +2,7 @@
 API's rules and messages, key/value rows, write-only secrets, the schedule preview, and who may do
 what. Forms are submitted as a browser without JavaScript would: every field the page shows."""
 
+import re
 from html.parser import HTMLParser
 
 import pytest
@@ -214,6 +215,7 @@ def test_command_jobs_need_the_runners_permission_in_the_forms_as_in_the_api(peo
     assert response.status_code == 403 and not Job.objects.filter(name="sneaky").exists()
     kind = response.content.decode().split('id="field-kind"')[1].split('<div class="field')[0]
     assert escape(COMMAND_JOBS_DENIED) in kind
+    assert 'value="command"' not in kind  # said why, and still not offered
 
     runner = browser(people.runner)
     form = form_of(runner, f"/jobs/{shell.pk}/edit/")
@@ -316,3 +318,27 @@ def test_an_http_jobs_headers_and_accepted_statuses_go_round_the_form(people, lo
     assert submit(client, f"/jobs/{job.pk}/edit/", form).status_code == 302
     job.refresh_from_db()
     assert secrets.reveal(job.secret_http_headers) == {"Authorization": "Bearer s3cr3t"}
+
+
+def kind_options(client, url):
+    """The values the page's kind select offers."""
+    response = client.get(url)
+    assert response.status_code == 200
+    select = re.search(r'<select[^>]*name="kind"[^>]*>(.*?)</select>', response.content.decode(), re.S)
+    assert select, "no kind select on the page"
+    return re.findall(r'<option[^>]*value="([^"]*)"', select.group(1))
+
+
+def test_it_offers_shell_commands_only_to_those_who_may_create_them(people):
+    may_not = kind_options(browser(people.teammate), "/jobs/new/")
+    assert "callable" in may_not and "http" in may_not and "command" not in may_not
+    may = kind_options(browser(people.runner), "/jobs/new/")
+    assert "command" in may and set(may_not) < set(may)
+
+    # Editing their own command job, a runner keeps it on offer; a user without the permission is
+    # refused the page (and still offered no command for a job of theirs).
+    mine = save_job(Job(name="cleanup", kind="command", target="true", owner=people.runner, group=people.team),
+                    {"type": "manual"})
+    assert "command" in kind_options(browser(people.runner), f"/jobs/{mine.pk}/edit/")
+    assert browser(people.teammate).get(f"/jobs/{mine.pk}/edit/").status_code in (403, 404)
+    assert "command" not in kind_options(browser(people.teammate), f"/jobs/{people.job.pk}/edit/")

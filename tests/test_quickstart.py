@@ -62,8 +62,11 @@ def test_the_readmes_manage_py_commands_work_in_a_new_shell_after_the_quick_star
     clone = tmp_path / "clone"
     checkout_copy(clone)
 
-    setup = run(["bash", "scripts/quickstart.sh", "--no-start"], clone)
+    setup = run(["bash", "scripts/quickstart.sh", "--no-start"], clone, WEB_BIND="0.0.0.0:8123", FLOWER_PORT="5601")
     assert setup.returncode == 0, setup.stdout + setup.stderr
+    # The banner names where the processes listen (WEB_BIND, FLOWER_PORT), not the defaults.
+    assert "http://127.0.0.1:8123/admin/" in setup.stdout and "http://127.0.0.1:5601/" in setup.stdout
+    assert ":8000" not in setup.stdout and ":5555" not in setup.stdout
     assert (clone / "var" / "secret_key").stat().st_mode & 0o777 == 0o600
     made = run([".venv/bin/python", "manage.py", "shell", "-c",
                 "from jobs.definitions.jobs import save_job; from jobs.models import Job; from jobs import lifecycle;"

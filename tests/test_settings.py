@@ -35,6 +35,10 @@ def start_with(**env):
         ({"JOBS_RETENTION_DAYS": "a month"}, "JOBS_RETENTION_DAYS must be a whole number"),
         ({"JOBS_COMMAND_ISOLATION": "sandbox"},
          "JOBS_COMMAND_ISOLATION must be one of auto, namespace, off, got 'sandbox'"),
+        ({"LOG_FORMAT": "yaml"}, "LOG_FORMAT must be one of text, json, got 'yaml'"),
+        ({"OTEL_TRACES_EXPORTER": "zipkin"}, "OTEL_TRACES_EXPORTER must be otlp, console or none"),
+        ({"SENTRY_SAMPLE_RATE": "2"}, "SENTRY_SAMPLE_RATE must be between 0 and 1, got 2.0"),
+        ({"SENTRY_SAMPLE_RATE": "often"}, "SENTRY_SAMPLE_RATE must be a number"),
     ],
 )
 def test_it_refuses_to_start_with_a_bad_value(env, message):

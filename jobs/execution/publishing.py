@@ -57,6 +57,7 @@ class Message(NamedTuple):
     time_limit: float
     soft_time_limit: float | None
     priority: int = DEFAULT_PRIORITY  # the job's, 0-9, 9 the most urgent
+    headers: dict | None = None  # more message headers: the run's trace context (jobs.telemetry.tracing)
 
 
 def _body(run_id, attempt):
@@ -94,7 +95,7 @@ def send_one(message):
     app.send_task(
         TASK_NAME, args=[message.run_id, message.attempt], task_id=task_id_for(message.run_id, message.attempt),
         queue=message.queue, time_limit=message.time_limit, soft_time_limit=message.soft_time_limit,
-        ignore_result=ignores_result(), priority=priority,
+        ignore_result=ignores_result(), priority=priority, headers=message.headers,
     )
 
 
@@ -187,7 +188,7 @@ class Publisher:
     def _headers(self, message, task_id):
         return {**self.headers, "id": task_id, "root_id": task_id,
                 "timelimit": [message.time_limit, message.soft_time_limit],
-                "argsrepr": f"[{message.run_id}, {message.attempt}]"}
+                "argsrepr": f"[{message.run_id}, {message.attempt}]", **(message.headers or {})}
 
     def _publish(self, message):
         run_id, attempt = message.run_id, message.attempt
@@ -213,8 +214,13 @@ class Publisher:
             envelope = self.envelopes[key] = self._redis_envelope(message)
         task_id = task_id_for(message.run_id, message.attempt)
         body = _body(message.run_id, message.attempt)
-        return envelope.format(body=base64.b64encode(body.encode()).decode(), task_id=task_id,
+        text = envelope.format(body=base64.b64encode(body.encode()).decode(), task_id=task_id,
                                argsrepr=f"[{message.run_id}, {message.attempt}]", tag=uuid.uuid4())
+        if message.headers:  # a traced run's message: the template's headers and its own
+            fields = json.loads(text)
+            fields["headers"].update(message.headers)
+            text = json.dumps(fields)
+        return text
 
     def _redis_envelope(self, message):
         """The message's JSON as a str.format template: its braces doubled, a marker for each value

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from ..choices import ENDED_STATUSES
+from ..telemetry import logs
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ def emit(event, run=None, job=None, **details):
     logged and rolled back to its savepoint: it never fails or undoes the change of the run."""
     for subscriber in subscribers(event):
         try:
-            with transaction.atomic():
+            with transaction.atomic(), logs.about(run):
                 subscriber.handler(event, run=run, job=job if job is not None else getattr(run, "job", None),
                                    **details)
         except Exception:

@@ -20,6 +20,7 @@ from django.db.models import Q
 from ..definitions.jobs import stopped_by_soft_time_limit
 from ..execution import publishing
 from ..models import ACTIVE_STATUSES, AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
+from ..telemetry import tracing
 from ..timing import clock
 from . import events, limits, postgres
 from .moves import move_locked, transition
@@ -51,7 +52,22 @@ def _message(run_id, attempt, queue, kind, timeout_seconds, priority):
 
 def publish_many(items):
     """Publish (run id, attempt, job) triples, one broker round trip per thousand (jobs.execution.publishing)."""
-    publishing.publish([message_for(run_id, attempt, job) for run_id, attempt, job in items])
+    _publish_traced([message_for(run_id, attempt, job) for run_id, attempt, job in items])
+
+
+def _publish_traced(messages):
+    """``publishing.publish``, each message in its run's trace when traces are on."""
+    if not tracing.enabled():
+        publishing.publish(messages)
+        return
+    stored = dict(JobRun.objects.filter(pk__in=[m.run_id for m in messages]).values_list("pk", "traceparent"))
+    messages, spans = tracing.publishing(messages, stored)
+    try:
+        publishing.publish(messages)
+    except Exception as exc:
+        tracing.published(spans, error=exc)
+        raise
+    tracing.published(spans)
 
 
 def publish_on_commit(items):
@@ -66,7 +82,7 @@ def _publish_logged(items):
 
 def _publish_messages_logged(messages):
     try:
-        publishing.publish(messages)
+        _publish_traced(messages)
     except Exception:
         # The runs stay queued in the database; the monitor publishes them again.
         logger.exception("could not publish %s run(s) (first: run %s attempt %s); the monitor will retry",
@@ -121,8 +137,13 @@ def create_runs(rows, now, trigger=RunTrigger.SCHEDULE, user=None, params=None):
     the caller publishes the queued ones once its transaction commits. ``params``: the values of
     the job's parameters every run gets (resolved); None: each job's defaults (a scheduled run's)."""
     assert all(status in CREATED_STATUSES for _, _, status, _, _ in rows)
+    traceparents, spans = tracing.dispatching(rows, trigger)
     with transaction.atomic():
-        created = _insert_runs(rows, now, trigger, user, params)
+        created = _insert_runs(rows, now, trigger, user, params, traceparents)
+        if spans:  # which rows became runs (a slot that had one already did not)
+            made = dict(JobRun.objects.filter(pk__in=[run_id for run_id, _, _ in created])
+                        .values_list("traceparent", "pk"))
+            tracing.dispatched(spans, [made.get(t) for t in traceparents])
         # A run born skipped has ended: its end is counted like any other (RunEnd).
         RunEnd.objects.bulk_create([RunEnd(run_id=run_id, job_id=job_id, status=status, ended_at=now)
                                     for run_id, job_id, status in created if status == RunStatus.SKIPPED])
@@ -140,8 +161,10 @@ def _params_text(job, params, texts):
     return texts[job.pk]
 
 
-def _insert_runs(rows, now, trigger, user, params=None):
+def _insert_runs(rows, now, trigger, user, params=None, traceparents=None):
+    """``traceparents``: of each row, stored on its run (traces on), or None."""
     user_id = getattr(user, "pk", None)
+    traced = traceparents is not None
     table = JobRun._meta.db_table
     created, texts = [], {}
     for start in range(0, len(rows), 5000):
@@ -151,10 +174,14 @@ def _insert_runs(rows, now, trigger, user, params=None):
                    now if status == RunStatus.SKIPPED else None,
                    start_at, reason, _params_text(job, params, texts))
                   for job, slot, status, reason, start_at in chunk]
+        if traced:
+            values = [(*row, traceparent) for row, traceparent in zip(values, traceparents[start:start + 5000],
+                                                                      strict=True)]
+        unnest_columns = _UNNEST_COLUMNS + ((("traceparent", "varchar"),) if traced else ())
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
-                names = ", ".join(name for name, _ in _UNNEST_COLUMNS)
-                arrays = ", ".join(f"%s::{kind}[]" for _, kind in _UNNEST_COLUMNS)
+                names = ", ".join(name for name, _ in unnest_columns)
+                arrays = ", ".join(f"%s::{kind}[]" for _, kind in unnest_columns)
                 cursor.execute(
                     f"INSERT INTO {table} ({names}, trigger, attempt, created_at, publish_count, worker, output, "
                     f"output_bytes, error, triggered_by_id, lost_attempts) "
@@ -166,14 +193,15 @@ def _insert_runs(rows, now, trigger, user, params=None):
                 # Times as the ORM writes them: SQLite compares them as text, and the driver's own
                 # form of an aware datetime (with "+00:00") sorts after the ORM's for the same moment.
                 at = connection.ops.adapt_datetimefield_value
-                placeholders = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
+                columns = _COLUMNS + (("traceparent",) if traced else ())
+                placeholders = "(" + ", ".join(["%s"] * len(columns)) + ")"
                 cursor.execute(
-                    f"INSERT INTO {table} ({', '.join(_COLUMNS)}) VALUES "
+                    f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
                     + ", ".join([placeholders] * len(values))
                     + " ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id, job_id, status",
-                    [p for job_id, status, slot, attempts, queued_at, finished_at, start_at, reason, text in values
+                    [p for job_id, status, slot, attempts, queued_at, finished_at, start_at, reason, *rest in values
                      for p in (job_id, status, trigger, at(slot), 1, attempts, at(now), at(queued_at),
-                               at(finished_at), at(start_at), 0, "", "", 0, "", reason, user_id, 0, text)],
+                               at(finished_at), at(start_at), 0, "", "", 0, "", reason, user_id, 0, *rest)],
                 )
             created += cursor.fetchall()
     return created

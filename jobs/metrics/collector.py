@@ -223,6 +223,9 @@ def scheduler_metrics():
     if lease.get("holder"):
         leader_gauge.add_metric([lease["holder"]], 1)
     yield leader_gauge
+    # Every taking of the lease raises its epoch (a new leader, or one taking it back after losing it).
+    yield CounterMetricFamily("jobs_scheduler_leader_changes", "Times the scheduler leader lease was taken.",
+                              value=lease.get("epoch") or 0)
     ticked = lease.get("last_tick_at")
     if ticked is not None:
         yield GaugeMetricFamily("jobs_scheduler_last_tick_timestamp_seconds",

@@ -64,6 +64,9 @@ class JobRun(models.Model):
     params = models.JSONField(default=dict, db_default=models.Value("{}"), blank=True)
     error = models.TextField(blank=True)
     reason = models.CharField(max_length=255, blank=True, help_text="Why a run was skipped or cancelled.")
+    # The W3C traceparent of the run's trace when traces are on (jobs.telemetry.tracing): its root, the
+    # dispatch, which every later step in any process (a retry's message, a notification) hangs under.
+    traceparent = models.CharField(max_length=55, blank=True, default="", db_default="", editable=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -29,7 +29,7 @@ from rest_framework.settings import api_settings
 from .. import kinds
 from ..access import secrets
 from ..actions import jobs as actions
-from ..actions.permissions import sees_everything, visible_jobs
+from ..actions.permissions import guarded_kinds, may_run_command_jobs, sees_everything, visible_jobs
 from ..api.serializers import JobSerializer, ScheduleField, field_errors
 from ..definitions import fields as job_fields
 from ..definitions import jobs as definitions
@@ -182,8 +182,16 @@ def kind_fieldsets():
             for names, fields in sets.items()]
 
 
-def default_kind():
-    return next(iter(kinds.kinds()), "")
+def default_kind(user=None):
+    """The first kind ``user`` may create (the first kind of all without a user)."""
+    return next(iter(kinds_for(user) if user is not None else kinds.kinds()), "")
+
+
+def kinds_for(user):
+    """The kinds ``user`` may create, in the registry's order: a kind that needs a permission
+    (command jobs, jobs.actions.permissions) only for those who hold it."""
+    guarded = set() if may_run_command_jobs(user) else guarded_kinds()
+    return [name for name in kinds.kinds() if name not in guarded]
 
 
 def field_options(name, kind):
@@ -333,7 +341,10 @@ def make_field(name, values, errors, request):
     elif name == "schedule_type":
         made.widget, made.choices = "select", list(ScheduleType.choices)
     elif name == "kind":
-        made.widget = "select"
+        # Only the kinds this user may create (a job of a kind the user may not change cannot be
+        # edited here at all: the page is refused).
+        allowed = set(kinds_for(request.user))
+        made.widget, made.choices = "select", [(value, text) for value, text in made.choices if value in allowed]
     return made
 
 
@@ -466,7 +477,7 @@ def save(request, job=None):
 @login_required
 def job_create(request):
     values = from_api(JobSerializer(Job(), context={"request": request}).data)
-    values.update(kind=default_kind(), enabled=True, schedule_type=ScheduleType.MANUAL, timezone="UTC")
+    values.update(kind=default_kind(request.user), enabled=True, schedule_type=ScheduleType.MANUAL, timezone="UTC")
     errors, status = {}, 200
     if request.method == "POST":
         with transaction.atomic():

@@ -20,6 +20,7 @@ from .. import lifecycle
 from ..coordination import leases
 from ..models import ACTIVE_STATUSES, CatchupPolicy, Job, JobRun, OverlapPolicy, RunStatus
 from ..models.calendar import day_rules_cache
+from ..telemetry import tracing
 from ..timing import clock
 
 logger = logging.getLogger(__name__)
@@ -124,7 +125,7 @@ def dispatch_due(now=None, batch=None, lease=None):
             Job.objects.filter(due, enabled=True)
             .order_by("next_run_at")
             .select_related("crontab", "interval", "clocked")
-            .only(*TICK_FIELDS)
+            .only(*TICK_FIELDS, *(("name",) if tracing.enabled() else ()))  # a trace names the job
             .select_for_update(skip_locked=True, of=("self",))[:batch]
         )
         if not jobs:

@@ -20,6 +20,7 @@ from django.db import close_old_connections, connection
 
 from .. import kinds
 from ..execution.publishing import TASK_NAME
+from ..telemetry import logs
 from . import hardening, watchdog
 
 logger = logging.getLogger(__name__)
@@ -72,6 +73,20 @@ def start_watchdog(sender=None, **kwargs):
 @never_raises
 def stop_watchdog(**kwargs):
     watchdog.stop()
+
+
+@task_prerun.connect
+@never_raises
+def log_about_the_run(sender=None, args=None, **kwargs):
+    if getattr(sender, "name", None) == TASK_NAME and args and len(args) == 2:
+        logs.begin(*args)
+
+
+@task_postrun.connect
+@never_raises
+def log_about_no_run(sender=None, **kwargs):
+    if getattr(sender, "name", None) == TASK_NAME:
+        logs.clear()
 
 
 @task_prerun.connect

@@ -14,6 +14,7 @@ from ..execution.output import OutputTail
 from ..execution.publishing import TASK_NAME
 from ..kinds.base import JobFailed, JobTimedOut, RunContext
 from ..lifecycle import stored
+from ..telemetry import logs, tracing
 from . import heartbeats
 
 logger = logging.getLogger(__name__)
@@ -29,11 +30,19 @@ RECHECK_CONNECTION_AFTER_SECONDS = 1.0
 @shared_task(bind=True, name=TASK_NAME, acks_late=True, reject_on_worker_lost=True,
              ignore_result=not settings.JOBS_TASK_RESULTS)
 def execute_run(self, run_id, attempt):
-    worker = self.request.hostname or "unknown"
-    run = through_outage(lifecycle.claim, run_id, attempt, worker=worker, pid=os.getpid())
+    with logs.about_run(run_id, attempt), tracing.consuming(self.request, run_id, attempt):
+        return _execute_run(self.request.hostname or "unknown", run_id, attempt)
+
+
+def _execute_run(worker, run_id, attempt):
+    with tracing.step("claim", tracing.run_attributes(run_id, attempt)):
+        run = through_outage(lifecycle.claim, run_id, attempt, worker=worker, pid=os.getpid())
     if run is None:
         logger.info("run %s attempt %s is already claimed or finished; dropping this delivery", run_id, attempt)
         return {"run_id": run_id, "attempt": attempt, "duplicate": True}
+    logs.name_job(run.job.name)
+    attributes = tracing.run_attributes(run_id, attempt, job=run.job, slot=run.scheduled_for)
+    tracing.annotate(attributes)
 
     started = time.monotonic()
     tail = OutputTail(settings.JOBS_OUTPUT_MAX_BYTES)
@@ -47,10 +56,12 @@ def execute_run(self, run_id, attempt):
                 raise LookupError(f"the job kind {run.job.kind!r} is not registered on this worker (JOBS_KINDS)")
             if spec.transactional(run.job):
                 # Its writes and its success commit together (exactly once), or not at all.
-                outcome = lifecycle.succeed_in_one_transaction(run_id, attempt, lambda: spec.execute(context))
+                with tracing.step("execute", attributes):
+                    outcome = lifecycle.succeed_in_one_transaction(run_id, attempt, lambda: spec.execute(context))
                 result = stored.result(outcome.result)
                 return {"run_id": run_id, "attempt": attempt, "result": result}
-            outcome = spec.execute(context)
+            with tracing.step("execute", attributes):
+                outcome = spec.execute(context)
     except lifecycle.OutcomeRefused:
         logger.warning("run %s attempt %s: outcome refused, the run is no longer this attempt's (declared lost "
                        "and run again, or cancelled); its writes were rolled back", run_id, attempt)
@@ -89,9 +100,12 @@ def record_outcome(record, run_id, attempt, *args, worker, **kwargs):
     def refused(recorded):  # a success says False, a failure None
         return recorded is None or recorded is False
 
-    recorded = through_outage(record, run_id, attempt, *args, **kwargs)
-    if refused(recorded) and through_outage(lifecycle.restore_claim, run_id, attempt, worker, os.getpid()):
+    with tracing.step("outcome", tracing.run_attributes(run_id, attempt)):
         recorded = through_outage(record, run_id, attempt, *args, **kwargs)
+        if refused(recorded) and through_outage(lifecycle.restore_claim, run_id, attempt, worker, os.getpid()):
+            recorded = through_outage(record, run_id, attempt, *args, **kwargs)
+        tracing.annotate({"jobs.run.outcome": "refused" if refused(recorded)
+                          else "succeeded" if recorded is True else str(recorded)})
     if refused(recorded):
         logger.warning("run %s attempt %s: outcome refused, the run is no longer this attempt's "
                        "(declared lost and run again, or cancelled)", run_id, attempt)

@@ -11,6 +11,7 @@ import outbound
 
 from ...access import secrets
 from ...execution.output import first_bytes
+from ...telemetry import tracing
 from ..base import JobFailed, JobKindSpec, JobTimedOut, Outcome, result_as_json
 from . import placeholders
 
@@ -72,7 +73,9 @@ def execute(context):
         hidden = secrets.reveal(job.secret_http_headers)
     except secrets.SecretsUnavailable as exc:
         raise JobFailed(str(exc)) from None
-    headers = {"Idempotency-Key": context.idempotency_key, **job.http_headers, **hidden}
+    # The run's trace goes on in the service called (traceparent, when traces are on); a header the
+    # job sets itself wins.
+    headers = {**tracing.inject({}), "Idempotency-Key": context.idempotency_key, **job.http_headers, **hidden}
     policy = outbound.Policy(allowed_networks=allowed_networks(), timeout=context.timeout_seconds,
                              max_bytes=settings.JOBS_HTTP_MAX_RESPONSE_BYTES, keep_bytes=settings.JOBS_OUTPUT_MAX_BYTES)
     try:
