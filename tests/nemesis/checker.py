@@ -11,8 +11,9 @@ outside the service) and the database, against the slots the test's own clock ex
 - latency: for each fault, how late the runs whose slots fell within it started, against their slots.
 """
 
+import re
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -83,9 +84,10 @@ def expected_slots(first_slot, every, until):
     return slots
 
 
-def check(plan, jobs, ledger_folder, faults, paused_at):
+def check(plan, jobs, ledger_folder, faults, paused_at, faults_from):
     """``plan``: [(job or workflow, first slot, seconds between slots, no-overlap?)], from the test;
-    ``jobs``: every job whose runs count (the workflow's steps too)."""
+    ``jobs``: every job whose runs count (the workflow's steps too); ``faults_from``: when the nemesis
+    began (wall clock): the latency counts the slots from then, not from the service's start."""
     from workflows.models import WorkflowRun
 
     report = Report()
@@ -106,7 +108,7 @@ def check(plan, jobs, ledger_folder, faults, paused_at):
         else:
             have = set(subject.runs.filter(trigger=RunTrigger.SCHEDULE).values_list("scheduled_for", flat=True))
         report.lost += [f"{subject.name} slot {slot:%H:%M:%S}" for slot in slots if slot not in have]
-    runs = list(JobRun.objects.filter(job__in=jobs))
+    runs = list(JobRun.objects.filter(job__in=jobs).select_related("job"))
     for run in runs:
         report.statuses[run.status] = report.statuses.get(run.status, 0) + 1
         if run.status not in TERMINAL:
@@ -118,7 +120,7 @@ def check(plan, jobs, ledger_folder, faults, paused_at):
     for job_id in no_overlap:
         report.overlaps += overlaps([e for e in executions if job_of.get(e.run) == job_id], finished_at)
     report.duplicates = duplicates(by_run, faults)
-    report.latency, report.baseline = latency(runs, by_run, faults)
+    report.latency, report.baseline = latency(runs, by_run, faults, faults_from)
     return report
 
 
@@ -134,12 +136,12 @@ def overlaps(executions, finished_at):
     found = []
     spans = sorted((e.start, _end(e, finished_at), e) for e in executions)
     for i, (_, end, first) in enumerate(spans):
-        for other_start, _, other in spans[i + 1:]:
+        for other_start, other_end, other in spans[i + 1:]:
             if other_start >= end:
                 break
             if other.run != first.run:
                 found.append(f"run {first.run}#{first.attempt}@{first.host} and run {other.run}#{other.attempt}"
-                             f"@{other.host} overlap {end - other_start:.1f} s")
+                             f"@{other.host} overlap {min(end, other_end) - other_start:.1f} s")
     return found
 
 
@@ -164,23 +166,39 @@ def blame(execution, faults):
     return None
 
 
-def latency(runs, by_run, faults):
+def latency(runs, by_run, faults, since):
     """For each fault, how late (seconds, from the slot) the executions that counted started, of the
     scheduled runs whose slot fell between the fault's start and 20 s after its end; and the same for
     the runs no fault touched (the baseline)."""
-    lateness = {}
+    lateness, names = {}, {}
     for run in runs:
-        if run.trigger != RunTrigger.SCHEDULE or not by_run.get(run.pk):
+        if run.trigger != RunTrigger.SCHEDULE or not by_run.get(run.pk) or run.scheduled_for.timestamp() < since:
             continue
         slot = run.scheduled_for.timestamp()
         lateness[slot, run.pk] = by_run[run.pk][-1].start - slot
+        names[run.pk] = run.job.name
     per_fault, touched = [], set()
     for fault in faults:
         mine = [(key, late) for key, late in lateness.items() if fault.started <= key[0] <= fault.ended + 20]
         touched |= {key for key, _ in mine}
         per_fault.append((fault, [late for _, late in mine]))
-    baseline = [late for key, late in lateness.items() if key not in touched]
+    baseline = sorted(((late, f"{names[key[1]]} run {key[1]} at {stamp(key[0])}") for key, late in lateness.items()
+                       if key not in touched), key=lambda item: item[0])
     return per_fault, baseline
+
+
+EXCEPTION = re.compile(r"^([\w.]+(?:Error|Exception|Exceeded|Lost)): ?(.{0,100})")
+
+
+def errors_in_logs(paths):
+    """{exception and the start of its message: how many times} over the processes' logs: what
+    the faults made the service log (a cause to look at when one never goes away)."""
+    found = Counter()
+    for path in paths:
+        for line in Path(path).read_text(errors="replace").splitlines():
+            if match := EXCEPTION.match(line):
+                found[f"{match.group(1)}: {re.sub(r'[0-9]+', 'N', match.group(2))}"] += 1
+    return found
 
 
 def percentiles(values):
@@ -195,7 +213,7 @@ def stamp(seconds):
     return datetime.fromtimestamp(seconds, tz=UTC).strftime("%H:%M:%S")
 
 
-def render(report, faults, setup, seed, seconds, command, began):
+def render(report, faults, setup, seed, seconds, command, began, errors=None):
     """The report as Markdown: the summary table, the latency by fault kind, the faults."""
     lines = [f"### {setup}: {seconds} s, seed {seed}", "",
              f"Repeat: `{command}`", "",
@@ -222,13 +240,19 @@ def render(report, faults, setup, seed, seconds, command, began):
     for kind, (kind_faults, late) in sorted(kinds.items()):
         lines.append(f"| {kind} | {len(kind_faults)} | {len(late)} | {' | '.join(percentiles(late))} | "
                      f"{blamed.get(kind, 0)} |")
-    lines.append(f"| (no fault) | - | {len(report.baseline)} | {' | '.join(percentiles(report.baseline))} | "
+    baseline = [late for late, _ in report.baseline]
+    lines.append(f"| (no fault) | - | {len(baseline)} | {' | '.join(percentiles(baseline))} | "
                  f"{blamed.get('unexplained', 0)} unexplained |")
+    lines += ["", "Latest runs no fault touched: " + "; ".join(f"{what} {late:.1f} s late"
+                                                                for late, what in report.baseline[-3:])]
     lines += ["", "<details><summary>The faults</summary>", "", "| # | at (s) | UTC | fault | target | lasted s | what |",
               "|---|---|---|---|---|---|---|"]
     lines += [f"| {f.number} | {f.started - began:.0f} | {stamp(f.started)} | {f.kind} | {f.target} | "
               f"{f.ended - f.started:.1f} | {f.detail} |" for f in faults]
     lines += ["", "</details>", ""]
+    if errors:
+        lines += ["<details><summary>Exceptions in the processes' logs</summary>", "", "| times | exception |",
+                  "|---|---|", *[f"| {n} | `{text}` |" for text, n in errors.most_common(15)], "", "</details>", ""]
     for title, items in (("Lost", report.lost), ("Unfinished", report.unfinished), ("Overlaps", report.overlaps),
                          ("Unexplained duplicates", [f"run {e.run}#{e.attempt}@{e.host} {stamp(e.start)}"
                                                      for e in report.unexplained])):

@@ -1,4 +1,4 @@
-"""The nemesis runs only when asked for by its path (``pytest tests/nemesis``): it takes minutes, and
+"""The nemesis (test_nemesis.py) runs only when asked for by its path (``pytest tests/nemesis``): it takes minutes, and
 the passes of scripts/test.sh that run "everything but the chaos tests" must not pick it up. It
 starts processes, so the SQLite pass leaves it out as well."""
 
@@ -19,7 +19,7 @@ def _named(config):
 
 def pytest_collection_modifyitems(config, items):
     sqlite = settings.DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
-    mine = [item for item in items if HERE in Path(item.path).parents]
+    mine = [item for item in items if Path(item.path) == HERE / "test_nemesis.py"]
     if mine and (sqlite or not _named(config)):
         config.hook.pytest_deselected(items=mine)
         items[:] = [item for item in items if item not in mine]

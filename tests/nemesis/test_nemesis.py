@@ -167,6 +167,7 @@ def test_random_faults_lose_no_slot_leave_no_run_unfinished_and_overlap_no_forbi
         plan, jobs = make_jobs(folder)
         wait_for(lambda: JobRun.objects.filter(status="succeeded").count() >= 5, timeout=90,
                  message="the service at work before the first fault")
+        faults_from = time.time()
         faults = Nemesis(service, SEED).run(SECONDS)
         heal_everything(service)
         time.sleep(QUIET_SECONDS)
@@ -177,8 +178,9 @@ def test_random_faults_lose_no_slot_leave_no_run_unfinished_and_overlap_no_forbi
         deadline = time.monotonic() + DRAIN_SECONDS
         while active.exists() and time.monotonic() < deadline:
             time.sleep(1)
-        report = checker.check(plan, jobs, folder, faults, paused_at)
-        text = checker.render(report, faults, "Redis with Sentinel", SEED, SECONDS, command, began)
+        report = checker.check(plan, jobs, folder, faults, paused_at, faults_from)
+        errors = checker.errors_in_logs(proc.log_path for proc in processes.started)
+        text = checker.render(report, faults, "Redis with Sentinel", SEED, SECONDS, command, began, errors)
         text += f"\nTook {time.time() - began:.0f} s end to end (set-up of the hosts and servers not counted).\n"
         print("\n" + text)
         (tmp_path / "report.md").write_text(text)
