@@ -93,7 +93,10 @@ class Nemesis:
         return f"SIGKILL worker parent {worker.pid}, started again 2 s later"
 
     def _child(self, host):
-        pool = children(self.service.workers[host].pid)
+        """One of the worker's pool processes, waiting up to 20 s for a worker just started again."""
+        deadline = time.monotonic() + 20
+        while not (pool := children(self.service.workers[host].pid)) and time.monotonic() < deadline:
+            time.sleep(0.5)
         return self.rng.choice(sorted(pool)) if pool else None
 
     def worker_child_kill(self, host, hold):

@@ -87,36 +87,33 @@ def command_target(folder):
 
 
 def make_jobs(folder):
-    """The mix: [(job or workflow, first slot, seconds between slots, no overlap?)], every job."""
+    """The mix. Returns the plan, [(job or workflow, its first slot, seconds between its slots, no
+    overlap?)], and every job whose runs the checker reads (the workflow's steps too)."""
     def job(name, schedule, kind="callable", target="test.nemesis", **fields):
-        saved = save_job(Job(name=name, kind=kind, target=target, **fields), schedule)
-        return saved
+        return save_job(Job(name=name, kind=kind, target=target, **fields), schedule)
 
     ledger = {"ledger_dir": str(folder)}
-    every = {
-        "second-allow": (job("second-allow", {"type": "interval", "every_seconds": 1},
-                             kwargs={**ledger, "seconds": 0.3}), 1, False),
-        "second-forbid": (job("second-forbid", {"type": "interval", "every_seconds": 1}, overlap_policy="skip",
-                              kwargs={**ledger, "seconds": 2.5}), 1, True),
-        "second-replace": (job("second-replace", {"type": "interval", "every_seconds": 2}, overlap_policy="replace",
-                               kwargs={**ledger, "seconds": 3}), 2, False),
-        "retrying": (job("retrying", {"type": "interval", "every_seconds": 5}, max_retries=2,
-                         retry_backoff_seconds=1, retry_jitter=False,
-                         kwargs={**ledger, "seconds": 0.5, "fail_attempts": 1}), 5, False),
-        "minute-cron-command": (job("minute-cron-command", {"type": "cron", "cron": "* * * * *"}, kind="command",
-                                    target=command_target(folder), timeout_seconds=120), 60, False),
-        "minute-forbid-command": (job("minute-forbid-command", {"type": "interval", "every_seconds": 60},
-                                      kind="command", target=command_target(folder), overlap_policy="skip",
-                                      timeout_seconds=120), 60, True),
-    }
+    scheduled = [
+        (job("second-allow", {"type": "interval", "every_seconds": 1}, kwargs={**ledger, "seconds": 0.3}), 1, False),
+        (job("second-forbid", {"type": "interval", "every_seconds": 1}, overlap_policy="skip",
+             kwargs={**ledger, "seconds": 2.5}), 1, True),
+        (job("second-replace", {"type": "interval", "every_seconds": 2}, overlap_policy="replace",
+             kwargs={**ledger, "seconds": 3}), 2, False),
+        (job("retrying", {"type": "interval", "every_seconds": 5}, max_retries=2, retry_backoff_seconds=1,
+             retry_jitter=False, kwargs={**ledger, "seconds": 0.5, "fail_attempts": 1}), 5, False),
+        (job("minute-cron-command", {"type": "cron", "cron": "* * * * *"}, kind="command",
+             target=command_target(folder), timeout_seconds=120), 60, False),
+        (job("minute-forbid-command", {"type": "interval", "every_seconds": 60}, kind="command",
+             target=command_target(folder), overlap_policy="skip", timeout_seconds=120), 60, True),
+    ]
     steps = [job(f"step-{n}", {"type": "manual"}, kwargs={**ledger, "seconds": 1}) for n in "abc"]
     graph = parse_graph([s.name for s in steps], [{"from": "step-a", "to": "step-b"},
                                                    {"from": "step-a", "to": "step-c"}],
                         {s.name: s for s in steps})
     workflow = save_workflow(Workflow(name="workflow"), {"type": "interval", "every_seconds": 30}, graph)
-    plan = [(subject, subject.next_run_at, seconds, forbid) for subject, seconds, forbid in every.values()]
-    plan.append((workflow, workflow.next_run_at, 30, False))
-    return plan, [subject for subject, *_ in plan[:-1]] + steps
+    plan = [(subject, subject.next_run_at, seconds, forbid)
+            for subject, seconds, forbid in [*scheduled, (workflow, 30, False)]]
+    return plan, [subject for subject, *_ in scheduled] + steps
 
 
 @pytest.fixture
