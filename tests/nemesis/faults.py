@@ -20,15 +20,19 @@ from .cluster import alive, children, signal_group, signal_pid
 WORKER_FAULTS = ("worker-parent-kill", "worker-child-kill", "worker-parent-stop", "worker-child-stop",
                  "worker-partition")
 LEADER_FAULTS = ("leader-kill", "leader-stop", "leader-partition")
-SERVICE_FAULTS = ("redis-master-kill", "sentinel-failover", "postgres-restart")
-FAULTS = WORKER_FAULTS + LEADER_FAULTS + SERVICE_FAULTS
+BROKER_FAULTS = {"sentinel": ("redis-master-kill", "sentinel-failover"), "rabbitmq-cluster": ("rabbit-node-kill",)}
+
+
+def faults_for(broker_kind):
+    """The faults a run on this broker set-up picks from."""
+    return WORKER_FAULTS + LEADER_FAULTS + BROKER_FAULTS[broker_kind] + ("postgres-restart",)
 
 
 @dataclass
 class Fault:
     number: int
     kind: str
-    target: str  # a host's name, "redis" or "postgres"
+    target: str  # a host's name, "broker" or "postgres"
     started: float  # wall clock
     ended: float = 0.0
     detail: str = ""
@@ -44,10 +48,12 @@ class Nemesis:
 
     service: object
     seed: int
+    kinds: tuple = ()
     faults: list = field(default_factory=list)
 
     def __post_init__(self):
         self.rng = random.Random(self.seed)
+        self.kinds = self.kinds or faults_for(self.service.broker.kind)
 
     def run(self, seconds, log=print):
         """Inject faults for ``seconds``: the first after 10-40 s, then each 10-40 s after the start
@@ -57,7 +63,7 @@ class Nemesis:
         while next_at < deadline:
             time.sleep(max(0.0, next_at - time.monotonic()))
             started = time.monotonic()
-            kind = self.rng.choice(FAULTS)
+            kind = self.rng.choice(self.kinds)
             fault = self.inject(kind)
             log(f"NEMESIS fault {fault.number} {fault.kind} on {fault.target}: {fault.detail} "
                 f"({fault.ended - fault.started:.1f} s)")
@@ -72,7 +78,7 @@ class Nemesis:
         elif kind in LEADER_FAULTS:
             target = service.leader_host(fallback=rng.choice(sorted(service.beats)))
         else:
-            target = "redis" if kind.startswith(("redis", "sentinel")) else "postgres"
+            target = "postgres" if kind.startswith("postgres") else "broker"
         fault = Fault(len(self.faults) + 1, kind, target, time.time())
         self.faults.append(fault)
         try:
@@ -159,6 +165,9 @@ class Nemesis:
 
     def sentinel_failover(self, target, hold):
         return self.service.broker.failover()
+
+    def rabbit_node_kill(self, target, hold):
+        return self.service.broker.kill_node(self.rng, hold)
 
     def postgres_restart(self, target, hold):
         down = self.rng.uniform(1, 5)

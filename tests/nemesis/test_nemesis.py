@@ -34,11 +34,14 @@ from ..conftest import Processes, require, wait_for
 from . import checker
 from .cluster import CoreSentinel
 from .faults import Nemesis, heal_everything
+from .rabbit import RabbitCluster
 
 SECONDS = int(os.environ.get("NEMESIS_SECONDS", "180"))
+BROKER = os.environ.get("NEMESIS_BROKER", "redis")  # or "rabbitmq": the 3-node cluster
 SEED = int(os.environ.get("NEMESIS_SEED") or random.SystemRandom().randrange(1, 10**9))
 WORKER_HOSTS = ("wa", "wb", "wc")
 SCHEDULER_HOSTS = ("sa", "sb")
+SETUPS = {"redis": "Redis with Sentinel", "rabbitmq": "RabbitMQ, 3-node cluster, quorum queues"}
 QUIET_SECONDS = 20  # after the last fault, before the jobs are paused: the service catches up
 DRAIN_SECONDS = 150  # then, for every run to end (a command takes up to 20 s, retries back off)
 
@@ -133,8 +136,14 @@ def core_postgres(transactional_db, network):
 
 
 @pytest.fixture
-def sentinel(core_postgres, network, settings, tmp_path_factory):
-    server = CoreSentinel(tmp_path_factory.mktemp("sentinel"), network.core_address, PORT_BASE + 20)
+def broker(core_postgres, network, settings, tmp_path_factory):
+    """Redis with Sentinel, or (NEMESIS_BROKER=rabbitmq) a 3-node RabbitMQ cluster."""
+    if BROKER == "rabbitmq":
+        require(shutil.which("rabbitmq-server", path="/usr/lib/rabbitmq/bin:/usr/sbin") is not None,
+                "no rabbitmq-server")
+        server = RabbitCluster(tmp_path_factory.mktemp("rabbit"), network.core_address, PORT_BASE + 40)
+    else:
+        server = CoreSentinel(tmp_path_factory.mktemp("sentinel"), network.core_address, PORT_BASE + 20)
     undo = use(server, settings)
     yield server
     undo()
@@ -147,13 +156,14 @@ def report_path():
 
 @pytest.mark.timeout(SECONDS + 900)
 def test_random_faults_lose_no_slot_leave_no_run_unfinished_and_overlap_no_forbid_job(
-        network, core_postgres, sentinel, tmp_path):
-    command = f"NEMESIS_SECONDS={SECONDS} NEMESIS_SEED={SEED} .venv/bin/python -m pytest -q -s tests/nemesis"
+        network, core_postgres, broker, tmp_path):
+    command = (f"NEMESIS_BROKER={BROKER} NEMESIS_SECONDS={SECONDS} NEMESIS_SEED={SEED} "
+               ".venv/bin/python -m pytest -q -s tests/nemesis")
     print(f"\nNEMESIS seed {SEED}, {SECONDS} s of faults; repeat with: {command}")
     began = time.time()
     folder = ledger_folder()
-    processes = Processes(tmp_path, sentinel.env)
-    service = Service(network, processes, sentinel, core_postgres, folder)
+    processes = Processes(tmp_path, broker.env)
+    service = Service(network, processes, broker, core_postgres, folder)
     for name in (*SCHEDULER_HOSTS, *WORKER_HOSTS):
         network.add_host(name)
     try:
@@ -177,7 +187,7 @@ def test_random_faults_lose_no_slot_leave_no_run_unfinished_and_overlap_no_forbi
             time.sleep(1)
         report = checker.check(plan, jobs, folder, faults, paused_at, faults_from)
         errors = checker.errors_in_logs(proc.log_path for proc in processes.started)
-        text = checker.render(report, faults, "Redis with Sentinel", SEED, SECONDS, command, began, errors)
+        text = checker.render(report, faults, SETUPS[BROKER], SEED, SECONDS, command, began, errors)
         text += f"\nTook {time.time() - began:.0f} s end to end (set-up of the hosts and servers not counted).\n"
         print("\n" + text)
         (tmp_path / "report.md").write_text(text)
