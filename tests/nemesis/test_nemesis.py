@@ -1,12 +1,14 @@
 """The nemesis: the whole service as real processes on hosts of their own, faults at random from a
-printed seed, and a checker reading a ledger the executions wrote outside the service.
+printed seed, and a checker reading a ledger the executions wrote outside the service
+(docs/operations/reliability.md, "The nemesis").
 
     NEMESIS_SECONDS=180 NEMESIS_SEED=12345 .venv/bin/python -m pytest -q -s tests/nemesis
 
-Set-up (Redis): two scheduler hosts (a beat each, one leads), three worker hosts (a worker each,
-3 pool processes), in network namespaces (tests/chaos/hosts.py); PostgreSQL and Redis with
-Sentinel (a master, a replica, three sentinels) on the core host. ``NEMESIS_REPORT``: a file to
-write the report to (Markdown; docs/RELIABILITY.md quotes the by-hand runs).
+Two scheduler hosts (a beat each, one leads) and three worker hosts (a worker each, 3 pool
+processes) in network namespaces (tests/chaos/hosts.py); PostgreSQL and the broker on the core
+host: Redis with Sentinel (a master, a replica, three sentinels), or with NEMESIS_BROKER=rabbitmq a
+3-node RabbitMQ cluster (tests/nemesis/rabbit.py). ``NEMESIS_REPORT``: a file to write the report
+to (Markdown).
 """
 
 import os
