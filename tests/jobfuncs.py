@@ -208,3 +208,22 @@ def insert_row_then_fail(table, path, seconds=0.0, context=None):
     """Transactional, and fails after its insert: the row goes with the failure."""
     _insert_then_sleep(table, path, seconds, context)
     raise RuntimeError("failing after the insert on purpose")
+def nemesis_line(ledger_dir, event, context, extra=""):
+    """One line of the nemesis ledger (tests/nemesis): a file per host, written by the execution
+    itself, outside the service: "<event> <run id> <attempt> <host> <monotonic> <wall>[ <extra>]"."""
+    host = os.environ.get("NEMESIS_HOST", "core")
+    line = f"{event} {context.run_id} {context.attempt} {host} {time.monotonic():.6f} {time.time():.6f}"
+    _append(os.path.join(ledger_dir, f"ledger-{host}.txt"), f"{line} {extra}".rstrip())
+
+
+@job_function("test.nemesis")
+def nemesis(ledger_dir, seconds=0.0, fail_attempts=0, context=None):
+    """Appends start and end of each execution to the host's ledger (tests/nemesis); takes
+    ``seconds``, and fails its first ``fail_attempts`` attempts on purpose (its end says "fail")."""
+    nemesis_line(ledger_dir, "start", context)
+    time.sleep(float(seconds))
+    failing = context.attempt <= int(fail_attempts)
+    nemesis_line(ledger_dir, "end", context, "fail" if failing else "ok")
+    if failing:
+        raise RuntimeError(f"failing attempt {context.attempt} on purpose")
+    return {"attempt": attempt_of(context)}

@@ -75,6 +75,23 @@ def test_every_way_a_run_ends_is_counted_once_for_its_job_and_for_every_job():
 
 
 @pytest.mark.django_db
+def test_a_batch_where_one_job_ended_only_untimed_runs_and_another_a_timed_one_folds():
+    # Found by the nemesis (tests/nemesis): one job's hour with only skipped runs (no duration, a
+    # whole 0 seconds) beside another's with a succeeded run (float seconds) made a column of mixed
+    # types that PostgreSQL's array could not take: every tick's fold failed on the same batch.
+    timed, untimed = make_job(), make_job("skipped-only")
+    lifecycle.record_success(claimed(timed).pk, 1)
+    now = timezone.now()
+    assert lifecycle.create_runs([(untimed, now - timedelta(seconds=5), RunStatus.SKIPPED, "overlap", None)], now)
+
+    assert lifecycle.fold_ends() == 2
+    assert counted(JobHourCounts.objects.filter(job=timed))["succeeded"] == 1
+    assert counted(JobHourCounts.objects.filter(job=untimed))["skipped"] == 1
+    assert JobHourCounts.objects.get(job=untimed).seconds == 0
+    assert not RunEnd.objects.exists()
+
+
+@pytest.mark.django_db
 def test_the_fold_goes_batch_by_batch_and_stops_when_its_time_is_up():
     job = make_job()
     now = timezone.now()

@@ -111,7 +111,9 @@ def _upsert(model, keys, rows):
     for key, row in sorted(rows.items()):
         *ids, hour = key
         values = [row.get(c, 0) for c in counters]
-        params.append([*ids, hour, *[int(v) for v in values[:-1]], values[-1]])
+        # The seconds a float in every row: an hour of untimed ends only has a whole 0, and one array
+        # of PostgreSQL's takes one type.
+        params.append([*ids, hour, *[int(v) for v in values[:-1]], float(values[-1])])
     conflict = (f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET "
                 + ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in counters))
     columns = ", ".join((*keys, *counters))

@@ -1,0 +1,261 @@
+"""The nemesis's checker: after a quiet drain, the ledger the executions wrote (a file per host,
+outside the service) and the database, against the slots the test's own clock expected.
+
+- lost: slots due (from each job's first slot, by its schedule, up to the moment the test paused
+  it) that have no run at all (a run skipped with a recorded reason is not lost: it is a decision
+  the service wrote down);
+- unfinished: runs (and workflow runs) still not ended after the drain;
+- overlaps: two executions of different runs of a no-overlap job (``skip``) running at once;
+- duplicate executions: executions of a run beyond the one that counted, not ended by a failure of
+  the job itself: each blamed on the fault acting on its host while it ran, or unexplained;
+- latency: for each fault, how late the runs whose slots fell within it started, against their slots.
+"""
+
+import re
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from jobs.models import JobAttempt, JobRun, RunStatus, RunTrigger
+
+DISPATCH_MARGIN = timedelta(seconds=3)  # a slot due this long before the pause has surely been dispatched
+TERMINAL = {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST, RunStatus.SKIPPED,
+            RunStatus.CANCELLED}
+
+
+@dataclass
+class Execution:
+    run: int
+    attempt: int
+    host: str
+    start: float  # wall clock
+    end: float | None = None
+    outcome: str = ""  # "ok" or "fail" (on purpose), "" when it never ended
+
+
+def read_ledger(folder):
+    """Every execution in the ledger files of ``folder``, in order of start."""
+    executions, open_ = [], defaultdict(list)
+    for path in sorted(Path(folder).glob("ledger-*.txt")):
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) < 6:
+                continue  # a line cut short (the execution killed while writing)
+            event, run, attempt, host, _, wall = parts[:6]
+            key = (int(run), int(attempt), host)
+            if event == "start":
+                execution = Execution(int(run), int(attempt), host, float(wall))
+                executions.append(execution)
+                open_[key].append(execution)
+            elif event == "end" and open_[key]:
+                execution = open_[key].pop(0)
+                execution.end, execution.outcome = float(wall), parts[6] if len(parts) > 6 else "ok"
+    return sorted(executions, key=lambda e: e.start)
+
+
+@dataclass
+class Report:
+    slots: int = 0
+    lost: list = field(default_factory=list)
+    unfinished: list = field(default_factory=list)
+    overlaps: list = field(default_factory=list)
+    duplicates: list = field(default_factory=list)  # (execution, fault or None)
+    statuses: dict = field(default_factory=dict)
+    executions: int = 0
+    latency: list = field(default_factory=list)  # (fault, [seconds late])
+    baseline: list = field(default_factory=list)  # seconds late of the runs no fault touched
+
+    @property
+    def unexplained(self):
+        return [execution for execution, fault in self.duplicates if fault is None]
+
+    @property
+    def passed(self):
+        return not (self.lost or self.unfinished or self.overlaps or self.unexplained)
+
+
+def expected_slots(first_slot, every, until):
+    slots, slot = [], first_slot
+    while slot <= until:
+        slots.append(slot)
+        slot += every
+    return slots
+
+
+def check(plan, jobs, ledger_folder, faults, paused_at, faults_from):
+    """``plan``: [(job or workflow, first slot, seconds between slots, no-overlap?)], from the test;
+    ``jobs``: every job whose runs count (the workflow's steps too); ``faults_from``: when the nemesis
+    began (wall clock): the latency counts the slots from then, not from the service's start."""
+    from workflows.models import WorkflowRun
+
+    report = Report()
+    executions = read_ledger(ledger_folder)
+    report.executions = len(executions)
+    by_run = defaultdict(list)
+    for execution in executions:
+        by_run[execution.run].append(execution)
+    until = paused_at - DISPATCH_MARGIN
+    for subject, first_slot, every, _ in plan:
+        slots = expected_slots(first_slot, timedelta(seconds=every), until)
+        report.slots += len(slots)
+        if subject.runs.model is WorkflowRun:
+            have = set(subject.runs.filter(trigger="schedule").values_list("scheduled_for", flat=True))
+            report.unfinished += [f"workflow run {pk} ({status})" for pk, status in
+                                  subject.runs.exclude(status__in=["succeeded", "failed", "cancelled"])
+                                  .values_list("pk", "status")]
+        else:
+            have = set(subject.runs.filter(trigger=RunTrigger.SCHEDULE).values_list("scheduled_for", flat=True))
+        report.lost += [f"{subject.name} slot {slot:%H:%M:%S}" for slot in slots if slot not in have]
+    runs = list(JobRun.objects.filter(job__in=jobs).select_related("job"))
+    for run in runs:
+        report.statuses[run.status] = report.statuses.get(run.status, 0) + 1
+        if run.status not in TERMINAL:
+            report.unfinished.append(f"run {run.pk} of job {run.job_id} ({run.status}, attempt {run.attempt})")
+    no_overlap = {s.pk for s, _, _, forbid in plan if forbid}
+    finished_at = {(run, number): at for run, number, at in JobAttempt.objects.filter(run__job__in=jobs)
+                   .values_list("run_id", "number", "finished_at")}
+    job_of = {run.pk: run.job_id for run in runs}
+    for job_id in no_overlap:
+        report.overlaps += overlaps([e for e in executions if job_of.get(e.run) == job_id], finished_at)
+    report.duplicates = duplicates(by_run, faults)
+    report.latency, report.baseline = latency(runs, by_run, faults, faults_from)
+    return report
+
+
+def _end(execution, finished_at):
+    """When an execution stopped: its end line, or (killed) when the service declared its attempt over."""
+    if execution.end is not None:
+        return execution.end
+    declared = finished_at.get((execution.run, execution.attempt))
+    return declared.timestamp() if declared else execution.start
+
+
+def overlaps(executions, finished_at):
+    found = []
+    spans = sorted((e.start, _end(e, finished_at), e) for e in executions)
+    for i, (_, end, first) in enumerate(spans):
+        for other_start, other_end, other in spans[i + 1:]:
+            if other_start >= end:
+                break
+            if other.run != first.run:
+                found.append(f"run {first.run}#{first.attempt}@{first.host} and run {other.run}#{other.attempt}"
+                             f"@{other.host} overlap {min(end, other_end) - other_start:.1f} s")
+    return found
+
+
+def duplicates(by_run, faults):
+    """Executions beyond the last of each run that did not end in a failure of the job's own (those
+    are retries): each with the fault acting on its host while it ran (None: unexplained)."""
+    found = []
+    for run_executions in by_run.values():
+        for execution in run_executions[:-1]:
+            if execution.outcome == "fail":
+                continue
+            found.append((execution, blame(execution, faults)))
+    return found
+
+
+def blame(execution, faults):
+    end = execution.end if execution.end is not None else float("inf")
+    for fault in faults:
+        if fault.on_host and fault.target == execution.host and fault.started - 1 <= end and \
+                execution.start <= fault.ended + 1:
+            return fault
+    return None
+
+
+def latency(runs, by_run, faults, since):
+    """For each fault, how late (seconds, from the slot) the executions that counted started, of the
+    scheduled runs whose slot fell between the fault's start and 20 s after its end; and the same for
+    the runs no fault touched (the baseline)."""
+    lateness, names = {}, {}
+    for run in runs:
+        if run.trigger != RunTrigger.SCHEDULE or not by_run.get(run.pk) or run.scheduled_for.timestamp() < since:
+            continue
+        slot = run.scheduled_for.timestamp()
+        lateness[slot, run.pk] = by_run[run.pk][-1].start - slot
+        names[run.pk] = run.job.name
+    per_fault, touched = [], set()
+    for fault in faults:
+        mine = [(key, late) for key, late in lateness.items() if fault.started <= key[0] <= fault.ended + 20]
+        touched |= {key for key, _ in mine}
+        per_fault.append((fault, [late for _, late in mine]))
+    baseline = sorted(((late, f"{names[key[1]]} run {key[1]} at {stamp(key[0])}") for key, late in lateness.items()
+                       if key not in touched), key=lambda item: item[0])
+    return per_fault, baseline
+
+
+EXCEPTION = re.compile(r"^([\w.]+(?:Error|Exception|Exceeded|Lost)): ?(.{0,100})")
+
+
+def errors_in_logs(paths):
+    """{exception and the start of its message: how many times} over the processes' logs: what
+    the faults made the service log (a cause to look at when one never goes away)."""
+    found = Counter()
+    for path in paths:
+        for line in Path(path).read_text(errors="replace").splitlines():
+            if match := EXCEPTION.match(line):
+                found[f"{match.group(1)}: {re.sub(r'[0-9]+', 'N', match.group(2))}"] += 1
+    return found
+
+
+def percentiles(values):
+    if not values:
+        return "-", "-", "-"
+    ordered = sorted(values)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return f"{statistics.median(ordered):.1f}", f"{p99:.1f}", f"{ordered[-1]:.1f}"
+
+
+def stamp(seconds):
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%H:%M:%S")
+
+
+def render(report, faults, setup, seed, seconds, command, began, errors=None):
+    """The report as Markdown: the summary table, the latency by fault kind, the faults."""
+    lines = [f"### {setup}: {seconds} s, seed {seed}", "",
+             f"Repeat: `{command}`", "",
+             "| check | result | goal |", "|---|---|---|",
+             f"| slots due (the test's clock) | {report.slots} | |",
+             f"| lost (slots without a run) | {len(report.lost)} | 0 |",
+             f"| unfinished runs | {len(report.unfinished)} | 0 |",
+             f"| overlaps of a `skip` (forbid) job | {len(report.overlaps)} | 0 |",
+             f"| duplicate executions | {len(report.duplicates)} | each explained by a fault |",
+             f"| ... unexplained | {len(report.unexplained)} | 0 |",
+             f"| executions in the ledger | {report.executions} | |",
+             f"| faults | {len(faults)} | |",
+             f"| runs by status | {', '.join(f'{k} {v}' for k, v in sorted(report.statuses.items()))} | |",
+             f"| verdict | {'PASS' if report.passed else 'FAIL'} | |", ""]
+    kinds = defaultdict(lambda: ([], []))
+    for fault, late in report.latency:
+        kinds[fault.kind][0].append(fault)
+        kinds[fault.kind][1].extend(late)
+    blamed = defaultdict(int)
+    for _, fault in report.duplicates:
+        blamed[fault.kind if fault else "unexplained"] += 1
+    lines += ["| fault | times | runs touched | late p50 s | late p99 s | late max s | duplicates blamed |",
+              "|---|---|---|---|---|---|---|"]
+    for kind, (kind_faults, late) in sorted(kinds.items()):
+        lines.append(f"| {kind} | {len(kind_faults)} | {len(late)} | {' | '.join(percentiles(late))} | "
+                     f"{blamed.get(kind, 0)} |")
+    baseline = [late for late, _ in report.baseline]
+    lines.append(f"| (no fault) | - | {len(baseline)} | {' | '.join(percentiles(baseline))} | "
+                 f"{blamed.get('unexplained', 0)} unexplained |")
+    lines += ["", "Latest runs no fault touched: " + "; ".join(f"{what} {late:.1f} s late"
+                                                                for late, what in report.baseline[-3:])]
+    lines += ["", "<details><summary>The faults</summary>", "", "| # | at (s) | UTC | fault | target | lasted s | what |",
+              "|---|---|---|---|---|---|---|"]
+    lines += [f"| {f.number} | {f.started - began:.0f} | {stamp(f.started)} | {f.kind} | {f.target} | "
+              f"{f.ended - f.started:.1f} | {f.detail} |" for f in faults]
+    lines += ["", "</details>", ""]
+    if errors:
+        lines += ["<details><summary>Exceptions in the processes' logs</summary>", "", "| times | exception |",
+                  "|---|---|", *[f"| {n} | `{text}` |" for text, n in errors.most_common(15)], "", "</details>", ""]
+    for title, items in (("Lost", report.lost), ("Unfinished", report.unfinished), ("Overlaps", report.overlaps),
+                         ("Unexplained duplicates", [f"run {e.run}#{e.attempt}@{e.host} {stamp(e.start)}"
+                                                     for e in report.unexplained])):
+        if items:
+            lines += [f"{title}:", "", *[f"- {item}" for item in items[:30]], ""]
+    return "\n".join(lines)

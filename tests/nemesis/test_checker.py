@@ -1,0 +1,56 @@
+"""The nemesis's checker on ledgers written by hand: what it must flag, and what it must not."""
+
+from datetime import UTC, datetime
+
+from tests.nemesis.checker import blame, duplicates, overlaps, read_ledger
+from tests.nemesis.faults import Fault
+
+
+def write(folder, host, *lines):
+    (folder / f"ledger-{host}.txt").write_text("".join(f"{line}\n" for line in lines))
+
+
+def test_the_ledger_pairs_each_start_with_its_end_per_host_and_keeps_killed_executions_open(tmp_path):
+    write(tmp_path, "wa", "start 7 1 wa 1.0 100.0", "start 8 1 wa 1.5 100.5", "end 8 1 wa 2.0 101.0 ok",
+          "start 9 1 wa 3.0 102.0", "end 9 1 wa 3.5 102.5 fail", "end 7 1")  # a line cut short: ignored
+    write(tmp_path, "wb", "start 7 2 wb 5.0 104.0", "end 7 2 wb 6.0 105.0 ok")
+
+    executions = read_ledger(tmp_path)
+
+    assert [(e.run, e.attempt, e.host, e.start, e.end, e.outcome) for e in executions] == [
+        (7, 1, "wa", 100.0, None, ""), (8, 1, "wa", 100.5, 101.0, "ok"), (9, 1, "wa", 102.0, 102.5, "fail"),
+        (7, 2, "wb", 104.0, 105.0, "ok")]
+
+
+def test_overlaps_are_between_different_runs_and_a_killed_execution_lasts_until_declared_over(tmp_path):
+    write(tmp_path, "wa", "start 1 1 wa 0 100.0", "end 1 1 wa 0 102.0 ok",
+          "start 2 1 wa 0 102.0", "end 2 1 wa 0 104.0 ok",  # back to back: no overlap
+          "start 3 1 wa 0 105.0")  # killed: over when the service said so
+    write(tmp_path, "wb", "start 4 1 wb 0 106.0", "end 4 1 wb 0 107.0 ok",
+          "start 3 2 wb 0 108.0", "end 3 2 wb 0 109.0 ok")
+    executions = read_ledger(tmp_path)
+    declared = {(3, 1): datetime.fromtimestamp(107.5, tz=UTC)}
+
+    found = overlaps(executions, declared)
+
+    assert found == ["run 3#1@wa and run 4#1@wb overlap 1.0 s"]  # 3#1 and 3#2: the same run, not an overlap
+    assert overlaps([e for e in executions if e.run != 4], declared) == []
+
+
+def test_a_run_executed_again_is_a_duplicate_blamed_on_the_fault_on_its_host_and_a_retry_is_not(tmp_path):
+    write(tmp_path, "wa", "start 1 1 wa 0 100.0",  # killed with its worker
+          "start 2 1 wa 0 100.0", "end 2 1 wa 0 101.0 fail",  # failed on purpose: its retry is no duplicate
+          "start 2 2 wa 0 103.0", "end 2 2 wa 0 104.0 ok",
+          "start 5 1 wa 0 200.0", "end 5 1 wa 0 201.0 ok")  # done, yet done again: nothing explains it
+    write(tmp_path, "wb", "start 1 2 wb 0 106.0", "end 1 2 wb 0 107.0 ok", "start 5 2 wb 0 205.0",
+          "end 5 2 wb 0 206.0 ok")
+    by_run = {}
+    for execution in read_ledger(tmp_path):
+        by_run.setdefault(execution.run, []).append(execution)
+    kill = Fault(1, "worker-parent-kill", "wa", started=100.5, ended=102.6)
+    elsewhere = Fault(2, "worker-partition", "wb", started=199.0, ended=203.0)
+
+    found = duplicates(by_run, [kill, elsewhere])
+
+    assert [(e.run, e.attempt, fault and fault.number) for e, fault in found] == [(1, 1, 1), (5, 1, None)]
+    assert blame(by_run[5][0], [Fault(3, "postgres-restart", "postgres", 200.2, 200.8)]) is None
