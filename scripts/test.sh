@@ -2,7 +2,7 @@
 # Install what the tests need, start PostgreSQL, Redis and RabbitMQ if they are down, and run the suite
 # on PostgreSQL and again on SQLite (the quick start's database) for the tests that start no processes
 # (see tests/conftest.py; TEST_SQLITE=false leaves that pass out). With no arguments the whole suite runs
-# as four passes side by side (the chaos tests, the DST night, the others, SQLite; TEST_SHARDS=false: one after the
+# as four passes side by side (the chaos tests, the DST night then the nemesis, the others, SQLite; TEST_SHARDS=false: one after the
 # other). Arguments go to pytest in both passes, one after the other (scripts/test.sh tests/test_schedules.py -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,7 +74,15 @@ night=tests/chaos/test_dst_night.py
 run_pass "the chaos tests on PostgreSQL" "$postgres/scheduler_chaos" 14 6600 tests/chaos --ignore="$night" \
   >"$logs/chaos" 2>&1 &
 chaos=$!
-run_pass "the DST night on PostgreSQL" "$postgres/scheduler_night" 12 7000 "$night" >"$logs/night" 2>&1 &
+# Then, in the same pass, the nemesis: 3 minutes of random faults (a seed it prints) against the whole
+# service on Redis with Sentinel, checked against an outside ledger (tests/nemesis; NEMESIS_SEED repeats one).
+{
+  night_status=0
+  run_pass "the DST night on PostgreSQL" "$postgres/scheduler_night" 12 7000 "$night" || night_status=$?
+  NEMESIS_SECONDS="${NEMESIS_SECONDS:-180}" run_pass "the nemesis (3 minutes of random faults) on PostgreSQL" \
+    "$postgres/scheduler_nemesis" 11 11000 -s tests/nemesis || night_status=$?
+  exit "$night_status"
+} >"$logs/night" 2>&1 &
 night_pass=$!
 run_pass "the other tests on PostgreSQL" "$DATABASE_URL" "$redis_db" 6390 --ignore=tests/chaos >"$logs/main" 2>&1 &
 main=$!
