@@ -78,3 +78,21 @@ def test_the_run_page_says_what_a_run_waits_for(people):
     assert 'href="/limits/#limit-warehouse">warehouse</a>' in job_page
     assert "(waiting for its limit" in job_page
     assert "(waiting for its limit" in browser(people.owner).get("/runs/").content.decode()
+
+
+def test_the_admin_creates_changes_and_bulk_deletes_limits_through_their_actions(people):
+    people.staff.is_superuser = True
+    people.staff.save()
+    admin = browser(people.staff)
+    assert admin.post("/admin/jobs/limit/add/", {"key": "warehouse", "max_running": "2", "max_starts_per_minute": "",
+                                                "description": ""}).status_code == 302
+    limit = Limit.objects.get(key="warehouse")
+    assert admin.post(f"/admin/jobs/limit/{limit.pk}/change/", {
+        "key": "warehouse", "max_running": "4", "max_starts_per_minute": "", "description": ""}).status_code == 302
+    assert Limit.objects.get(key="warehouse").max_running == 4
+    Limit.objects.create(key="partner-api", max_running=1)
+    deleted = admin.post("/admin/jobs/limit/", {"action": "delete_selected", "post": "yes",
+                                                "_selected_action": list(Limit.objects.values_list("pk", flat=True))})
+    assert deleted.status_code == 302 and not Limit.objects.exists()
+    assert sorted(AuditEntry.objects.filter(subject=Subject.LIMIT, source="admin").values_list("action", "job_name")) == [
+        ("change", "warehouse"), ("create", "warehouse"), ("delete", "partner-api"), ("delete", "warehouse")]

@@ -6,6 +6,7 @@ while the workflow run's row is locked: that is what makes a job with two upstre
 """
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
@@ -108,6 +109,13 @@ class Workflow(models.Model):
     cron_expression = Job.cron_expression
     every_seconds = Job.every_seconds
     slot_after = Job.schedule_slot_after  # a workflow has no day rules
+    # What a job's schedule has and a workflow's has not: no spread, no calendars or business days.
+    spread_offset = timedelta(0)
+    has_day_rules = False
+
+    def day_rules(self):
+        return None
+
     # A workflow's cron slots follow the default DST policy (a job's own policy is its fields).
     dst_skipped, dst_repeated = DstSkipped.SHIFT, DstRepeated.FIRST
     first_slot = Job.first_slot  # its runs' SCHEDULE trigger is the same word as a job's

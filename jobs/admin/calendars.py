@@ -4,7 +4,6 @@ delete through ``jobs.actions.calendars`` (staff only, audited)."""
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.db import transaction
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 
@@ -15,6 +14,7 @@ from ..actions import jobs as actions
 from ..definitions.calendars import jobs_using
 from ..models import Calendar
 from ..models.calendar import dates_from_text, dates_text, normalised_dates
+from .through_actions import ThroughActions
 
 
 class CalendarAdminForm(forms.ModelForm):
@@ -43,7 +43,12 @@ class CalendarAdminForm(forms.ModelForm):
 
 
 @admin.register(Calendar)
-class CalendarAdmin(admin.ModelAdmin):
+class CalendarAdmin(ThroughActions, admin.ModelAdmin):
+    create, delete = staticmethod(calendar_actions.create), staticmethod(calendar_actions.delete)
+
+    @staticmethod
+    def edit(actor, calendar):
+        calendar_actions.edit(actor, calendar, {})  # the form has set the fields on the calendar
     form = CalendarAdminForm
     list_display = ("name", "description", "country", "subdivision", "date_count", "updated_at")
     search_fields = ("name", "description")
@@ -61,15 +66,6 @@ class CalendarAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return self.has_add_permission(request)
 
-    def save_model(self, request, obj, form, change):
-        actor = actions.Actor.of_request(request, Source.ADMIN)
-        if change:
-            calendar_actions.edit(actor, obj, {})  # the form has set the fields on obj
-        else:
-            calendar_actions.create(actor, obj)
-
-    def delete_model(self, request, obj):
-        calendar_actions.delete(actions.Actor.of_request(request, Source.ADMIN), obj)
 
     def delete_view(self, request, object_id, extra_context=None):
         try:
@@ -78,8 +74,3 @@ class CalendarAdmin(admin.ModelAdmin):
             self.message_user(request, exc.message, messages.ERROR)
             return HttpResponseRedirect(reverse("admin:jobs_calendar_change", args=[object_id]))
 
-    def delete_queryset(self, request, queryset):
-        actor = actions.Actor.of_request(request, Source.ADMIN)
-        with transaction.atomic():
-            for calendar in queryset:
-                calendar_actions.delete(actor, calendar)

@@ -16,12 +16,16 @@ from audit.models import Source
 from .. import kinds
 from ..access import secrets
 from ..actions import jobs as actions
+from ..actions.jobs import create as create_job
+from ..actions.jobs import delete as delete_job
+from ..actions.jobs import edit as edit_job
 from ..actions.permissions import may_act_on
 from ..definitions import fields as job_fields
 from ..models import Job, JobAttempt, JobRun, RunStatus, ScheduleType
 from ..pages import params_form
 from . import beat as beat_admin  # noqa: F401  (beat_admin: periodic tasks' actions get permissions)
 from .forms import SCHEDULE_FIELDS, JobAdminForm
+from .through_actions import ThroughActions
 
 RECENT_RUNS_ON_JOB_PAGE = 20
 RECENT_AUDIT_ON_JOB_PAGE = 20
@@ -120,7 +124,7 @@ class RecentRunInline(ReadOnlyInline):
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(ThroughActions, admin.ModelAdmin):
     form = JobAdminForm
     list_display = ("name", "kind", "schedule", "enabled", "next_run_at", "last_run_status", "owner")
     list_filter = ("kind", "enabled", "schedule_type")
@@ -246,22 +250,11 @@ class JobAdmin(admin.ModelAdmin):
 
     # --- saves, deletes and actions: each through jobs.actions (which writes the audit entry)
 
-    def save_model(self, request, obj, form, change):
-        # The form has set the fields and applied the schedule on ``obj`` already.
-        actor = actions.Actor.of_request(request, Source.ADMIN)
-        if change:
-            actions.edit(actor, obj)
-        else:
-            actions.create(actor, obj)
+    # (The form has set the fields and applied the schedule on the job already when it is saved.)
+    create, edit, delete = staticmethod(create_job), staticmethod(edit_job), staticmethod(delete_job)
 
-    def delete_model(self, request, obj):
-        actions.delete(actions.Actor.of_request(request, Source.ADMIN), obj)
-
-    def delete_queryset(self, request, queryset):
-        actor = actions.Actor.of_request(request, Source.ADMIN)
-        with transaction.atomic():
-            for job in queryset.select_related("crontab", "interval", "clocked", "owner", "group"):
-                actions.delete(actor, job)
+    def deleted(self, queryset):
+        return queryset.select_related("crontab", "interval", "clocked", "owner", "group")
 
     def changeform_view(self, request, *args, **kwargs):
         return refused_as_message(self, request, super().changeform_view, request, *args, **kwargs)

@@ -2,19 +2,18 @@
 may, and the audit entry); a refused one comes back as a message."""
 
 from django.contrib import admin
-from django.db import transaction
 
-from audit.models import Source
-
-from ..actions import jobs as job_actions
 from ..actions import limits as actions
 from ..lifecycle import limits
 from ..models import Job, Limit
 from .jobs import refused_as_message
+from .through_actions import ThroughActions
 
 
 @admin.register(Limit)
-class LimitAdmin(admin.ModelAdmin):
+class LimitAdmin(ThroughActions, admin.ModelAdmin):
+    create, edit, delete = (staticmethod(actions.create_limit), staticmethod(actions.edit_limit),
+                            staticmethod(actions.delete_limit))
     list_display = ("key", "max_running", "max_starts_per_minute", "running", "waiting", "jobs")
     search_fields = ("key", "description")
     fields = actions.EDITABLE
@@ -32,21 +31,6 @@ class LimitAdmin(admin.ModelAdmin):
     def jobs(self, limit):
         return Job.objects.filter(limit_key=limit.key).count()
 
-    def save_model(self, request, obj, form, change):
-        actor = job_actions.Actor.of_request(request, Source.ADMIN)
-        if change:
-            actions.edit_limit(actor, obj)
-        else:
-            actions.create_limit(actor, obj)
-
-    def delete_model(self, request, obj):
-        actions.delete_limit(job_actions.Actor.of_request(request, Source.ADMIN), obj)
-
-    def delete_queryset(self, request, queryset):
-        actor = job_actions.Actor.of_request(request, Source.ADMIN)
-        with transaction.atomic():
-            for limit in queryset:
-                actions.delete_limit(actor, limit)
 
     def changeform_view(self, request, *args, **kwargs):
         return refused_as_message(self, request, super().changeform_view, request, *args, **kwargs)
