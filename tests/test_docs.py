@@ -15,6 +15,8 @@ from docs_hooks import settings_reference
 
 from .conftest import REPO
 
+pytestmark = pytest.mark.postgres("the docs site is built without a database: once, on PostgreSQL, is enough")
+
 MKDOCS = Path(sys.executable).with_name("mkdocs")
 
 

@@ -25,6 +25,8 @@ from . import dst_oracle
 from .api_personas import make_personas
 from .test_dst_slots import changed_hour, first_of_each_kind, hours_around
 
+pytestmark = pytest.mark.postgres("the policies' slot math and its oracle read no database: once, on PostgreSQL, is enough")
+
 POLICIES = list(itertools.product(["shift", "skip"], ["first", "second", "both"]))
 BERLIN = ZoneInfo("Europe/Berlin")
 BERLIN_SPRING_2027 = datetime(2027, 3, 28, 1, 0, tzinfo=UTC)  # 02:00 CET -> 03:00 CEST

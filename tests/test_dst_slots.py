@@ -15,6 +15,8 @@ from jobs.definitions import jobs as definitions
 
 from .dst_oracle import MINUTE, oracle_slots, transitions_2026_2030
 
+pytestmark = pytest.mark.postgres("the slot math and its oracle read no database: once, on PostgreSQL, is enough")
+
 
 def service_slots(expression, zone_name, start, end):
     job = definitions.preview_schedule({"type": "cron", "cron": expression, "timezone": zone_name})

@@ -274,3 +274,10 @@ def test_staff_without_the_command_permission_may_not_spread_a_command_job(fleet
     runner.groups.add(*fleet.runner.groups.all())
     answer = fleet.client(runner).post("/api/forecast/spread/", {"jobs": [command.pk], "spread": 600}, format="json")
     assert answer.status_code == 200 and Job.objects.get(pk=command.pk).spread == 600
+
+
+@pytest.mark.django_db
+def test_a_job_id_past_a_bigint_is_a_400_not_a_server_error(admin_client):
+    answer = admin_client.post("/api/forecast/spread/", {"spread": 60, "jobs": [2**127, 5]},
+                               content_type="application/json")
+    assert answer.status_code == 400 and "jobs" in answer.json()

@@ -10,6 +10,8 @@ from django_celery_beat.models import CrontabSchedule
 from jobs.models import Job, ScheduleType
 from jobs.timing import many_slots
 
+pytestmark = pytest.mark.postgres("the bulk slot math reads no database: once, on PostgreSQL, is enough")
+
 EXPRESSIONS = ["* * * * *", "*/15 * * * *", "30 2 * * *", "0,30 1-3 * * *", "0 0 * * *", "59 23 * * *",
                "*/7 2 * * 0", "0 9 * * MON-FRI", "0 12 1,15 * *", "0 3 1 * 1", "15 */4 29 2 *", "0 0 L * *",
                "0 0 * * 5#2", "45 1 * 3,10,11 7", "6-59/20 0-4 * * *"]

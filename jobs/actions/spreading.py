@@ -19,6 +19,7 @@ from .jobs import COMMAND_JOBS_DENIED, ActionError, may_act_on
 from .snapshot import diff, snapshot
 
 MAX_JOBS = 100_000
+MAX_ID = 2**63 - 1  # a job id is a bigint: a larger number is no job (and SQLite could not even compare it)
 
 
 def apply_spread(actor, job_ids, seconds, detail="spread from the forecast"):
@@ -28,7 +29,7 @@ def apply_spread(actor, job_ids, seconds, detail="spread from the forecast"):
     if isinstance(seconds, bool) or not isinstance(seconds, int) or not 0 <= seconds <= MAX_SPREAD_SECONDS:
         raise ActionError("Invalid spread.", fields={"spread": [f"Must be whole seconds from 0 to {MAX_SPREAD_SECONDS}."]})
     if not isinstance(job_ids, list) or not job_ids or not all(
-            isinstance(i, int) and not isinstance(i, bool) for i in job_ids):
+            isinstance(i, int) and not isinstance(i, bool) and 1 <= i <= MAX_ID for i in job_ids):
         raise ActionError("Invalid jobs.", fields={"jobs": ["Must be a non-empty list of job ids."]})
     if len(job_ids) > MAX_JOBS:
         raise ActionError("Too many jobs.", fields={"jobs": [f"At most {MAX_JOBS} jobs at once."]})

@@ -71,7 +71,7 @@ class ForecastSerializer(serializers.Serializer):
 
 
 class SpreadRequestSerializer(serializers.Serializer):
-    jobs = serializers.ListField(child=serializers.IntegerField(), allow_empty=False,
+    jobs = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=spreading.MAX_ID), allow_empty=False,
                                  max_length=spreading.MAX_JOBS)
     spread = serializers.IntegerField(min_value=0, max_value=MAX_SPREAD_SECONDS)
 
