@@ -113,3 +113,10 @@ def test_rules_filter_by_channel_and_job(people, channel):
     assert [r["channel"] for r in staff.get(f"/api/rules/?job={people.job.pk}").json()["results"]] == [channel.pk]
     assert staff.get("/api/rules/?job=abc").status_code == 400
     assert APIClient().get("/api/rules/").status_code == 401
+
+
+@pytest.mark.django_db
+def test_a_job_id_past_a_bigint_is_a_400_not_a_server_error(admin_client):
+    answer = admin_client.get(f"/api/rules/?job={2**99}")
+    assert answer.status_code == 400 and "job" in answer.json()
+    assert admin_client.get(f"/api/runs/?job={2**99}").status_code == 400

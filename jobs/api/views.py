@@ -107,11 +107,17 @@ def choice_param(params, name, choices):
     return value
 
 
+MAX_ID = 2**63 - 1  # ids are bigints: a larger number names nothing (and SQLite cannot compare it)
+
+
 def int_param(params, name):
     try:
-        return int(params[name])
+        value = int(params[name])
     except ValueError:
         raise ValidationError({name: ["Must be a whole number."]}) from None
+    if not -MAX_ID <= value <= MAX_ID:
+        raise ValidationError({name: [f"Must be a whole number within ±{MAX_ID}."]})
+    return value
 
 
 def datetime_param(params, name):

@@ -30,7 +30,7 @@ def workflow_detail(request, pk):
                                  pk=pk)
     history = Paginator(workflow.runs.order_by("-created_at", "-id"), RUNS_PER_PAGE).get_page(request.GET.get("page"))
     selected = None
-    if request.GET.get("run", "").isdigit():
+    if request.GET.get("run", "").isdigit() and len(request.GET["run"]) < 19:  # within a bigint
         selected = workflow.runs.filter(pk=int(request.GET["run"])).first()
     selected = selected or workflow.runs.order_by("-created_at", "-id").first()
     steps = {}
