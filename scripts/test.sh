@@ -74,15 +74,18 @@ night=tests/chaos/test_dst_night.py
 run_pass "the chaos tests on PostgreSQL" "$postgres/scheduler_chaos" 14 6600 tests/chaos --ignore="$night" \
   >"$logs/chaos" 2>&1 &
 chaos=$!
-# Then, in the same pass, the third round's tests that start workers, beat or a web server (the DST
-# night's pass waits most of its 5 minutes): the main pass would otherwise hold them all.
+# Then, in the same pass, a share of the tests that start workers, beat or a web server (the DST
+# night's pass waits most of its 5 minutes): the main pass alone took over 20 minutes with them all.
 later=(tests/test_limits_workers.py tests/test_parameters_end_to_end.py tests/test_parameters_cli.py
        tests/test_exactly_once.py tests/test_tracing.py tests/test_json_logs.py tests/test_calendars_cli.py
-       tests/test_cli_limits.py tests/test_auto_pause.py)
+       tests/test_cli_limits.py tests/test_auto_pause.py
+       tests/test_end_to_end.py tests/test_policies.py tests/test_workflows_workers.py tests/test_time_limits.py
+       tests/test_lost_budget.py tests/test_live_output.py tests/test_cli_tailing.py tests/test_watchdog.py
+       tests/test_rabbitmq_only.py)
 {
   night_status=0
   run_pass "the DST night on PostgreSQL" "$postgres/scheduler_night" 12 7000 "$night" || night_status=$?
-  run_pass "the third round's tests that start processes, on PostgreSQL" "$postgres/scheduler_later" 10 9200 \
+  run_pass "a share of the tests that start processes, on PostgreSQL" "$postgres/scheduler_later" 10 9200 \
     "${later[@]}" || night_status=$?
   # The nemesis (3 minutes of random faults on Redis with Sentinel against an outside ledger; it prints
   # its seed, NEMESIS_SEED repeats one): with TEST_NEMESIS=true (it does not fit CI's 20 minutes yet).
