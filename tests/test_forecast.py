@@ -281,3 +281,30 @@ def test_a_job_id_past_a_bigint_is_a_400_not_a_server_error(admin_client):
     answer = admin_client.post("/api/forecast/spread/", {"spread": 60, "jobs": [2**127, 5]},
                                content_type="application/json")
     assert answer.status_code == 400 and "jobs" in answer.json()
+
+
+@pytest.mark.django_db
+def test_a_day_a_calendar_closes_has_no_runs_in_the_forecast_of_cron_and_interval_jobs():
+    from .test_calendars import make_calendar
+
+    closed = NOW.date() + timedelta(days=1)  # Sunday 29 March 2026
+    make_calendar("closures", {closed: "Closed"})
+    with time_machine.travel(NOW - timedelta(minutes=30), tick=False):
+        _job("noon-closed", None, {"type": "cron", "cron": "0 12 * * *", "timezone": "UTC"}, 0, calendars=["closures"])
+        _job("noon-open", None, {"type": "cron", "cron": "0 12 * * *", "timezone": "UTC"}, 0)
+        _job("hourly-closed", None, {"type": "interval", "every_seconds": 3600}, 0, calendars=["closures"])
+    with time_machine.travel(NOW, tick=False):
+        body = forecasts.forecast(Job.objects.all(), NOW, 72)
+    # The test's own count, hour by hour over the window from the minute of NOW.
+    due = defaultdict(int)
+    for minute in range(72 * 60):
+        at = START + timedelta(minutes=minute)
+        if at.minute == 0 and at.hour == 12:
+            due[minute] += 1 + (at.date() != closed)  # noon-open, and noon-closed but on the closed day
+    anchor = NOW - timedelta(minutes=30) + timedelta(seconds=3600)  # an interval's first slot: saved + every
+    at = anchor
+    while at < START + timedelta(hours=72):
+        if at >= START and at.date() != closed:
+            due[int((at - START).total_seconds() // 60)] += 1
+        at += timedelta(seconds=3600)
+    assert body["per_minute"] == [due.get(m, 0) for m in range(72 * 60)]

@@ -4,9 +4,7 @@ code stays a value), an HTTP call's placeholders against a local server (each en
 place), a backfill's runs and a workflow step's run."""
 
 import json
-import threading
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
@@ -19,6 +17,7 @@ from jobs.models import Job, JobRun, RunStatus, RunTrigger
 from workflows import progress
 
 from .conftest import wait_for
+from .test_notifications_support import RecordingHTTPServer
 from .workflow_helpers import make_workflow
 
 pytestmark = pytest.mark.timeout(240)
@@ -102,34 +101,14 @@ def test_a_command_gets_its_values_in_the_environment_never_in_its_text(processe
 @pytest.fixture
 def endpoint():
     """A local HTTP server recording each request's raw path and body, answering 200."""
-    seen = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            seen.append({"path": self.path, "body": body})
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain")
-            self.end_headers()
-            self.wfile.write(b"ok")
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    server.seen = seen
-    server.base = f"http://127.0.0.1:{server.server_address[1]}"
-    yield server
-    server.shutdown()
-    server.server_close()
+    with RecordingHTTPServer() as server:
+        yield server
 
 
 def test_an_http_call_gets_its_values_through_placeholders_encoded_for_their_place(processes, endpoint,
                                                                                     local_http_allowed):
     job = save_job(Job(name="hook", kind="http", http_method="POST",
-                       target=endpoint.base + "/reports/{{params.who}}/run?day={{params.day}}&who={{params.who}}",
+                       target=endpoint.url + "/reports/{{params.who}}/run?day={{params.day}}&who={{params.who}}",
                        http_body='{"who": {{params.who}}, "limit": {{params.limit}}, "day": {{params.day}}}',
                        parameters=[{"name": "who", "type": "string"}, {"name": "day", "type": "date"},
                                    {"name": "limit", "type": "integer", "default": 3}]), {"type": "manual"})
@@ -139,7 +118,7 @@ def test_an_http_call_gets_its_values_through_placeholders_encoded_for_their_pla
     run = ended(actions.run_now(OPERATOR, job, {"who": who, "day": "2026-11-01"}).pk)
 
     assert run.status == RunStatus.SUCCEEDED, run.error
-    [request] = endpoint.seen
+    [request] = endpoint.requests
     path, query = request["path"].split("?", 1)
     segments = path.split("/")
     assert segments[:2] == ["", "reports"] and segments[3:] == ["run"]  # the value stayed in its one segment

@@ -233,3 +233,37 @@ def test_the_pages_show_the_report_and_its_heat_map_to_those_who_may_see_the_job
     assert browser(personas.outsider).get(f"/jobs/{job.pk}/report/").status_code == 404
     assert "nightly-report" not in browser(personas.outsider).get("/reports/?tag=reports").content.decode()
     assert Client().get(f"/jobs/{job.pk}/report/").status_code == 302
+
+
+@pytest.mark.django_db
+def test_a_day_its_calendar_closes_expects_no_slot_and_a_weekend_none_on_business_days():
+    from .test_calendars import make_calendar
+
+    now = timezone.now()
+    today = now.astimezone(UTC).date()
+    closed = today - timedelta(days=2)
+    make_calendar("office", {closed: "Closed for the move"})
+    job = hourly_job(calendars=["office"])
+    workdays = hourly_job(name="workdays", business_days=True)
+    first, last = today - timedelta(days=6), today - timedelta(days=1)
+
+    on_calendar = reports.expected_by_day(job, first, last, now)
+    on_workdays = reports.expected_by_day(workdays, first, last, now)
+
+    for n in range((last - first).days + 1):
+        day = first + timedelta(days=n)
+        since = job.created_at.date()
+        whole = 24 if day > since else 0 if day < since else 24
+        assert on_calendar.get(day, 0) == (0 if day == closed else whole), day
+        assert on_workdays.get(day, 0) == (0 if day.weekday() >= 5 else whole), day
+
+
+@pytest.mark.django_db
+def test_a_tags_report_reads_the_audit_trail_once_whatever_its_number_of_jobs(django_assert_max_num_queries):
+    for n in range(12):
+        hourly_job(name=f"tagged-{n}", tags=["fleet"])
+    # As the API and the pages read them: with their schedules.
+    jobs = list(Job.objects.filter(name__startswith="tagged-").select_related("crontab", "interval", "clocked"))
+    with django_assert_max_num_queries(4):
+        report = reports.jobs_report(jobs, 7)
+    assert report["slots_expected"] > 0

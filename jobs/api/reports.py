@@ -2,6 +2,8 @@
 and a tag's or a group's (``GET /api/reports/``), as JSON or, with ``?format=csv`` or
 ``Accept: text/csv``, as a CSV file of the days."""
 
+import json
+
 from django.contrib.auth.models import Group
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -31,7 +33,8 @@ class CsvRenderer(BaseRenderer):
     charset = "utf-8"
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
-        return data if isinstance(data, str) else reports.as_csv(data) if "daily" in (data or {}) else str(data)
+        # A report arrives as its CSV text (respond); anything else (an error) as its JSON.
+        return data if isinstance(data, str) else json.dumps(data)
 
 
 RENDERERS = [JSONRenderer, BrowsableAPIRenderer, CsvRenderer]

@@ -36,10 +36,11 @@ PEAKS = 10
 JOBS_LISTED = 20
 # The fields besides the schedule row that decide where a job's slots fall: jobs alike in them share
 # their slots. A setting that changes slot_after (a DST policy, calendars) adds its field here.
-SHAPE_FIELDS = ("dst_skipped", "dst_repeated")
+DAY_RULE_FIELDS = ("calendars", "business_days", "business_day_of_month")
+SHAPE_FIELDS = ("dst_skipped", "dst_repeated", *DAY_RULE_FIELDS)
 # Their values with which a job's slots are the cron fields' wall times (DST changes aside, which are
 # asked of slot_after): such groups have their slots computed in bulk (jobs.timing.many_slots).
-PLAIN_SHAPE = ("shift", "first")
+PLAIN_SHAPE = ("shift", "first", (), False, None)
 DURATION_HOURS = 24  # how far back the jobs' durations are averaged (the hourly rollups, JobHourCounts)
 WORKERS_SEEN_MINUTES = 10  # a worker slot is seen when it started or heartbeat an attempt this recently
 UNKNOWN_DURATION_SECONDS = 1.0  # a job on a schedule with no timed run yet
@@ -80,10 +81,24 @@ class Group:
 def _by_offset_minute(jobs):
     """[((crontab id, *shape, offset minute), count)] of the cron jobs of ``jobs``: one query, from
     the index job_forecast_cron_idx when SHAPE_FIELDS is empty."""
-    return [(tuple(row[:-1]), row[-1]) for row in
+    return [(tuple(_hashable(value) for value in row[:-1]), row[-1]) for row in
             jobs.filter(schedule_type=ScheduleType.CRON)
             .annotate(offset_minute=F("spread_offset_seconds") / 60)
             .values_list("crontab_id", *SHAPE_FIELDS, "offset_minute").annotate(n=Count("*")).order_by()]
+
+
+def _hashable(value):
+    return tuple(value) if isinstance(value, list) else value  # a job's calendars, a JSON list
+
+
+def _as_fields(names, values):
+    """A group's key values as the job's fields again (its calendars a list)."""
+    return {name: list(value) if isinstance(value, tuple) else value for name, value in zip(names, values, strict=True)}
+
+
+def _closed(rules, start, minute):
+    """Whether the day rules close the (UTC) day of an interval slot in ``minute`` of the window."""
+    return rules is not None and bool(rules.why_closed((start + timedelta(minutes=minute)).date()))
 
 
 def cron_groups(jobs, start, end):
@@ -107,7 +122,7 @@ def _group_slots(crontab, shape, start, end):
     """The slots in [start, end) of the jobs on ``crontab`` with ``shape`` and no spread: those of a
     stand-in job; on a plain shape, computed in bulk away from DST changes (``many_slots``)."""
     stand_in = Job(schedule_type=ScheduleType.CRON, crontab=crontab, spread=0,
-                   **dict(zip(SHAPE_FIELDS, shape, strict=True)))
+                   **_as_fields(SHAPE_FIELDS, shape))
 
     def exact(a, b):
         return stand_in.slots_between(a, b, 10**7)
@@ -129,8 +144,8 @@ def timed_groups(jobs, start, end):
     rows = (jobs.filter(interval | Q(schedule_type=ScheduleType.ONCE, next_run_at__gte=start, next_run_at__lt=end))
             .annotate(next_at=Case(When(interval & ~Q(interval_id__in=whole), then=TruncSecond("next_run_at", tzinfo=UTC)),
                                    default=TruncMinute("next_run_at", tzinfo=UTC)))
-            .values_list("schedule_type", "interval_id", "next_at").annotate(n=Count("*")).order_by())
-    for schedule_type, interval_id, next_at, count in rows:
+            .values_list("schedule_type", "interval_id", *DAY_RULE_FIELDS, "next_at").annotate(n=Count("*")).order_by())
+    for schedule_type, interval_id, *day_rules, next_at, count in rows:
         next_at = next_at if timezone.is_aware(next_at) else next_at.replace(tzinfo=UTC)  # a Case drops Trunc's zone
         if schedule_type == ScheduleType.ONCE:
             groups.append(Group("once", (_minute(next_at, start),), count, [_minute(next_at, start)]))
@@ -144,7 +159,11 @@ def timed_groups(jobs, start, end):
             minutes = list(range(int(offset // 60), span, int(seconds // 60)))
         else:
             minutes = [int((offset + k * seconds) // 60) for k in range(math.ceil((span * 60 - offset) / seconds))]
-        groups.append(Group("interval", (interval_id, next_at, seconds % 60 == 0), count, minutes))
+        # An interval's days are UTC days (Job.day_zone): the day rules drop the slots of closed ones.
+        rules = Job(**_as_fields(DAY_RULE_FIELDS, day_rules)).day_rules()
+        minutes = [m for m in minutes if not _closed(rules, start, m)]
+        groups.append(Group("interval", (interval_id, next_at, seconds % 60 == 0,
+                                         *(_hashable(value) for value in day_rules)), count, minutes))
     return groups
 
 
@@ -166,11 +185,12 @@ def jobs_of(jobs, group, start, limit):
         chosen = jobs.filter(schedule_type=ScheduleType.CRON, crontab_id=crontab_id,
                              spread_offset_seconds__gte=offset_minute * 60,
                              spread_offset_seconds__lt=(offset_minute + 1) * 60,
-                             **dict(zip(SHAPE_FIELDS, shape, strict=True)))
+                             **_as_fields(SHAPE_FIELDS, shape))
     elif group.kind == "interval":
-        interval_id, next_at, to_the_minute = group.key
+        interval_id, next_at, to_the_minute, *day_rules = group.key
         chosen = jobs.filter(schedule_type=ScheduleType.INTERVAL, interval_id=interval_id, next_run_at__gte=next_at,
-                             next_run_at__lt=next_at + timedelta(seconds=60 if to_the_minute else 1))
+                             next_run_at__lt=next_at + timedelta(seconds=60 if to_the_minute else 1),
+                             **_as_fields(DAY_RULE_FIELDS, day_rules))
     else:
         at = start + timedelta(minutes=group.key[0])
         chosen = jobs.filter(schedule_type=ScheduleType.ONCE, next_run_at__gte=at,

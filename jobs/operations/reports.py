@@ -7,7 +7,8 @@ Every figure but the expected slots is read from the per-day counts the run ends
 (``JobDayCounts``, ``lifecycle.days``), never from the runs: a report reads at most a row per day
 and measure. The expected slots come from the schedule itself (the job's *current* one), counted
 day by day in the job's zone, from when the job was created or its schedule last changed, outside
-the times the audit trail says it was paused or disabled (as the slot report counts them). A day
+the times the audit trail says it was paused or disabled (as the slot report counts them), on the days its
+calendars and business days leave open. A day
 whose wall clock does not jump is counted from the cron fields alone; a day with a DST change (or
 a part of a day) walks its slots (``Job.slots_between``).
 """
@@ -27,7 +28,7 @@ from django.utils import timezone
 from ..lifecycle import days as day_counts
 from ..models import ACTIVE_STATUSES, JobDayCounts, JobRun, RunTrigger, ScheduleType
 from ..timing.schedules import wall_instant
-from .slot_report import EnabledTimeline, schedule_changed_at
+from .slot_report import EnabledTimeline, schedule_changed_at, schedule_changes_at
 
 WINDOWS = (7, 30, 90)
 MAX_DAYS = 90
@@ -50,8 +51,9 @@ def _report(jobs, days, now):
     before = first - timedelta(days=days)
     counts = _day_counts(jobs, before, today)
     expected = defaultdict(int)
+    changed, timelines = schedule_changes_at([job.pk for job in jobs]), EnabledTimeline.of_jobs(jobs)
     for job in jobs:
-        for day, number in expected_by_day(job, first, today, now).items():
+        for day, number in expected_by_day(job, first, today, now, changed.get(job.pk), timelines[job.pk]).items():
             expected[day] += number
     in_flight = (JobRun.objects.filter(job__in=jobs, trigger=RunTrigger.SCHEDULE, status__in=ACTIVE_STATUSES,
                                        scheduled_for__gte=datetime.combine(first, time(), UTC) - timedelta(days=1))
@@ -140,28 +142,34 @@ def _day(day, expected, measures):
 # --- the slots a schedule expected
 
 
-def expected_by_day(job, first, last, now):
+def expected_by_day(job, first, last, now, changed_at=None, timeline=None):
     """{day: slots} of the job's schedule on the days [first, last] of its zone, up to the scheduler's
-    grace before ``now``, while the job was enabled and had its current schedule."""
+    grace before ``now``, while the job was enabled and had its current schedule, on the days its
+    calendars and business days leave open. ``changed_at`` (when its slots last changed) and
+    ``timeline`` (``EnabledTimeline``): read by the caller for many jobs at once, else here."""
+    if timeline is None:
+        changed_at, timeline = schedule_changed_at(job), EnabledTimeline(job)
     zone = day_counts.zone_of(_zone(job))
     start = wall_instant(datetime.combine(first, time()), zone)
     end = min(wall_instant(datetime.combine(last + timedelta(days=1), time()), zone),
               now - timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS))
-    since = max(filter(None, [job.created_at, schedule_changed_at(job)]))
+    since = max(filter(None, [job.created_at, changed_at]))
+    rules = job.day_rules()
     found = defaultdict(int)
-    for lo, hi in EnabledTimeline(job).spans(max(start, since), end):
+    for lo, hi in timeline.spans(max(start, since), end):
         day = lo.astimezone(zone).date()
         while lo < hi:
             next_day = wall_instant(datetime.combine(day + timedelta(days=1), time()), zone)
             part_end = min(hi, next_day)
-            found[day] += _slots_in(job, zone, day, lo, part_end, whole=part_end - lo == timedelta(days=1))
+            if rules is None or not rules.why_closed(day):
+                found[day] += _slots_in(job, zone, day, lo, part_end, whole=part_end - lo == timedelta(days=1))
             lo, day = part_end, day + timedelta(days=1)
     return found
 
 
 def _slots_in(job, zone, day, lo, hi, whole):
     if job.schedule_type == ScheduleType.CRON:
-        if whole and counted_by_fields(job):
+        if whole:
             return cron_slots_on(job.cron_expression, day)
         return len(job.slots_between(lo, hi, MAX_SLOTS_A_DAY))
     if job.schedule_type == ScheduleType.INTERVAL:
@@ -172,11 +180,6 @@ def _slots_in(job, zone, day, lo, hi, whole):
     if job.schedule_type == ScheduleType.ONCE:
         return int(lo <= job.clocked.clocked_time < hi)
     return 0
-
-
-def counted_by_fields(job):
-    """Whether a whole day's slots are its cron fields' count: nothing else moves or drops them."""
-    return True
 
 
 @functools.lru_cache(maxsize=65536)

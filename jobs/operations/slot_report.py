@@ -20,6 +20,7 @@ the job moves its grid.
 
 import logging
 from bisect import bisect_right
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -70,18 +71,36 @@ class SlotReport:
         return [slot for slot in self.slots if slot.outcome == MISSING]
 
 
+# The audit entries that can enable or disable a job (EnabledTimeline._enabled_after), and what is read of them.
+ENABLING = AuditEntry.objects.filter(action__in=[Action.PAUSE, Action.RESUME, Action.CREATE, Action.CHANGE])
+ENTRY_FIELDS = ("created_at", "action", "changes", "actor_name", "actor_id", "source")
+
+
 class EnabledTimeline:
     """When the job was paused or disabled, from its audit trail: (since, enabled, why) changes."""
 
-    def __init__(self, job):
+    def __init__(self, job, entries=None):
+        """``entries``: the job's audit entries, oldest first, read by the caller for many jobs
+        (``of_jobs``); without them they are read when first needed."""
         self.job = job
         self.changes = None
+        if entries is not None:
+            self._read(entries)
+
+    @classmethod
+    def of_jobs(cls, jobs):
+        """{job id: its timeline} of many jobs, their entries read in one query."""
+        entries = defaultdict(list)
+        for entry in ENABLING.filter(job__in=jobs).order_by("created_at", "id").only(*ENTRY_FIELDS, "job_id"):
+            entries[entry.job_id].append(entry)
+        return {job.pk: cls(job, entries[job.pk]) for job in jobs}
 
     def _load(self):
-        job = self.job
+        self._read(ENABLING.filter(job=self.job).order_by("created_at", "id").only(*ENTRY_FIELDS))
+
+    def _read(self, entries):
         self.changes = []
-        entries = AuditEntry.objects.filter(job=job).order_by("created_at", "id")
-        for entry in entries.only("created_at", "action", "changes", "actor_name", "actor_id", "source"):
+        for entry in entries:
             enabled = self._enabled_after(entry)
             if enabled is not None:
                 self.changes.append((entry.created_at, enabled, entry))
@@ -134,6 +153,12 @@ class EnabledTimeline:
         return spans + ([(since, end)] if since is not None else [])
 # A change of any of these is a change of the job's slots.
 SLOT_CHANGES = Q(changes__has_key="schedule") | Q(changes__has_key="dst_skipped") | Q(changes__has_key="dst_repeated")
+
+
+def schedule_changes_at(ids):
+    """{job id: when its slots last changed} of the jobs ``ids``, in one query."""
+    return dict(AuditEntry.objects.filter(SLOT_CHANGES, job_id__in=ids, action=Action.CHANGE)
+                .values("job_id").annotate(at=Max("created_at")).values_list("job_id", "at"))
 
 
 def schedule_changed_at(job):
@@ -290,8 +315,7 @@ def check_recent(now=None, window=None):
         ids = due_ids[offset:offset + CHECK_CHUNK]
         chunk = list(Job.objects.filter(pk__in=ids).select_related("crontab", "interval", "clocked").order_by("pk"))
         # Two queries for the chunk instead of two per job.
-        changed = dict(AuditEntry.objects.filter(SLOT_CHANGES, job_id__in=ids, action=Action.CHANGE)
-                       .values("job_id").annotate(at=Max("created_at")).values_list("job_id", "at"))
+        changed = schedule_changes_at(ids)
         runs = {}
         for run in job_runs(ids, start, end):
             runs.setdefault(run.job_id, []).append(run)
