@@ -11,8 +11,6 @@ iCalendar, has an event that repeats more often than once a day, or expands to m
 
 from datetime import UTC, date, datetime, timedelta
 
-import icalendar
-import recurring_ical_events
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
@@ -104,6 +102,10 @@ def _check_rules(parsed, first, last):
 def dates_from_ics(data, today=None):
     """[{"date", "label"}] of the events in ``data`` (bytes or text) within ``ics_window``; raises
     ValidationError on {"file": ...} with the reason for a file that is refused."""
+    # Imported here, not at the top: every process imports the definitions, few read a file.
+    import icalendar
+    import recurring_ical_events
+
     limit = settings.JOBS_CALENDAR_ICS_MAX_BYTES
     if isinstance(data, str):
         data = data.encode()

@@ -16,7 +16,6 @@ import threading
 import time
 from datetime import date, datetime
 
-import holidays
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
@@ -34,11 +33,15 @@ HOLIDAYS_LANGUAGE = "en_US"  # the holidays' labels, where the package has them 
 
 
 def supported_countries():
+    import holidays  # here, not at the top: every process imports the models, few need the holidays
+
     return holidays.list_supported_countries()
 
 
 def country_holidays(country, subdivision="", years=None):
     """The ``holidays`` package's holidays of a country (and subdivision), computed per year as asked."""
+    import holidays
+
     found = holidays.country_holidays(country, subdiv=subdivision or None, years=years)
     if HOLIDAYS_LANGUAGE in (found.supported_languages or ()):
         found = holidays.country_holidays(country, subdiv=subdivision or None, years=years,
