@@ -37,9 +37,10 @@ def grouped(messages, job_ids):
     """``messages`` (publishing.Message, with the id of each one's job) as they go to the broker:
     the runs of short jobs in bundles by queue and priority, the others (and a bundle of one) alone."""
     most = settings.JOBS_BUNDLE_MAX_RUNS
-    if most < 2 or len(messages) < 2:
+    known = {job_id for job_id in job_ids if job_id is not None}
+    if most < 2 or len(messages) < 2 or not known:
         return messages
-    short = short_jobs(job_ids)
+    short = short_jobs(known)
     alone, groups = [], {}
     for message, job_id in zip(messages, job_ids, strict=True):
         if job_id in short and not message.headers:
@@ -64,7 +65,7 @@ def bundle_of(messages):
 def short_jobs(job_ids):
     """Those of ``job_ids`` short enough to bundle."""
     now = time.monotonic()
-    unknown = {job_id for job_id in set(job_ids) if job_id not in _short or _short[job_id][1] < now}
+    unknown = {job_id for job_id in job_ids if job_id not in _short or _short[job_id][1] < now}
     if unknown:
         found = _short_in_database(sorted(unknown))
         until = now + CACHE_SECONDS

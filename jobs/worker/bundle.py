@@ -33,6 +33,7 @@ from django.conf import settings
 from django.db import connection
 
 from .. import kinds, lifecycle
+from ..execution import publishing
 from ..execution.publishing import BUNDLE_TASK_NAME
 from ..lifecycle import attempts, bundling
 from ..telemetry import logs
@@ -248,6 +249,7 @@ class Turns:
                 except Exception:
                     logger.exception("the bundle's watcher could not record or split; the bundle goes on")
         finally:
+            publishing.forget()  # the broker connection of a split-off's publishing, if it made one
             connection.close()
 
     def _split_off(self, long_one, long_since, rest):
