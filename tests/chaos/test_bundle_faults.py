@@ -12,6 +12,8 @@ from django.db import connection
 from django.utils import timezone
 
 from jobs import lifecycle
+from jobs.execution import publishing
+from jobs.lifecycle import bundling
 from jobs.models import AttemptOutcome, JobAttempt, JobRun, Limit, RunStatus
 
 from ..conftest import wait_for
@@ -22,15 +24,20 @@ BROKERS = ("redis", "rabbitmq")
 BUNDLED = {"JOBS_BUNDLE_MAX_RUNS": "50", "JOBS_BUNDLE_SHORT_SECONDS": "1"}  # a run's share: 2 s
 
 
-def publish_together(*jobs_and_counts):
+def publish_together(*jobs_and_counts, bundle=False):
     """Runs of these jobs ((job, count) pairs), each on a slot of its own, published in one batch
-    (as a slot's dispatch publishes them): [run ids] in their order."""
+    (as a slot's dispatch publishes them; ``bundle``: all in one bundle, whatever their jobs): [run
+    ids] in their order."""
     now = timezone.now()
     rows = [(job, now + timedelta(milliseconds=i), RunStatus.QUEUED, "", None)
             for job, count in jobs_and_counts for i in range(count)]
     created = lifecycle.create_runs(rows, now)
     jobs = {job.pk: job for job, _ in jobs_and_counts}
-    lifecycle.publish_many([(run_id, 1, jobs[job_id]) for run_id, job_id, _ in created])
+    items = [(run_id, 1, jobs[job_id]) for run_id, job_id, _ in created]
+    if bundle:
+        publishing.publish([bundling.bundle_of([lifecycle.message_for(*item) for item in items])])
+    else:
+        lifecycle.publish_many(items)
     return [run_id for run_id, _, _ in created]
 
 
@@ -97,8 +104,9 @@ def test_inside_a_bundle_each_run_keeps_its_timeout_key_limit_cancel_and_transac
     cancelled_id = keyed_ids.pop()
     assert JobRun.objects.get(pk=cancelled_id).status == RunStatus.RUNNING  # claimed, waiting its turn
     lifecycle.cancel(JobRun.objects.get(pk=cancelled_id))
-    # The limit's and the transaction's runs, as a bundle of their own, while the hang goes on.
-    limited_ids = publish_together((limited, 2))
+    # The limit's runs in one bundle (as when the limit came after they were published: bundling
+    # leaves a limited job's runs alone), and the transaction's as a bundle, while the hang goes on.
+    limited_ids = publish_together((limited, 2), bundle=True)
     row_ids = publish_together((rows, 3))
     everything = [hang_id, cancelled_id, *keyed_ids, *limited_ids, *row_ids]
 
@@ -118,6 +126,8 @@ def test_inside_a_bundle_each_run_keeps_its_timeout_key_limit_cancel_and_transac
     spans = sorted((float(start[2]), float(end[2])) for start in ledger.lines("start") for end in ledger.lines("end")
                    if start[1] == end[1] and int(start[1].split(":")[0]) in limited_ids)
     assert len(spans) == 2 and spans[0][1] <= spans[1][0]
+    assert all(task_id.startswith("run-") for task_id in JobAttempt.objects.filter(run_id__in=limited_ids)
+               .values_list("task_id", flat=True))  # claimed alone, through the limit
     # The transactional function: one row per run, committed with its success.
     assert {r: runs[r].status for r in [*limited_ids, *row_ids]} == dict.fromkeys([*limited_ids, *row_ids],
                                                                                   RunStatus.SUCCEEDED)
