@@ -57,11 +57,13 @@ def starts(ledger):
 @pytest.mark.timeout(120)
 @pytest.mark.brokers(*BROKERS)
 def test_a_bundle_whose_pool_process_is_killed_keeps_what_it_recorded_and_runs_the_rest_once(processes, ledger):
-    job = make_job("bundled", bundle="short", max_retries=0, kwargs={"path": ledger.path, "seconds": 0.3})
+    job = make_job("bundled", bundle="short", max_retries=0, kwargs={"path": ledger.path, "seconds": 0.4})
     processes.worker(concurrency=1, **BUNDLED)
     processes.beat(**BUNDLED)
-    run_ids = publish_together((job, 12))
-    wait_for(lambda: len(ledger.lines("end")) >= 4, message="four runs of the bundle to end")
+    run_ids = publish_together((job, 14))
+    # Killed after 11 runs, 4.4 s: the runs waiting their turn so long outlived the lost window (4 beats
+    # of 1 s) on the bundle's heartbeats, or they would have been lost and run again by now.
+    wait_for(lambda: len(ledger.lines("end")) >= 11, message="eleven runs of the bundle to end")
     (pid,) = set(JobAttempt.objects.filter(run_id__in=run_ids, outcome=AttemptOutcome.RUNNING)
                  .values_list("pid", flat=True))
     recorded_before = set(JobRun.objects.filter(pk__in=run_ids, status=RunStatus.SUCCEEDED).values_list("pk", flat=True))
