@@ -18,12 +18,9 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def fresh_answers(settings):
+def bundles_of_three(settings):
     settings.JOBS_BUNDLE_MAX_RUNS = 3
     settings.JOBS_BUNDLE_SHORT_SECONDS = 1.0
-    bundling.forget()
-    yield
-    bundling.forget()
 
 
 def queued_runs(job, count, start=None):
