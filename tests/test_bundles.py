@@ -174,3 +174,21 @@ def test_a_failed_run_of_a_bundle_records_its_start_then_its_failure():
     run.refresh_from_db()
     assert run.started_at == started and JobAttempt.objects.get(run=run).started_at == started
     assert RunEnd.objects.get(run_id=run.pk).seconds == pytest.approx((run.finished_at - started).total_seconds())
+
+
+def test_the_api_and_the_run_page_say_a_run_ran_in_a_bundle(client):
+    from django.contrib.auth.models import User
+    from rest_framework.test import APIClient
+
+    job = make_job("short", bundle="short")
+    made = queued_runs(job, 2)
+    claimed = lifecycle.claim_many([(run.pk, 1) for run in made], "w1@host", 42, "bundle-7-1-2")
+    lifecycle.succeed_many([lifecycle.Success(c.run.pk, 1, c.claimed_at, "", 0, None) for c in claimed])
+    staff = User.objects.create_user("staff", password="x", is_staff=True, is_superuser=True)
+    api = APIClient()
+    api.force_authenticate(staff)
+
+    body = api.get(f"/api/runs/{made[0].pk}/").json()
+    assert [(a["number"], a["task_id"], a["worker"]) for a in body["attempts"]] == [(1, "bundle-7-1-2", "w1@host")]
+    client.force_login(staff)
+    assert "in bundle bundle-7-1-2" in client.get(f"/runs/{made[0].pk}/").content.decode()
