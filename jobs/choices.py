@@ -25,6 +25,13 @@ class OverlapPolicy(models.TextChoices):
     REPLACE = "replace", "Cancel the earlier run, start the new slot"
 
 
+class BundlePolicy(models.TextChoices):
+    """Whether a job's runs may share a message with other short runs (jobs.lifecycle.bundles)."""
+    AUTO = "auto", "When its recent runs are short"
+    SHORT = "short", "Also before it has a history (declared short)"
+    NEVER = "never", "Never: each run its own message"
+
+
 class DstSkipped(models.TextChoices):
     """What a cron slot whose wall-clock time the clocks skip (spring forward) does."""
     SHIFT = "shift", "Run it shifted forward by the gap"

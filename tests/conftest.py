@@ -234,3 +234,12 @@ def jobsctl(jobsctl_script, web, transactional_db, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     return Cli(jobsctl_script, web.url, home)
+
+
+@pytest.fixture(autouse=True)
+def bundling_asks_afresh():
+    """Which jobs are short enough to bundle is cached per process by job id (jobs.lifecycle.bundling):
+    ids come again in another test (SQLite reuses them after a rollback)."""
+    from jobs.lifecycle import bundling
+
+    bundling.forget()

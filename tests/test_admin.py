@@ -27,7 +27,7 @@ def form_data(**overrides):
         "schedule_type": "cron", "cron": "30 2 * * 1-5", "timezone": "Europe/Berlin",
         "every_seconds": "", "run_at": "", "catchup_policy": "latest", "catchup_max": "10", "enabled": "on",
         "overlap_policy": "allow", "start_deadline_seconds": "", "jitter_seconds": "0", "spread": "0",
-        "dst_skipped": "shift", "dst_repeated": "first",
+        "dst_skipped": "shift", "dst_repeated": "first", "bundle": "auto",
         "queue": "", "priority": "5", "max_retries": "2", "retry_backoff_seconds": "10", "retry_backoff_max_seconds": "600",
         "retry_jitter": "on", "timeout_seconds": "3600", "sla_seconds": "",
     }

@@ -306,7 +306,8 @@ class JobDetailSerializer(JobSerializer):
 class AttemptSerializer(serializers.ModelSerializer):
     class Meta:
         model = JobAttempt
-        fields = ["number", "outcome", "worker", "pid", "started_at", "finished_at", "heartbeat_at",
+        # task_id: the attempt's message, "run-<run>-<attempt>", or a bundle's "bundle-..." (docs/guide/bundles.md)
+        fields = ["number", "outcome", "worker", "pid", "task_id", "started_at", "finished_at", "heartbeat_at",
                   "error", "traceback"]
 
 

@@ -123,7 +123,7 @@ UPDATE {RUN} AS r
 SET status = %(queued)s, queued_at = %(now)s, next_attempt_at = NULL, reason = ''
 FROM due, {JOB} AS j
 WHERE r.id = due.id AND j.id = r.job_id AND r.status = %(pending)s
-RETURNING r.id, r.attempt, j.queue, j.kind, j.timeout_seconds, j.priority
+RETURNING r.id, r.attempt, j.queue, j.kind, j.timeout_seconds, j.priority, j.id
 """
 
 
@@ -158,7 +158,7 @@ def succeed(run_id, attempt, output, output_bytes, result, wanted_sql):
 def release(now, batch):
     """Queue up to ``batch`` waiting runs of enabled jobs whose start time (``next_attempt_at``) is
     ``now`` or earlier, in one statement and its own commit: [(run id, attempt, job's queue, kind,
-    timeout_seconds, priority)]."""
+    timeout_seconds, priority, job id)]."""
     params = {"pending": RunStatus.PENDING, "queued": RunStatus.QUEUED, "now": now, "batch": batch}
     # Not prepared: run a few times a minute, and planned for the batch and the rows there are.
     return _execute(RELEASE_SQL, params, all_rows=True, prepare=False)

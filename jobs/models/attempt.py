@@ -5,6 +5,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ..choices import AttemptOutcome
+from ..execution.publishing import is_bundle_task_id
 from .run import JobRun
 
 
@@ -37,3 +38,8 @@ class JobAttempt(models.Model):
 
     def __str__(self):
         return f"attempt {self.number} of run {self.run_id}"
+
+    @property
+    def in_bundle(self):
+        """Whether the attempt ran in a bundle of short runs (its message was the bundle's)."""
+        return is_bundle_task_id(self.task_id)

@@ -285,7 +285,9 @@ def run_live_context(request, run):
         "result_text": result_text(run),
         "result_title": spec.result_title if (spec := kinds.get(run.job.kind)) else "Result",
         "may_act": may_act_on(request, run.job),
-        "flower_task_url": f"{flower}/task/{run.task_id}" if (flower := flower_url(request.user)) else "",
+        # (The last attempt's message: a bundle's, when it ran in one.)
+        "flower_task_url": (f"{flower}/task/{attempts[-1].task_id if attempts else run.task_id}"
+                            if (flower := flower_url(request.user)) else ""),
     }
 
 

@@ -94,6 +94,7 @@ def test_the_admin_refuses_a_queue_outside_the_users(client, people, queues):
         "tags": "[]", "args": "[]", "kwargs": "{}", "environment": "{}", "secret_environment": "{}",
         "http_method": "GET", "http_headers": "{}", "secret_http_headers": "{}", "http_ok_statuses": "[]",
         "catchup_policy": "latest", "catchup_max": "10", "overlap_policy": "allow", "jitter_seconds": "0", "spread": "0",
+        "bundle": "auto",
         "max_retries": "0", "retry_backoff_seconds": "10", "retry_backoff_max_seconds": "600",
         "timeout_seconds": "60"})
     assert "JOBS_QUEUES" in str(response.context["adminform"].form.errors["queue"])
