@@ -25,10 +25,10 @@ HISTORY_JOBS = 50
 HISTORY_RUNS = 10_000
 
 
-def updates_of_runs():
-    """(updates, HOT updates) of jobs_jobrun in this transaction so far."""
+def updates_of(table):
+    """(updates, HOT updates) of ``table`` in this transaction so far."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables WHERE relname = 'jobs_jobrun'")
+        cursor.execute("SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables WHERE relname = %s", [table])
         return cursor.fetchone()
 
 
@@ -36,16 +36,21 @@ def test_a_claim_and_a_heartbeat_write_no_index_and_a_success_no_partial_one():
     job = make_job()
     now = timezone.now()
     run = JobRun.objects.create(job=job, scheduled_for=now, queued_at=now, status=RunStatus.QUEUED)
-    before = updates_of_runs()
+    runs_before = updates_of("jobs_jobrun")
 
     assert lifecycle.claim(run.pk, 1, worker="w", pid=1) is not None
+    attempts_before = updates_of("jobs_jobattempt")
     assert lifecycle.heartbeat(run.pk, 1, output="so far", output_bytes=6) is True
-    claimed_and_beat = updates_of_runs()
+    runs_claimed_and_beat, attempts_beat = updates_of("jobs_jobrun"), updates_of("jobs_jobattempt")
     assert lifecycle.record_success(run.pk, 1) is True
-    succeeded = updates_of_runs()
+    runs_succeeded = updates_of("jobs_jobrun")
 
-    assert (claimed_and_beat[0] - before[0], claimed_and_beat[1] - before[1]) == (2, 2)  # both HOT
-    assert succeeded[0] - claimed_and_beat[0] == 1  # the success leaves run_active_idx: not HOT
+    def change(after, before):
+        return after[0] - before[0], after[1] - before[1]
+
+    assert change(runs_claimed_and_beat, runs_before) == (2, 2)  # both HOT
+    assert change(attempts_beat, attempts_before) == (1, 1)  # the attempt's heartbeat: HOT
+    assert change(runs_succeeded, runs_claimed_and_beat) == (1, 0)  # it leaves run_active_idx
     assert JobRun.objects.filter(pk=run.pk, phase__isnull=True, status=RunStatus.SUCCEEDED).exists()
 
 
