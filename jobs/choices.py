@@ -74,6 +74,21 @@ UNSUCCESSFUL_END_STATUSES = [RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LO
                              RunStatus.CANCELLED]
 
 
+# What the runs' indexes see of a status (JobRun.phase, a column the database computes from it): the
+# same for queued and running, so a claim changes no indexed column and PostgreSQL updates the row
+# in place (a HOT update: no index written), and nothing for a success, which leaves every partial index
+# on it. Every other status is its own phase.
+LIVE_PHASE = "live"
+LIVE_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
+ACTIVE_PHASES = (RunStatus.PENDING.value, LIVE_PHASE, RunStatus.RETRYING.value)  # run_active_idx
+
+
+def phase_of(status):
+    if status in LIVE_STATUSES:
+        return LIVE_PHASE
+    return None if status == RunStatus.SUCCEEDED else str(status)
+
+
 # The ends that make a job's failure streak longer (auto-pause, jobs.lifecycle.streaks); a success
 # ends the streak, and skipped or cancelled runs (the job's code did not run to an end) leave it as it is.
 FAILURE_END_STATUSES = (RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST)

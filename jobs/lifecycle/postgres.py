@@ -24,9 +24,10 @@ from ..execution.publishing import task_id_for
 from ..models import AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
 
 # A run is found by its id, and its status then checked with IS NOT DISTINCT FROM (the same as =,
-# the status is never NULL), which no index on status can serve: with "status = 'queued'" PostgreSQL
-# could read run_active_idx instead, every queued or running run and the dead entries they left,
-# whenever its statistics said there were few (tests/test_worker_path.py reads the plans).
+# the status is never NULL), which no index can serve: PostgreSQL once read every queued or running
+# run through an index on the status instead, whenever its statistics said there were few
+# (tests/test_worker_path.py reads the plans). No index names the status now (models.run), and none
+# the columns the claim sets: the claim is a HOT update, its row rewritten in its page and no index touched.
 
 # The claim returns what running the job needs; the rest stays deferred (loaded if job code asks).
 # Of the run, what says which run and attempt it is, and the slot its idempotency key names: building
@@ -114,7 +115,8 @@ SELECT (SELECT count(*) FROM moved), (SELECT bool_or(wanted) FROM target)
 RELEASE_SQL = f"""
 WITH due AS (
     SELECT r.id FROM {RUN} AS r JOIN {JOB} AS j ON j.id = r.job_id
-    WHERE r.status = %(pending)s AND r.next_attempt_at <= %(now)s AND j.enabled
+    -- (the phase: what run_active_idx holds, in next_attempt_at's order; a pending run's phase is its status)
+    WHERE r.phase = %(pending)s AND r.next_attempt_at <= %(now)s AND j.enabled
     ORDER BY r.next_attempt_at
     LIMIT %(batch)s
     FOR UPDATE OF r SKIP LOCKED

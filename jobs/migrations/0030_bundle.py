@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0028_run_traceparent'),
+        ('jobs', '0029_run_phase'),
     ]
 
     operations = [
