@@ -8,6 +8,9 @@ import pytest
 
 from .conftest import REPO
 
+# Like every test that starts processes, once, on PostgreSQL (each starts a fresh Python with its settings).
+pytestmark = pytest.mark.postgres("starts a process per configuration")
+
 
 def start_with(**env):
     full = {**os.environ, "SECRET_KEY": "x", **env}

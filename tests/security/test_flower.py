@@ -13,6 +13,9 @@ from django.conf import settings
 
 from ..conftest import REPO
 
+# Like every test that starts processes, once, on PostgreSQL (Flower's login does not touch the database).
+pytestmark = pytest.mark.postgres("starts Flower processes")
+
 PORT = int(os.environ.get("TEST_PORT_BASE", "6390")) + 55
 GOOD = "ops:correct-horse-battery"
 
