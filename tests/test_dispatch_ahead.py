@@ -7,7 +7,9 @@ from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.db import connection
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from jobs import lifecycle
@@ -220,3 +222,23 @@ def test_once_a_crowded_slots_runs_are_made_the_scheduler_sleeps_until_the_slot(
     assert dispatch.dispatch_due(now=now).runs_waiting == 2
     # Its runs wait for the slot: nothing more to make for it, so no wake-up before the slot.
     assert dispatch.seconds_until_next_due(now=now) == pytest.approx((slot - now).total_seconds())
+
+
+def dispatch_queries(count, capture):
+    """The statements one tick takes to dispatch ``count`` due jobs (their slots a moment ago)."""
+    jobs = [interval_job(f"many-{count}-{i}", spread=30 if i % 2 else 0) for i in range(count)]
+    slot = timezone.now().replace(microsecond=0) - timedelta(seconds=1)
+    Job.objects.filter(pk__in=[job.pk for job in jobs]).update(next_run_at=slot)
+    with capture() as queries:
+        report = dispatch.dispatch_due(now=timezone.now())
+    assert report.due_jobs == count
+    return len(queries)
+
+
+@pytest.mark.django_db
+def test_a_tick_takes_as_many_statements_for_forty_due_jobs_as_for_four(redis_client):
+    # No field a due job's slot needs (its name and spread, for its offset) is read one job at a time.
+    few = dispatch_queries(4, lambda: CaptureQueriesContext(connection))
+    Job.objects.all().delete()
+    many = dispatch_queries(40, lambda: CaptureQueriesContext(connection))
+    assert many == few

@@ -20,7 +20,6 @@ from .. import lifecycle
 from ..coordination import leases
 from ..models import ACTIVE_STATUSES, CatchupPolicy, Job, JobRun, OverlapPolicy, RunStatus
 from ..models.calendar import day_rules_cache
-from ..telemetry import tracing
 from ..timing import clock
 
 logger = logging.getLogger(__name__)
@@ -32,6 +31,7 @@ TICK_FIELDS = (
     "schedule_type", "crontab", "interval", "clocked", "next_run_at", "last_run", "catchup_policy", "catchup_max",
     "overlap_policy", "jitter_seconds", "max_retries", "kind", "queue", "timeout_seconds",
     "priority", "parameters", "calendars", "business_days", "business_day_of_month",
+    "name", "spread",  # the slot's offset (Job.spread_offset); the name also names a trace
 )
 
 
@@ -125,7 +125,7 @@ def dispatch_due(now=None, batch=None, lease=None):
             Job.objects.filter(due, enabled=True)
             .order_by("next_run_at")
             .select_related("crontab", "interval", "clocked")
-            .only(*TICK_FIELDS, *(("name",) if tracing.enabled() else ()))  # a trace names the job
+            .only(*TICK_FIELDS)
             .select_for_update(skip_locked=True, of=("self",))[:batch]
         )
         if not jobs:
