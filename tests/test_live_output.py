@@ -110,6 +110,14 @@ class TailCommand:
     def returncode(self):
         return self.process.returncode
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.process.poll() is None:  # the test failed before the tail ended
+            self.process.kill()
+            self.process.communicate()
+
 
 @pytest.fixture
 def gate():
@@ -133,12 +141,12 @@ def test_runs_tail_prints_each_line_once_as_it_comes_and_exits_with_the_outcome(
     # The tail starts when the first three lines are saved: its first look prints them in one write
     # (as it does whenever it starts late, or a heartbeat saves several lines at once).
     wait_for(lambda: "line 3\n" in JobRun.objects.get(pk=run.pk).output, message="lines 1-3 saved")
-    follower = TailCommand(processes, run)
-    first_line = follower.first_line()
-    run.refresh_from_db()
-    status_then = run.status
-    gate.touch()
-    rest, errors = follower.communicate(timeout=60)
+    with TailCommand(processes, run) as follower:
+        first_line = follower.first_line()
+        run.refresh_from_db()
+        status_then = run.status
+        gate.touch()
+        rest, errors = follower.communicate(timeout=60)
 
     assert first_line == "line 1\n"
     assert status_then == RunStatus.RUNNING  # printed while the run went on (held at the gate), not after it
@@ -146,8 +154,8 @@ def test_runs_tail_prints_each_line_once_as_it_comes_and_exits_with_the_outcome(
     assert follower.returncode == 0, errors
     assert f"Run {run.pk} of counting-tail ended succeeded" in errors
 
-    failed = TailCommand(processes, lifecycle.create_run(doomed))
-    out, errors = failed.communicate(timeout=60)
+    with TailCommand(processes, lifecycle.create_run(doomed)) as failed:
+        out, errors = failed.communicate(timeout=60)
     assert failed.returncode == 1
     assert out.splitlines() == ["partial work"]
     assert "ended failed" in errors and "exit" in errors
