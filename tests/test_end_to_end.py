@@ -4,6 +4,7 @@ import subprocess
 
 from jobs import lifecycle
 from jobs.definitions.jobs import save_job
+from jobs.lifecycle.backoff import backoff_delay
 from jobs.models import Job, JobRun, RunStatus
 
 from .conftest import wait_for
@@ -49,9 +50,13 @@ def test_it_retries_with_growing_gaps_until_the_third_attempt_succeeds(processes
     attempts = list(run.attempts.order_by("number"))
     assert [a.outcome for a in attempts] == ["failed", "failed", "succeeded"]
     assert "failing attempt 1 on purpose" in attempts[0].traceback
-    gap1 = (attempts[1].started_at - attempts[0].finished_at).total_seconds()
-    gap2 = (attempts[2].started_at - attempts[1].finished_at).total_seconds()
-    assert 1 <= gap1 < gap2
+    gaps = [(later.started_at - earlier.finished_at).total_seconds()
+            for earlier, later in zip(attempts, attempts[1:], strict=False)]
+    # Each retry starts no sooner than its backoff, which doubles (1 s, then 2 s); how much later is
+    # the load's (the release tick, the broker, the worker): only that bound is the lifecycle's.
+    backoffs = [backoff_delay(job, number, rand=None).total_seconds() for number in (1, 2)]
+    assert backoffs == [1, 2]
+    assert all(gap >= backoff for gap, backoff in zip(gaps, backoffs, strict=True)), (gaps, backoffs)
 
 
 def test_it_fails_a_run_after_max_retries_plus_one_attempts(processes):

@@ -8,6 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.test import override_settings
 
+from jobs.execution.output import OutputTail
 from jobs.kinds import command as command_kind
 from jobs.kinds import http as http_kind
 from jobs.kinds.base import JobFailed, JobTimedOut, RunContext
@@ -34,6 +35,34 @@ def test_a_10_mb_output_is_capped_to_its_tail_and_counted():
     assert outcome.output.rstrip().endswith("THE-END")
     assert outcome.output.startswith("[")
     assert "earlier bytes of 10000009 not kept" in outcome.output
+
+
+class StillWritten(OutputTail):
+    """A tail its reader thread still writes to while the executor reads it (the reader's join timed
+    out: a process that left the command's group holds the pipe): a chunk lands after each read."""
+
+    def text(self):
+        text = super().text()
+        self.write(b"late\n")
+        return text
+
+    def snapshot(self):
+        taken = super().snapshot()
+        self.write(b"late\n")
+        return taken
+
+
+def test_a_commands_output_and_its_count_are_taken_at_one_moment():
+    succeeding = context(command("echo done"))
+    succeeding.output = StillWritten(1024)
+    outcome = command_kind.execute(succeeding)
+    assert (outcome.output, outcome.output_bytes) == ("done\n", 5)
+
+    failing = context(command("echo half; exit 3"))
+    failing.output = StillWritten(1024)
+    with pytest.raises(JobFailed) as caught:
+        command_kind.execute(failing)
+    assert (caught.value.output, caught.value.output_bytes) == ("half\n", 5)
 
 
 @override_settings(JOBS_KILL_GRACE_SECONDS=0.5)

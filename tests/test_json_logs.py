@@ -15,7 +15,9 @@ from .conftest import wait_for
 
 
 def json_lines(path):
-    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    """The records of a log, up to its last complete line (the process may be writing the next)."""
+    text = path.read_text()
+    lines = [line for line in text[:text.rfind("\n") + 1].splitlines() if line.strip()]
     for line in lines:
         try:
             record = json.loads(line)
@@ -61,9 +63,15 @@ def test_a_worker_and_beat_write_json_lines_and_the_runs_lines_carry_its_id(proc
     wait_for(lambda: every.runs.filter(status=RunStatus.SUCCEEDED).exists(), timeout=40,
              message="a scheduled run to succeed")
 
-    worker_records = json_lines(worker.log_path)
-    about_run = [r for r in worker_records if r.get("run_id") == run.pk]
-    assert about_run, "no line of the worker's carries the run's id"
+    # Celery logs the task's failure after the task recorded it, so the line may come after the
+    # run's end in the database (and after the scheduled run's): wait for it.
+    def failure_logged():
+        records = json_lines(worker.log_path)
+        about_run = [r for r in records if r.get("run_id") == run.pk]
+        return any("failing on purpose" in r["message"] for r in about_run) and (records, about_run)
+
+    worker_records, about_run = wait_for(failure_logged, timeout=30,
+                                         message="the worker's line about the failing run, with its id")
     assert all(r["job"] == "json-fails" and r["attempt"] == 1 for r in about_run if "job" in r)
     assert any("failing on purpose" in r["message"] and r.get("job") == "json-fails" for r in about_run)
     assert not [r for r in worker_records if "run_id" in r and r["run_id"] not in set(

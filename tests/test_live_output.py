@@ -1,11 +1,15 @@
 """A running attempt's output, saved by the worker's heartbeats: the API, the run page and
 ``manage.py runs tail`` show it before the run ends."""
 
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
+from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
@@ -17,7 +21,7 @@ from jobs.access import tokens as api_tokens
 from jobs.definitions.jobs import save_job
 from jobs.execution.output import OutputTail, capture_prints
 from jobs.management.commands.runs import Follower
-from jobs.models import Job, RunStatus
+from jobs.models import Job, JobRun, RunStatus
 from jobs.worker import heartbeats
 
 from .conftest import REPO, wait_for
@@ -83,31 +87,75 @@ def test_a_function_jobs_prints_show_while_it_runs(processes):
     assert final["output"].splitlines() == [f"chatty line {i}" for i in range(1, 13)]
 
 
-def tail_command(processes, run):
-    return subprocess.Popen([sys.executable, "manage.py", "runs", "tail", str(run.pk), "--interval", "0.5"],
-                            cwd=REPO, env=processes.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+class TailCommand:
+    """``manage.py runs tail`` in a process of its own. Its stdout is unbuffered (bufsize=0): ``first_line``
+    reads byte by byte and leaves what follows the line in the pipe for ``communicate``, which reads
+    the pipe, not a buffer. A buffered ``readline`` took lines 2 and 3 into its buffer along with
+    line 1 when the tail printed them in one write, and ``communicate`` never saw them."""
+
+    def __init__(self, processes, run):
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "runs", "tail", str(run.pk), "--interval", "0.5"],
+            cwd=REPO, env=processes.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+
+    def first_line(self):
+        return self.process.stdout.readline().decode()
+
+    def communicate(self, timeout):
+        """(the rest of stdout, stderr) once the tail has ended."""
+        out, errors = self.process.communicate(timeout=timeout)
+        return out.decode(), errors.decode()
+
+    @property
+    def returncode(self):
+        return self.process.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.process.poll() is None:  # the test failed before the tail ended
+            self.process.kill()
+            self.process.communicate()
 
 
-def test_runs_tail_prints_each_line_once_as_it_comes_and_exits_with_the_outcome(processes):
-    job = command_job("counting-tail")
+@pytest.fixture
+def gate():
+    """A file a command waits for (``until [ -e PATH ]``), which the test makes when it has seen what
+    it waited for; in a folder of its own that the command's user (nobody, on a root worker) can search."""
+    folder = Path(tempfile.mkdtemp(prefix="gate-"))
+    folder.chmod(0o755)
+    yield folder / "open"
+    shutil.rmtree(folder)
+
+
+def test_runs_tail_prints_each_line_once_as_it_comes_and_exits_with_the_outcome(processes, gate):
+    # Three lines, then the command waits at the gate, then five more, one every half second.
+    job = command_job("counting-tail", target=f'for i in 1 2 3; do echo "line $i"; done; '
+                                              f'until [ -e {gate} ]; do sleep 0.1; done; '
+                                              'for i in 4 5 6 7 8; do echo "line $i"; sleep 0.5; done')
     doomed = command_job("doomed-tail", target='echo "partial work"; sleep 1; exit 3')
     processes.worker(concurrency=1)
 
     run = lifecycle.create_run(job)
-    follower = tail_command(processes, run)
-    first_line, status_then = follower.stdout.readline(), None
-    run.refresh_from_db()
-    status_then = run.status
-    rest, errors = follower.communicate(timeout=60)
+    # The tail starts when the first three lines are saved: its first look prints them in one write
+    # (as it does whenever it starts late, or a heartbeat saves several lines at once).
+    wait_for(lambda: "line 3\n" in JobRun.objects.get(pk=run.pk).output, message="lines 1-3 saved")
+    with TailCommand(processes, run) as follower:
+        first_line = follower.first_line()
+        run.refresh_from_db()
+        status_then = run.status
+        gate.touch()
+        rest, errors = follower.communicate(timeout=60)
 
     assert first_line == "line 1\n"
-    assert status_then == RunStatus.RUNNING  # printed while the run went on, not after it
+    assert status_then == RunStatus.RUNNING  # printed while the run went on (held at the gate), not after it
     assert (first_line + rest).splitlines() == [f"line {i}" for i in range(1, 9)]
     assert follower.returncode == 0, errors
     assert f"Run {run.pk} of counting-tail ended succeeded" in errors
 
-    failed = tail_command(processes, lifecycle.create_run(doomed))
-    out, errors = failed.communicate(timeout=60)
+    with TailCommand(processes, lifecycle.create_run(doomed)) as failed:
+        out, errors = failed.communicate(timeout=60)
     assert failed.returncode == 1
     assert out.splitlines() == ["partial work"]
     assert "ended failed" in errors and "exit" in errors

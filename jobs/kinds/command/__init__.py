@@ -92,14 +92,16 @@ def execute(context):
     _kill_group(process, signal.SIGKILL)
     returncode = isolation.returncode(process.returncode) if isolated else process.returncode
     reader.join(timeout=2)
-    output = tail.text()
+    # The text and its count at one moment: a reader still draining the pipe (a process that left
+    # the group holds it) may write between two reads, and the count would run ahead of the text.
+    output, written = tail.snapshot()
     if stop_reason == "timeout":
-        raise JobTimedOut(f"Timed out after {job.timeout_seconds} s; process group killed", output, tail.total)
+        raise JobTimedOut(f"Timed out after {job.timeout_seconds} s; process group killed", output, written)
     if stop_reason == "cancelled":
-        raise JobFailed("Stopped: the run was cancelled or taken over", output, tail.total)
+        raise JobFailed("Stopped: the run was cancelled or taken over", output, written)
     if returncode != 0:
-        raise JobFailed(limits.explain_failure(job, returncode, output), output, tail.total)
-    return Outcome(output=output, output_bytes=tail.total)
+        raise JobFailed(limits.explain_failure(job, returncode, output), output, written)
+    return Outcome(output=output, output_bytes=written)
 
 
 def _terminate(process, isolated):
