@@ -196,6 +196,7 @@ class Observer:
             admin.execute("CREATE ROLE observer SUPERUSER LOGIN")
         self.conn = psycopg.connect(servers.pg.url.replace("postgres@", "observer@"), autocommit=True)
         self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
         self.pid, self.userid, self.dbid = self.conn.execute(
             "SELECT pg_backend_pid(), (SELECT oid FROM pg_roles WHERE rolname = current_user), "
             "(SELECT oid FROM pg_database WHERE datname = current_database())").fetchone()
@@ -222,13 +223,20 @@ class Observer:
                     "SELECT queryid, query, calls, total_exec_time, rows FROM pg_stat_statements "
                     "WHERE dbid = %s AND userid <> %s", [self.dbid, self.userid])}
             tables = {row[0]: row[1:] for row in cur.execute(
-                "SELECT relname, n_tup_ins, n_tup_upd, n_tup_del FROM pg_stat_user_tables")}
+                "SELECT relname, n_tup_ins, n_tup_upd, n_tup_del, n_tup_hot_upd FROM pg_stat_user_tables")}
         return {"lsn": lsn, "wal": wal, "database": database, "statements": statements, "tables": tables,
                 "observer_commits": observer_commits, "pg_ticks": self.servers.pg_ticks({self.pid}),
                 "broker_ticks": self.servers.broker_ticks(), "cpu": time.process_time()}
 
     def wal_bytes(self, before, after):
         return self.query("SELECT pg_wal_lsn_diff(%s, %s)", [after["lsn"], before["lsn"]])[0][0]
+
+    def wal_by_kind(self, before, after):
+        """The WAL between two readings by kind of record (Heap/UPDATE, Heap/HOT_UPDATE, Btree/INSERT_LEAF...):
+        [(kind, records, bytes with full-page images)], most bytes first (pg_walinspect)."""
+        return self.query(
+            'SELECT "resource_manager/record_type", count, combined_size FROM pg_get_wal_stats(%s, %s, true) '
+            "WHERE count > 0 ORDER BY 3 DESC", [before["lsn"], after["lsn"]])
 
     def connections(self):
         return self.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
@@ -250,11 +258,11 @@ def difference(observer, before, after, runs):
     statements.sort(key=lambda s: -s[0])
     tables = []
     for name, counts in after["tables"].items():
-        prior = before["tables"].get(name, (0, 0, 0))
+        prior = before["tables"].get(name, (0, 0, 0, 0))
         delta = [a - b for a, b in zip(counts, prior, strict=True)]
         if any(delta):
             tables.append((name, *delta))
-    tables.sort(key=lambda t: -sum(t[1:]))
+    tables.sort(key=lambda t: -sum(t[1:4]))
     return {
         "commits": commits / runs,
         "rollbacks": (after["database"][1] - before["database"][1]) / runs,
@@ -270,6 +278,7 @@ def difference(observer, before, after, runs):
         "broker_ms": (after["broker_ticks"] - before["broker_ticks"]) * CLOCK_TICK_MS / runs,
         "top": statements,
         "tables": tables,
+        "wal_by_kind": observer.wal_by_kind(before, after),
     }
 
 
@@ -414,9 +423,12 @@ def report(args, phases, n):
         for calls, exec_ms, rows, query in phases[name]["top"][:args.top]:
             text = " ".join(query.split())
             say(f"  {calls / n:7.3f}  {exec_ms / calls:7.3f}  {rows / calls:7.2f}  {text[:110]}")
-        say(f"{name}: rows written by table per run (inserted, updated, deleted)")
-        for table, ins, upd, dele in phases[name]["tables"][:6]:
-            say(f"  {table:<36} {ins / n:6.2f} {upd / n:6.2f} {dele / n:6.2f}")
+        say(f"{name}: rows written by table per run (inserted, updated, deleted, of the updates HOT)")
+        for table, ins, upd, dele, hot in phases[name]["tables"][:6]:
+            say(f"  {table:<36} {ins / n:6.2f} {upd / n:6.2f} {dele / n:6.2f} {hot / n:6.2f}")
+        say(f"{name}: WAL by kind of record per run (records, bytes with full-page images)")
+        for kind, records, size in phases[name]["wal_by_kind"][:8]:
+            say(f"  {kind:<36} {records / n:6.2f} {float(size) / n:8,.0f}")
     pg, worker, broker = total["pg_ms"], total["worker_ms"], total["broker_ms"]
     scheduler = total["scheduler_ms"]
     per_core = 1000 / pg

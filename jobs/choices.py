@@ -25,6 +25,13 @@ class OverlapPolicy(models.TextChoices):
     REPLACE = "replace", "Cancel the earlier run, start the new slot"
 
 
+class BundlePolicy(models.TextChoices):
+    """Whether a job's runs may share a message with other short runs (jobs.lifecycle.bundles)."""
+    AUTO = "auto", "When its recent runs are short"
+    SHORT = "short", "Also before it has a history (declared short)"
+    NEVER = "never", "Never: each run its own message"
+
+
 class DstSkipped(models.TextChoices):
     """What a cron slot whose wall-clock time the clocks skip (spring forward) does."""
     SHIFT = "shift", "Run it shifted forward by the gap"
@@ -65,6 +72,21 @@ TIMED_END_STATUSES = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT
 # Where a run ends when it did not succeed.
 UNSUCCESSFUL_END_STATUSES = [RunStatus.FAILED, RunStatus.TIMED_OUT, RunStatus.LOST, RunStatus.SKIPPED,
                              RunStatus.CANCELLED]
+
+
+# What the runs' indexes see of a status (JobRun.phase, a column the database computes from it): the
+# same for queued and running, so a claim changes no indexed column and PostgreSQL updates the row
+# in place (a HOT update: no index written), and nothing for a success, which leaves every partial index
+# on it. Every other status is its own phase.
+LIVE_PHASE = "live"
+LIVE_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
+ACTIVE_PHASES = (RunStatus.PENDING.value, LIVE_PHASE, RunStatus.RETRYING.value)  # run_active_idx
+
+
+def phase_of(status):
+    if status in LIVE_STATUSES:
+        return LIVE_PHASE
+    return None if status == RunStatus.SUCCEEDED else str(status)
 
 
 # The ends that make a job's failure streak longer (auto-pause, jobs.lifecycle.streaks); a success

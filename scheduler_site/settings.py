@@ -260,6 +260,12 @@ JOBS_DISPATCH_BATCH = env_int("JOBS_DISPATCH_BATCH", 2000, 1)
 # dispatched at the slot, as with 0 s.
 JOBS_DISPATCH_AHEAD_SECONDS = env_float("JOBS_DISPATCH_AHEAD_SECONDS", 10.0, 0)
 JOBS_DISPATCH_AHEAD_MIN_JOBS = env_int("JOBS_DISPATCH_AHEAD_MIN_JOBS", 1000, 1)
+# Runs published together (a crowded slot, catch-up, a backfill, released retries) go in bundles of
+# up to this many runs per message, grouped by queue, when their jobs are short: a job's recent p95
+# duration at most JOBS_BUNDLE_SHORT_SECONDS, or its ``bundle`` setting says short before it has a
+# history (docs/guide/bundles.md). 0: every run its own message.
+JOBS_BUNDLE_MAX_RUNS = env_int("JOBS_BUNDLE_MAX_RUNS", 50, 0)
+JOBS_BUNDLE_SHORT_SECONDS = env_float("JOBS_BUNDLE_SHORT_SECONDS", 1.0, 0.01)
 JOBS_MISFIRE_GRACE_SECONDS = env_float("JOBS_MISFIRE_GRACE_SECONDS", 60.0, 0)
 JOBS_LEADER_TTL_SECONDS = env_float("JOBS_LEADER_TTL_SECONDS", 5.0, 1)
 JOBS_LEADER_KEY = env_str("JOBS_LEADER_KEY", "scheduler:leader")

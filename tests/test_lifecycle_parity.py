@@ -146,7 +146,7 @@ def test_the_release_statement_makes_the_orm_releases_change(monkeypatch, django
     assert released_state(by_sql[0].pk)[0] == RunStatus.QUEUED
     assert released_state(by_sql[1].pk)[0] == RunStatus.PENDING
     assert released_state(by_sql[2].pk)[0] == RunStatus.SKIPPED
-    assert [m._replace(run_id=0) for m in by_sql_messages] == [m._replace(run_id=0) for m in sent]
+    assert [m._replace(run_id=0, job_id=0) for m in by_sql_messages] == [m._replace(run_id=0, job_id=0) for m in sent]
     assert [(m.run_id, m.queue, m.priority) for m in by_sql_messages] == [(by_sql[0].pk, "q7", 7)]
 
 

@@ -79,6 +79,21 @@ def test_a_batched_message_is_the_message_celery_sends(broker, kind):
         assert by_batch["headers"]["timelimit"][1] == (30 if kind == "callable" else None)
 
 
+@pytest.mark.brokers("redis", "rabbitmq")
+def test_a_bundle_is_the_message_celery_sends(broker):
+    bundle = publishing.Bundle(((41, 3), (42, 1)), QUEUE, 95.0, None, 7)
+
+    for way, send in ways_to_publish(broker):
+        publishing.send_one(bundle)  # Celery's send_task
+        send([bundle])
+        by_celery, by_batch = received()
+        assert by_batch == by_celery, way
+        assert by_batch["headers"]["id"] == "bundle-41-3-2"
+        assert by_batch["headers"]["task"] == "jobs.execute_bundle"
+        assert by_batch["body"][0] == [[[41, 3], [42, 1]]]
+        assert by_batch["headers"]["timelimit"] == [95.0, None]
+
+
 @pytest.mark.brokers("redis")
 @pytest.mark.parametrize("priority", [0, 5, 9])
 def test_the_fast_path_stores_the_bytes_kombu_stores(broker, priority):

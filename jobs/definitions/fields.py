@@ -39,7 +39,7 @@ FIELDS = (
     ("memory_limit_mb", WHAT), ("cpu_limit_seconds", WHAT), ("max_open_files", WHAT), ("max_processes", WHAT),
     ("working_directory", WHAT),
     ("enabled", WHEN), ("queue", ACCESS), ("priority", ACCESS),
-    ("limit_key", RETRIES),
+    ("limit_key", RETRIES), ("bundle", RETRIES),
     ("max_retries", RETRIES), ("retry_backoff_seconds", RETRIES), ("retry_backoff_max_seconds", RETRIES),
     ("retry_jitter", RETRIES), ("timeout_seconds", RETRIES), ("pause_after_failures", RETRIES),
     ("sla_seconds", ALERTS),

@@ -39,6 +39,8 @@ from kombu import Producer
 from kombu.exceptions import ChannelError, OperationalError
 
 TASK_NAME = "jobs.execute_run"
+# A bundle: many short runs in one message, run one after another (jobs.worker.bundle).
+BUNDLE_TASK_NAME = "jobs.execute_bundle"
 # A job's priority: 0-9, 9 the most urgent (jobs.models.Job.priority).
 MAX_PRIORITY = 9
 DEFAULT_PRIORITY = 5
@@ -58,11 +60,33 @@ class Message(NamedTuple):
     soft_time_limit: float | None
     priority: int = DEFAULT_PRIORITY  # the job's, 0-9, 9 the most urgent
     headers: dict | None = None  # more message headers: the run's trace context (jobs.telemetry.tracing)
+    job_id: int | None = None  # the run's job: whether it may go in a bundle (jobs.lifecycle.bundling)
 
 
-def _body(run_id, attempt):
+class Bundle(NamedTuple):
+    """Attempts of many runs in one message (``BUNDLE_TASK_NAME``), run one after another: the
+    message's time limit is the bundle's; each run keeps its own timeout inside it."""
+
+    runs: tuple  # ((run id, attempt), ...)
+    queue: str
+    time_limit: float
+    soft_time_limit: None = None
+    priority: int = DEFAULT_PRIORITY
+    headers: None = None
+
+
+def _args(message):
+    """(task name, task id, the task's args as JSON) of a message or a bundle."""
+    if isinstance(message, Bundle):
+        (first, attempt), size = message.runs[0], len(message.runs)
+        runs = ", ".join(f"[{run_id}, {number}]" for run_id, number in message.runs)
+        return BUNDLE_TASK_NAME, bundle_task_id(first, attempt, size), f"[[{runs}]]"
+    return TASK_NAME, task_id_for(message.run_id, message.attempt), f"[{message.run_id}, {message.attempt}]"
+
+
+def _body(args):
     """The task's body, JSON: its args, no kwargs, nothing embedded (Celery's protocol 2)."""
-    return f"[[{run_id}, {attempt}], {{}}, {_EMBED_JSON}]"
+    return f"[{args}, {{}}, {_EMBED_JSON}]"
 
 
 def broker_priority(priority, driver_type):
@@ -80,6 +104,15 @@ def task_id_for(run_id, attempt):
     return f"run-{run_id}-{attempt}"
 
 
+def bundle_task_id(first_run_id, attempt, size):
+    """A bundle's task id, named by its first run (the run's attempt row keeps it: "ran in a bundle")."""
+    return f"bundle-{first_run_id}-{attempt}-{size}"
+
+
+def is_bundle_task_id(task_id):
+    return task_id.startswith("bundle-")
+
+
 def ignores_result():
     # The run and attempt rows are the record of what ran; JOBS_TASK_RESULTS brings the
     # django-celery-results row back.
@@ -92,9 +125,9 @@ def send_one(message):
     app = current_app._get_current_object()
     with app.connection_for_write() as connection:
         priority = broker_priority(message.priority, connection.transport.driver_type)
+    name, task_id, args = _args(message)
     app.send_task(
-        TASK_NAME, args=[message.run_id, message.attempt], task_id=task_id_for(message.run_id, message.attempt),
-        queue=message.queue, time_limit=message.time_limit, soft_time_limit=message.soft_time_limit,
+        name, args=json.loads(args), task_id=task_id, queue=message.queue, time_limit=message.time_limit, soft_time_limit=message.soft_time_limit,
         ignore_result=ignores_result(), priority=priority, headers=message.headers,
     )
 
@@ -185,48 +218,46 @@ class Publisher:
                 for message in messages:
                     self._publish(message)
 
-    def _headers(self, message, task_id):
-        return {**self.headers, "id": task_id, "root_id": task_id,
+    def _headers(self, message, task_id, name=TASK_NAME, args=None):
+        return {**self.headers, "task": name, "id": task_id, "root_id": task_id,
                 "timelimit": [message.time_limit, message.soft_time_limit],
-                "argsrepr": f"[{message.run_id}, {message.attempt}]", **(message.headers or {})}
+                "argsrepr": args, **(message.headers or {})}
 
     def _publish(self, message):
-        run_id, attempt = message.run_id, message.attempt
-        task_id = task_id_for(run_id, attempt)
+        name, task_id, args = _args(message)
         declare = None
         if message.queue not in self.declared:
             # The queue as Celery's worker declares it: a quorum queue on RabbitMQ.
             declare = [self.app.amqp.queues[message.queue]]
             self.declared.add(message.queue)
         self.producer.publish(
-            _body(run_id, attempt), exchange="", routing_key=message.queue,
+            _body(args), exchange="", routing_key=message.queue,
             content_type="application/json", content_encoding="utf-8", delivery_mode=2, declare=declare,
-            correlation_id=task_id, reply_to=self.reply_to, headers=self._headers(message, task_id),
+            correlation_id=task_id, reply_to=self.reply_to, headers=self._headers(message, task_id, name, args),
             priority=broker_priority(message.priority, self.driver_type),
         )
 
     def redis_json(self, message):
         """The JSON that kombu's Redis transport stores for this message (the fast path): the
         envelope of its queue, priority and time limits made once, the run's values put in."""
-        key = (message.queue, message.priority, message.time_limit, message.soft_time_limit)
+        name, task_id, args = _args(message)
+        key = (name, message.queue, message.priority, message.time_limit, message.soft_time_limit)
         envelope = self.envelopes.get(key)
         if envelope is None:
-            envelope = self.envelopes[key] = self._redis_envelope(message)
-        task_id = task_id_for(message.run_id, message.attempt)
-        body = _body(message.run_id, message.attempt)
-        text = envelope.format(body=base64.b64encode(body.encode()).decode(), task_id=task_id,
-                               argsrepr=f"[{message.run_id}, {message.attempt}]", tag=uuid.uuid4())
+            envelope = self.envelopes[key] = self._redis_envelope(message, name)
+        text = envelope.format(body=base64.b64encode(_body(args).encode()).decode(), task_id=task_id,
+                               argsrepr=args, tag=uuid.uuid4())
         if message.headers:  # a traced run's message: the template's headers and its own
             fields = json.loads(text)
             fields["headers"].update(message.headers)
             text = json.dumps(fields)
         return text
 
-    def _redis_envelope(self, message):
+    def _redis_envelope(self, message, name):
         """The message's JSON as a str.format template: its braces doubled, a marker for each value
         of the run (ASCII that JSON leaves as it is) replaced by a field."""
         markers = {"body": "@BODY@", "task_id": "@TASKID@", "argsrepr": "@ARGSREPR@", "tag": "@TAG@"}
-        headers = {**self._headers(message, markers["task_id"]), "argsrepr": markers["argsrepr"]}
+        headers = self._headers(message, markers["task_id"], name, markers["argsrepr"])
         text = json.dumps({
             "body": markers["body"],
             "content-encoding": "utf-8",

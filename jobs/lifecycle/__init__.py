@@ -15,6 +15,8 @@ pending ─► queued ─► running ─► succeeded
   and succeed in one transaction with the job's own writes (exactly once, transactional functions);
 - ``streaks``: a job's failures in a row, counted where runs end, and the auto-pause they lead to;
 - ``postgres``: the claim and the success as single statements, the same moves as ``attempts``;
+- ``bundles``: the same moves for the many short runs of one message (a bundle): claimed, beaten and
+  their successes recorded a statement for them all; ``bundling`` says which runs go together;
 - ``limits``: limits shared across jobs, at the claim (a run waits for room; ``runs`` wakes it);
 - ``rollup``: the ends of runs folded into the figures the pages show (counts by hour, recent
   durations);
@@ -38,6 +40,7 @@ from .attempts import (
     restore_claim,
     succeed_in_one_transaction,
 )
+from .bundles import Success, claim_many, hand_back, heartbeat_many, mark_started, started_at, succeed_many
 from .events import ENDED, subscribe
 from .rollup import fold as fold_ends
 from .rollup import recount as recount_ends
@@ -62,7 +65,8 @@ from .runs import (
 )
 
 __all__ = [
-    "DUPLICATES_DROPPED", "ENDED", "OutcomeRefused", "cancel", "claim", "create_run", "create_runs", "fold_ends", "give_up_waiting",
+    "DUPLICATES_DROPPED", "ENDED", "OutcomeRefused", "Success", "cancel", "claim", "claim_many", "hand_back",
+    "heartbeat_many", "mark_started", "started_at", "succeed_many", "create_run", "create_runs", "fold_ends", "give_up_waiting",
     "heartbeat", "recount_ends",
     "lose_if_holder_died", "message_for", "miss_if_past_deadline", "publish_again", "publish_many",
     "publish_on_commit", "queue_due_retries", "record_failure", "record_success", "restore_claim", "release_held", "release_pending", "release_timed",

@@ -24,9 +24,10 @@ from ..execution.publishing import task_id_for
 from ..models import AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
 
 # A run is found by its id, and its status then checked with IS NOT DISTINCT FROM (the same as =,
-# the status is never NULL), which no index on status can serve: with "status = 'queued'" PostgreSQL
-# could read run_active_idx instead, every queued or running run and the dead entries they left,
-# whenever its statistics said there were few (tests/test_worker_path.py reads the plans).
+# the status is never NULL), which no index can serve: PostgreSQL once read every queued or running
+# run through an index on the status instead, whenever its statistics said there were few
+# (tests/test_worker_path.py reads the plans). No index names the status now (models.run), and none
+# the columns the claim sets: the claim is a HOT update, its row rewritten in its page and no index touched.
 
 # The claim returns what running the job needs; the rest stays deferred (loaded if job code asks).
 # Of the run, what says which run and attempt it is, and the slot its idempotency key names: building
@@ -114,7 +115,8 @@ SELECT (SELECT count(*) FROM moved), (SELECT bool_or(wanted) FROM target)
 RELEASE_SQL = f"""
 WITH due AS (
     SELECT r.id FROM {RUN} AS r JOIN {JOB} AS j ON j.id = r.job_id
-    WHERE r.status = %(pending)s AND r.next_attempt_at <= %(now)s AND j.enabled
+    -- (the phase: what run_active_idx holds, in next_attempt_at's order; a pending run's phase is its status)
+    WHERE r.phase = %(pending)s AND r.next_attempt_at <= %(now)s AND j.enabled
     ORDER BY r.next_attempt_at
     LIMIT %(batch)s
     FOR UPDATE OF r SKIP LOCKED
@@ -123,7 +125,7 @@ UPDATE {RUN} AS r
 SET status = %(queued)s, queued_at = %(now)s, next_attempt_at = NULL, reason = ''
 FROM due, {JOB} AS j
 WHERE r.id = due.id AND j.id = r.job_id AND r.status = %(pending)s
-RETURNING r.id, r.attempt, j.queue, j.kind, j.timeout_seconds, j.priority
+RETURNING r.id, r.attempt, j.queue, j.kind, j.timeout_seconds, j.priority, j.id
 """
 
 
@@ -158,7 +160,7 @@ def succeed(run_id, attempt, output, output_bytes, result, wanted_sql):
 def release(now, batch):
     """Queue up to ``batch`` waiting runs of enabled jobs whose start time (``next_attempt_at``) is
     ``now`` or earlier, in one statement and its own commit: [(run id, attempt, job's queue, kind,
-    timeout_seconds, priority)]."""
+    timeout_seconds, priority, job id)]."""
     params = {"pending": RunStatus.PENDING, "queued": RunStatus.QUEUED, "now": now, "batch": batch}
     # Not prepared: run a few times a minute, and planned for the batch and the rows there are.
     return _execute(RELEASE_SQL, params, all_rows=True, prepare=False)

@@ -22,7 +22,7 @@ from ..execution import publishing
 from ..models import ACTIVE_STATUSES, AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
 from ..telemetry import tracing
 from ..timing import clock
-from . import events, limits, postgres
+from . import bundling, events, limits, postgres
 from .moves import move_locked, transition
 
 logger = logging.getLogger(__name__)
@@ -42,12 +42,13 @@ def _time_limits(timeout_seconds, kind):
 
 
 def message_for(run_id, attempt, job):
-    return _message(run_id, attempt, job.queue, job.kind, job.timeout_seconds, job.priority)
+    return _message(run_id, attempt, job.queue, job.kind, job.timeout_seconds, job.priority, job.pk)
 
 
-def _message(run_id, attempt, queue, kind, timeout_seconds, priority):
+def _message(run_id, attempt, queue, kind, timeout_seconds, priority, job_id=None):
     hard, soft = _time_limits(timeout_seconds, kind)
-    return publishing.Message(run_id, attempt, queue or settings.JOBS_DEFAULT_QUEUE, hard, soft, priority)
+    return publishing.Message(run_id, attempt, queue or settings.JOBS_DEFAULT_QUEUE, hard, soft, priority,
+                              job_id=job_id)
 
 
 def publish_many(items):
@@ -56,9 +57,10 @@ def publish_many(items):
 
 
 def _publish_traced(messages):
-    """``publishing.publish``, each message in its run's trace when traces are on."""
+    """``publishing.publish``, each message in its run's trace when traces are on; otherwise the
+    runs of short jobs in bundles (``bundling``)."""
     if not tracing.enabled():
-        publishing.publish(messages)
+        publishing.publish(bundling.grouped(messages, [message.job_id for message in messages]))
         return
     stored = dict(JobRun.objects.filter(pk__in=[m.run_id for m in messages]).values_list("pk", "traceparent"))
     messages, spans = tracing.publishing(messages, stored)
@@ -295,7 +297,7 @@ def _release_by_orm(now, batch):
                     .select_for_update(skip_locked=True, of=("self",))[:batch])
         going = move_locked(runs, RunStatus.QUEUED, frm=[RunStatus.PENDING], queued_at=now,
                                    next_attempt_at=None, reason="")
-    return [(run.pk, run.attempt, run.job.queue, run.job.kind, run.job.timeout_seconds, run.job.priority)
+    return [(run.pk, run.attempt, run.job.queue, run.job.kind, run.job.timeout_seconds, run.job.priority, run.job_id)
             for run in going]
 
 

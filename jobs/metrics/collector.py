@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
+from ..choices import ACTIVE_PHASES
 from ..coordination import leases
 from ..execution import publishing
 from ..lifecycle import DUPLICATES_DROPPED
@@ -134,7 +135,7 @@ def run_counters(cursor, now, lookback):
     rows = _rows(cursor, """
         WITH capped AS (
             SELECT DISTINCT job_id FROM jobs_jobrun WHERE status = ANY(%s) AND created_at >= %s
-            UNION SELECT DISTINCT job_id FROM jobs_jobrun WHERE status = ANY(%s)
+            UNION SELECT DISTINCT job_id FROM jobs_jobrun WHERE status = ANY(%s) AND phase = ANY(%s)
         )
         SELECT j.name, r.status, COUNT(*),
                COUNT(*) FILTER (WHERE j.sla_seconds IS NOT NULL AND r.started_at IS NOT NULL
@@ -142,7 +143,7 @@ def run_counters(cursor, now, lookback):
                    AND COALESCE(r.finished_at, %s) - r.started_at > make_interval(secs => j.sla_seconds))
         FROM capped JOIN jobs_jobrun r ON r.job_id = capped.job_id JOIN jobs_job j ON j.id = r.job_id
         GROUP BY j.name, r.status ORDER BY j.name, r.status
-    """, [ALL_STATUSES, lookback, ACTIVE, now])
+    """, [ALL_STATUSES, lookback, ACTIVE, list(ACTIVE_PHASES), now])
     overruns_by_job = {}
     for name, status, count, overrun in rows:
         if status in TERMINAL_STATUSES:
@@ -158,8 +159,9 @@ def run_counters(cursor, now, lookback):
 def runs_by_status(cursor):
     gauge = GaugeMetricFamily("jobs_runs", "Runs not finished yet, by status (running = running now).",
                               labels=["status"])
-    counts = dict(_rows(cursor, f"SELECT status, COUNT(*) FROM jobs_jobrun WHERE status IN "
-                                f"({', '.join(['%s'] * len(ACTIVE))}) GROUP BY status", list(ACTIVE)))
+    # (phase: what run_active_idx holds, the unfinished runs; models.run says why not the status)
+    counts = dict(_rows(cursor, f"SELECT status, COUNT(*) FROM jobs_jobrun WHERE phase IN "
+                                f"({', '.join(['%s'] * len(ACTIVE_PHASES))}) GROUP BY status", list(ACTIVE_PHASES)))
     for status in ACTIVE:
         gauge.add_metric([status], counts.get(status, 0))
     return gauge

@@ -13,6 +13,7 @@ from ..choices import (
     TIMED_END_STATUSES,
     UNSUCCESSFUL_END_STATUSES,
     AttemptOutcome,
+    BundlePolicy,
     CatchupPolicy,
     DstRepeated,
     DstSkipped,
@@ -32,7 +33,7 @@ from .run import JobRun, StatusOf, idempotency_key
 
 __all__ = [
     "ACTIVE_STATUSES", "ENDED_STATUSES", "FAILURE_END_STATUSES", "TERMINAL_STATUSES", "TIMED_END_STATUSES", "UNSUCCESSFUL_END_STATUSES",
-    "AttemptOutcome", "Calendar", "CatchupPolicy", "CountField", "DeliveryCounter", "DstRepeated", "DstSkipped", "EndCounts", "HourCounts", "Job",
+    "AttemptOutcome", "BundlePolicy", "Calendar", "CatchupPolicy", "CountField", "DeliveryCounter", "DstRepeated", "DstSkipped", "EndCounts", "HourCounts", "Job",
     "JobAttempt", "JobDayCounts", "JobHourCounts", "JobRun", "Lease", "Limit", "OverlapPolicy", "RecentRuns", "RunEnd",
     "RunStatus", "RunTrigger", "ScheduleType", "SchedulerOutage", "StatusOf", "idempotency_key",
 ]

@@ -4,7 +4,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from ..choices import AttemptOutcome
+from ..choices import AttemptOutcome, RunStatus
 from .run import JobRun
 
 
@@ -29,11 +29,20 @@ class JobAttempt(models.Model):
             models.CheckConstraint(condition=Q(outcome__in=AttemptOutcome.values), name="attempt_outcome_valid"),
         ]
         indexes = [
-            # The overview's recent workers: JobAttempt.objects.filter(Q(started_at__gte=since) |
-            # Q(heartbeat_at__gte=since)), a BitmapOr of these two instead of a Seq Scan (bench/pages.py).
+            # The overview's recent workers (seen_since). No index on heartbeat_at: a heartbeat would
+            # then write every index of the table, each few seconds of each running attempt.
             models.Index(fields=["started_at"], name="attempt_started_idx"),
-            models.Index(fields=["heartbeat_at"], name="attempt_heartbeat_idx"),
         ]
 
     def __str__(self):
         return f"attempt {self.number} of run {self.run_id}"
+
+    @classmethod
+    def seen_since(cls, since, *fields):
+        """``fields`` of the attempts a worker started since ``since`` or runs now (its heartbeats
+        keep it alive), without repeats: the workers seen lately."""
+        started = cls.objects.filter(started_at__gte=since)
+        running = cls.objects.filter(outcome=AttemptOutcome.RUNNING,
+                                     run__in=JobRun.objects.filter(status=RunStatus.RUNNING).values("pk"))
+        return {row for attempts in (started, running)
+                for row in attempts.exclude(worker="").order_by().values_list(*fields).distinct()}

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
 
 from .. import kinds, parameters
-from ..choices import CatchupPolicy, DstRepeated, DstSkipped, OverlapPolicy, RunTrigger, ScheduleType
+from ..choices import BundlePolicy, CatchupPolicy, DstRepeated, DstSkipped, OverlapPolicy, RunTrigger, ScheduleType
 from ..execution.publishing import DEFAULT_PRIORITY, MAX_PRIORITY
 from ..timing import calendars as day_math
 from ..timing import schedules
@@ -187,6 +187,14 @@ class Job(models.Model):
     priority = models.PositiveSmallIntegerField(
         default=DEFAULT_PRIORITY, validators=[MaxValueValidator(MAX_PRIORITY)],
         help_text="0-9, 9 the most urgent: of the runs waiting in a queue, a worker takes the most urgent first.",
+    )
+    # Whether its runs may share a message with other short runs when many are due together
+    # (jobs.lifecycle.bundles, docs/guide/bundles.md).
+    bundle = models.CharField(
+        max_length=8, choices=BundlePolicy.choices, default=BundlePolicy.AUTO, db_default=BundlePolicy.AUTO,
+        help_text="When many runs are due together, short ones share a message (a bundle): auto when the job's "
+                  "recent runs are short (JOBS_BUNDLE_SHORT_SECONDS), short to bundle it before it has a history, "
+                  "never to keep each run its own message.",
     )
     limit_key = models.CharField(
         verbose_name="limit", max_length=KEY_MAX_LENGTH, blank=True, default="",

@@ -4,11 +4,21 @@ from datetime import UTC
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
-from django.db.models.lookups import In
+from django.db.models import Case, F, Q, Value, When
+from django.db.models.expressions import Col
+from django.db.models.lookups import Exact, In
 from django.utils import timezone
 
-from ..choices import TERMINAL_STATUSES, UNSUCCESSFUL_END_STATUSES, RunStatus, RunTrigger
+from ..choices import (
+    ACTIVE_PHASES,
+    LIVE_PHASE,
+    LIVE_STATUSES,
+    TERMINAL_STATUSES,
+    UNSUCCESSFUL_END_STATUSES,
+    RunStatus,
+    RunTrigger,
+    phase_of,
+)
 from ..execution.publishing import task_id_for
 from .job import Job
 
@@ -21,11 +31,20 @@ def idempotency_key(job_id, slot):
 
 
 class JobRun(models.Model):
-    # Every index is written again by every status change (status is indexed, so no update of a run
-    # is HOT): job_id is served by run_one_per_slot (job, scheduled_for), triggered_by by a partial
-    # index that scheduled runs stay out of.
+    # No index names the status, nor any column the claim or a heartbeat changes: PostgreSQL updates
+    # such a row in place (a HOT update) and writes no index entry. The indexes that find runs by
+    # status read ``phase`` instead, which a claim leaves as it is (below). job_id is served by
+    # run_one_per_slot (job, scheduled_for), triggered_by by a partial index that scheduled runs stay out of.
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs", db_index=False)
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING)
+    # The status as the indexes see it (choices.phase_of), kept by the database: "live" for queued and
+    # running alike, nothing for succeeded. Queries name the status as ever; its lookups (below) add
+    # the phase for the indexes.
+    phase = models.GeneratedField(
+        expression=Case(When(In(F("status"), [str(s) for s in LIVE_STATUSES]), then=Value(LIVE_PHASE)),
+                        When(Exact(F("status"), RunStatus.SUCCEEDED.value), then=Value(None)),
+                        default=F("status"), output_field=models.CharField(max_length=16, null=True)),
+        output_field=models.CharField(max_length=16, null=True), db_persist=True)
     trigger = models.CharField(max_length=16, choices=RunTrigger.choices, default=RunTrigger.SCHEDULE)
     scheduled_for = models.DateTimeField()
     # A workflow step run again by a re-run of its workflow run has a slot of its own (one run per
@@ -81,11 +100,10 @@ class JobRun(models.Model):
             models.Index(fields=["job", "-created_at"], name="run_job_recent_idx"),
             # Run history filtered by a status a run ends in other than success, newest first:
             # JobRun.objects.filter(status=...) on the runs page and the overview's failures. Only those
-            # runs are in it (as in the next but one): every status change writes a run's entry in each
-            # index anew, and the claim and the success are most of them (bench/throughput.py).
+            # runs are in it (as in the next but one): a success, most ends, writes no entry in it.
             # Succeeded runs are most of the table, found soon enough through run_recent_idx.
-            models.Index(fields=["status", "-created_at"], name="run_unsuccessful_idx",
-                         condition=Q(status__in=UNSUCCESSFUL_END_STATUSES)),
+            models.Index(fields=["phase", "-created_at"], name="run_unsuccessful_idx",
+                         condition=Q(phase__in=UNSUCCESSFUL_END_STATUSES)),
             # Every run, newest first, in the model's ordering: the runs page and the overview's
             # latest failures (JobRun.objects.order_by("-created_at", "-id")[:50]), which otherwise
             # sort the whole table (bench/pages.py).
@@ -95,18 +113,20 @@ class JobRun(models.Model):
             # job page. With the id in it, a status's runs come in order and, for a set of statuses,
             # from the index alone (an index-only scan); without it each job's runs of the status were
             # read from the table and sorted (bench/pages.py: 193-521 ms at 10,000,000 runs, 2-19 ms with it).
-            models.Index(fields=["job", "status", "-created_at", "-id"], name="run_job_unsuccessful_idx",
-                         condition=Q(status__in=UNSUCCESSFUL_END_STATUSES)),
+            models.Index(fields=["job", "phase", "-created_at", "-id"], name="run_job_unsuccessful_idx",
+                         condition=Q(phase__in=UNSUCCESSFUL_END_STATUSES)),
             # The runs waiting for room under a limit, woken in order (jobs.lifecycle.limits): few.
             models.Index(fields=["job"], name="run_waiting_idx", condition=Q(waiting_since__isnull=False)),
             # Deleting a user sets triggered_by to NULL on their runs; only manual runs have one.
             models.Index(fields=["triggered_by"], name="run_triggered_by_idx", condition=Q(triggered_by__isnull=False)),
             # The monitor and the retry dispatcher only look at unfinished runs:
-            # JobRun.objects.filter(status__in=ACTIVE_STATUSES, ...).
+            # JobRun.objects.filter(status__in=ACTIVE_STATUSES, ...). Queued and running runs share one
+            # phase: the running ones are read among the queued (a burst's backlog), the price of a
+            # claim that writes no index.
             models.Index(
-                fields=["status", "next_attempt_at"],
+                fields=["phase", "next_attempt_at"],
                 name="run_active_idx",
-                condition=Q(status__in=["pending", "queued", "running", "retrying"]),
+                condition=Q(phase__in=ACTIVE_PHASES),
             ),
         ]
 
@@ -132,13 +152,49 @@ class JobRun(models.Model):
         return task_id_for(self.pk, self.attempt)
 
 
+class ThroughPhase:
+    """``status=...`` and ``status__in=[...]`` that the indexes on ``phase`` serve: the statuses'
+    phases added to the condition (``status = 'running' AND phase = 'live'``), or in its place where a
+    phase is its status (``phase IN ('failed', 'lost')``, which an index-only scan answers). With a
+    success among the statuses (no phase), or a value that is not a plain status, the plain lookup."""
+
+    def as_sql(self, compiler, connection):
+        values = self.statuses()
+        if not values or not isinstance(self.lhs, Col) or any(phase_of(v) is None for v in values):
+            return super().as_sql(compiler, connection)
+        phases = sorted({phase_of(v) for v in values})
+        phase_sql, phase_params = compiler.compile(
+            In(Col(self.lhs.alias, self.lhs.target.model._meta.get_field("phase")), phases))
+        if all(phase_of(v) == v for v in values):
+            return phase_sql, phase_params
+        sql, params = super().as_sql(compiler, connection)
+        return f"({sql} AND {phase_sql})", (*params, *phase_params)
+
+    def statuses(self):
+        """The statuses the lookup names, or None (an expression, a subquery)."""
+        if hasattr(self.rhs, "resolve_expression"):
+            return None
+        values = [self.rhs] if self.lookup_name == "exact" else list(self.rhs)
+        return values if all(v in RunStatus.values for v in values) else None
+
+
+@JobRun._meta.get_field("status").register_lookup
+class StatusIs(ThroughPhase, Exact):
+    pass
+
+
+@JobRun._meta.get_field("status").register_lookup
+class StatusIn(ThroughPhase, In):
+    pass
+
+
 @JobRun._meta.get_field("status").register_lookup
 class StatusOf(In):
-    """``status__of=[...]``: the runs ``status__in`` finds, in a form no index on status can serve
-    (nor run_active_idx, whose condition it does not imply): a run looked up by its id and status
-    is then read by its id, whatever the statistics say of how many runs are in that status. With
-    ``status__in`` PostgreSQL read every running run through run_active_idx when its statistics
-    said few were running (tests/test_worker_path.py reads the plans)."""
+    """``status__of=[...]``: the runs ``status__in`` finds, in a form no index serves (without the
+    phase that ``status__in`` adds): a run looked up by its id and status is then read by its id,
+    whatever the statistics say of how many runs are in that status. With ``status__in`` PostgreSQL
+    read every running run through run_active_idx when its statistics said few were running
+    (tests/test_worker_path.py reads the plans)."""
 
     lookup_name = "of"
 

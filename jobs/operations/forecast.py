@@ -219,11 +219,9 @@ def mean_durations(jobs, groups, now):
 
 
 def worker_slots_seen(now):
-    """The worker processes that started or heartbeat an attempt in the last WORKERS_SEEN_MINUTES:
+    """The worker processes that started an attempt in the last WORKERS_SEEN_MINUTES or run one now:
     (host, pid) pairs of the attempts (the overview's recent workers, counted by process)."""
-    since = now - timedelta(minutes=WORKERS_SEEN_MINUTES)
-    return (JobAttempt.objects.filter(Q(started_at__gte=since) | Q(heartbeat_at__gte=since)).exclude(worker="")
-            .values_list("worker", "pid").distinct().count())
+    return len(JobAttempt.seen_since(now - timedelta(minutes=WORKERS_SEEN_MINUTES), "worker", "pid"))
 
 
 def forecast(jobs, now, hours=24, peaks=PEAKS, listed=JOBS_LISTED, workers_seen=None):

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import DurationField, ExpressionWrapper, F, Q, Value
+from django.db.models import DurationField, ExpressionWrapper, F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -90,10 +90,7 @@ def scheduler_health(now, lease):
 
 def recent_workers(now, minutes=10):
     since = now - timedelta(minutes=minutes)
-    return list(
-        JobAttempt.objects.filter(Q(started_at__gte=since) | Q(heartbeat_at__gte=since))
-        .exclude(worker="").values_list("worker", flat=True).distinct().order_by("worker")
-    )
+    return sorted(worker for (worker,) in JobAttempt.seen_since(since, "worker"))
 
 
 def overview(user_runs, user_jobs, now=None, sees_all=False):

@@ -6,6 +6,10 @@ heartbeat of each attempt held, so an attempt is beaten at most that long after 
 writes the first heartbeat). When a beat finds the run no longer this attempt's (cancelled, or
 declared lost by the monitor) it sets the attempt's ``stopped`` event so the executor can stop.
 
+The runs a bundle claimed (jobs.worker.bundle) are held *quietly* while they wait their turn, and
+again once done until their success is recorded: all of them beaten in one statement
+(``lifecycle.heartbeat_many``), with no output to save.
+
 The same beat saves the tail of what the attempt printed since the last one (the run page, the API
 and ``manage.py runs tail`` show it while the run goes on): one write per heartbeat at most, and
 none for an attempt that printed nothing new, so a quiet or short run costs nothing more.
@@ -49,6 +53,7 @@ class _Held:
         self.saved_bytes = 0  # output.total when its tail was last saved
         self.fenced = ""  # why the worker stopped the attempt itself, when it did
         self.done = False  # the attempt's task has left its block
+        self.quiet = False  # a bundle's run not running now: beaten with the others, in one statement
 
 
 def hold(run_id, attempt, output=None):
@@ -71,6 +76,30 @@ def _hold(run_id, attempt, output, worker=None):
 def release(run_id, attempt):
     with _lock:
         _held.pop((run_id, attempt), None)
+
+
+def hold_quiet(runs):
+    """Beat for these claimed runs ((run id, attempt) pairs) of a bundle that are not running now
+    (waiting their turn, or done with their success not yet recorded); {pair: entry}, each entry's
+    ``stopped`` set when its run is no longer the attempt's (cancelled, declared lost) or fenced."""
+    global _last_beat
+    entries = {}
+    with _lock:
+        if not _held:
+            _last_beat = time.monotonic()
+        for key in runs:
+            entry = entries[key] = _Held(None)
+            entry.quiet = entry.done = True  # nothing of it runs: nothing for a fence to wait for
+            _held[key] = entry
+        _ensure_thread()
+    return entries
+
+
+def release_quiet(key, entry):
+    """Stop beating for a quiet run, unless it has started (and holds an entry of its own) meanwhile."""
+    with _lock:
+        if _held.get(key) is entry:
+            del _held[key]
 
 
 @contextlib.contextmanager
@@ -111,11 +140,21 @@ def _beat_forever():
         close_old_connections()
         beaten = True
         for (run_id, attempt), one in held:
+            if one.quiet:
+                continue
             try:
                 _beat(run_id, attempt, one)
             except Exception:
                 beaten = False
                 logger.warning("heartbeat of run %s failed; retrying", run_id, exc_info=True)
+                close_old_connections()
+        quiet = [(key, one) for key, one in held if one.quiet]
+        if quiet:
+            try:
+                _beat_quiet(quiet)
+            except Exception:
+                beaten = False
+                logger.warning("heartbeat of %s runs of a bundle failed; retrying", len(quiet), exc_info=True)
                 close_old_connections()
         if beaten:
             _last_beat = time.monotonic()
@@ -177,6 +216,14 @@ def fence(held, reason):
         time.sleep(0.1)
     logger.error("an attempt did not stop within the kill grace after fencing; ending this process")
     os._exit(70)
+
+
+def _beat_quiet(quiet):
+    alive = lifecycle.heartbeat_many([key for key, _ in quiet])
+    for key, entry in quiet:
+        if key not in alive:
+            entry.stopped.set()
+            release_quiet(key, entry)
 
 
 def _beat(run_id, attempt, entry):

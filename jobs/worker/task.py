@@ -1,5 +1,6 @@
 """The worker's task: run one attempt of one run (``jobs.execute_run``)."""
 
+import contextlib
 import logging
 import os
 import time
@@ -22,6 +23,7 @@ logger = logging.getLogger(__name__)
 # A run shorter than this records its outcome on the connection it claimed with (checked by the
 # task_prerun handler moments ago); a longer one re-checks the connection first.
 RECHECK_CONNECTION_AFTER_SECONDS = 1.0
+NO_LIMIT = contextlib.nullcontext()
 
 
 # ignore_result: the run and attempt rows are the record of what ran (status, result, error,
@@ -40,6 +42,14 @@ def _execute_run(worker, run_id, attempt):
     if run is None:
         logger.info("run %s attempt %s is already claimed or finished; dropping this delivery", run_id, attempt)
         return {"run_id": run_id, "attempt": attempt, "duplicate": True}
+    return run_claimed(worker, run, run_id, attempt)
+
+
+def run_claimed(worker, run, run_id, attempt, succeed=None, time_limit=None, before_failure=None):
+    """Run a claimed attempt and record how it ended. A bundle (jobs.worker.bundle) gives
+    ``succeed`` (keeps the success to record with others'), ``time_limit`` (the attempt's soft time
+    limit, as a context manager around its execution: the message's is the bundle's) and
+    ``before_failure`` (writes when the run started, before its failure is recorded)."""
     logs.name_job(run.job.name)
     attributes = tracing.run_attributes(run_id, attempt, job=run.job, slot=run.scheduled_for)
     tracing.annotate(attributes)
@@ -56,11 +66,11 @@ def _execute_run(worker, run_id, attempt):
                 raise LookupError(f"the job kind {run.job.kind!r} is not registered on this worker (JOBS_KINDS)")
             if spec.transactional(run.job):
                 # Its writes and its success commit together (exactly once), or not at all.
-                with tracing.step("execute", attributes):
+                with tracing.step("execute", attributes), time_limit or NO_LIMIT:
                     outcome = lifecycle.succeed_in_one_transaction(run_id, attempt, lambda: spec.execute(context))
                 result = stored.result(outcome.result)
                 return {"run_id": run_id, "attempt": attempt, "result": result}
-            with tracing.step("execute", attributes):
+            with tracing.step("execute", attributes), time_limit or NO_LIMIT:
                 outcome = spec.execute(context)
     except lifecycle.OutcomeRefused:
         logger.warning("run %s attempt %s: outcome refused, the run is no longer this attempt's (declared lost "
@@ -68,6 +78,8 @@ def _execute_run(worker, run_id, attempt):
         return {"run_id": run_id, "attempt": attempt, "refused": True}
     except JobFailed as exc:
         close_old_connections()
+        if before_failure is not None:
+            before_failure()
         if beat.fenced:  # the worker stopped it itself, cut off: the infrastructure's loss, not the job's
             record_outcome(lifecycle.record_failure, run_id, attempt, f"Lost: {beat.fenced}", lost=True,
                            output=exc.output, output_bytes=exc.output_bytes, worker=worker)
@@ -78,6 +90,8 @@ def _execute_run(worker, run_id, attempt):
         raise
     except BaseException as exc:
         close_old_connections()
+        if before_failure is not None:
+            before_failure()
         output, written = tail.snapshot()
         record_outcome(lifecycle.record_failure, run_id, attempt, f"{type(exc).__name__}: {exc}",
                        traceback=tb.format_exc(), output=output, output_bytes=written, worker=worker)
@@ -87,6 +101,9 @@ def _execute_run(worker, run_id, attempt):
         # so a database restart meanwhile does not lose the outcome.
         close_old_connections()
     result = stored.result(outcome.result)  # also what a django-celery-results row keeps (JOBS_TASK_RESULTS)
+    if succeed is not None:
+        succeed(run_id, attempt, outcome.output, outcome.output_bytes, result)
+        return {"run_id": run_id, "attempt": attempt, "result": result}
     record_outcome(lifecycle.record_success, run_id, attempt, outcome.output, outcome.output_bytes, result,
                    worker=worker)
     return {"run_id": run_id, "attempt": attempt, "result": result}
