@@ -97,6 +97,7 @@ class Observer:
             admin.execute("CREATE ROLE observer SUPERUSER LOGIN")
         self.conn = psycopg.connect(servers.pg.url.replace("postgres@", "observer@"), autocommit=True)
         self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
         self.pid, self.userid, self.dbid = self.conn.execute(
             "SELECT pg_backend_pid(), (SELECT oid FROM pg_roles WHERE rolname = current_user), "
             "(SELECT oid FROM pg_database WHERE datname = current_database())").fetchone()
@@ -137,6 +138,12 @@ class Observer:
     def wal_between(self, before, after):
         return float(self.query("SELECT pg_wal_lsn_diff(%s, %s)", [after["lsn"], before["lsn"]])[0][0])
 
+    def wal_kinds(self, before, after):
+        """[(resource manager/record type, records, bytes)] written between two readings, largest first."""
+        return self.query(
+            "SELECT \"resource_manager/record_type\", count, combined_size FROM pg_get_wal_stats(%s, %s, true) "
+            "WHERE count > 0 ORDER BY combined_size DESC", [before["lsn"], after["lsn"]])
+
 
 def database_figures(observer, before, after, runs):
     """Per run: WAL bytes, records, full-page images, flushes and their time, commits; the statements
@@ -155,6 +162,7 @@ def database_figures(observer, before, after, runs):
         "commits": (after["commits"] - before["commits"]) / runs,
         "statement_ms": sum(s[1] for s in statements) / runs,
         "statements": statements,
+        "wal_kinds": [(kind, count / runs, size / runs) for kind, count, size in observer.wal_kinds(before, after)],
     }
 
 
