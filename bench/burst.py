@@ -37,7 +37,6 @@ import math
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -89,61 +88,6 @@ from jobs.models.leases import Lease  # noqa: E402
 UNFINISHED = [RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.RETRYING]
 
 
-class Processes:
-    """Celery processes started here, each in a session of its own, ended by their process group."""
-
-    def __init__(self):
-        self.procs, self.logs = {}, {}
-
-    def start(self, name, argv, env):
-        log = f"/tmp/bench-burst-{name}-{argv[4].replace('.', '-')}-{os.getpid()}.log"
-        with open(log, "wb") as out:
-            self.procs[name] = subprocess.Popen(argv, cwd=REPO, env=env, start_new_session=True, stdout=out,
-                                                stderr=subprocess.STDOUT)
-        self.logs[name] = log
-
-    def check(self):
-        for name, proc in self.procs.items():
-            if proc.poll() is not None:
-                raise SystemExit(f"{name} exited; see {self.logs[name]}")
-
-    def pids(self):
-        return {name: proc.pid for name, proc in self.procs.items()}
-
-    def errors(self):
-        return sum(open(log, errors="replace").read().count("ERROR") for log in self.logs.values())
-
-    def stop(self):
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs.values():
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-
-def celery(app, *args):
-    return [sys.executable, "-m", "celery", "-A", app, *args, "-l", "WARNING"]
-
-
-def worker_argv(app, queue):
-    return celery(app, "worker", "-c", "2", "-P", "prefork", "-Q", queue, "-n", f"burst-{queue}@%h",
-                  "--without-gossip", "--without-mingle")
-
-
-def wait_until(predicate, timeout, what, processes=None, step=0.05):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if processes:
-            processes.check()
-        if time.monotonic() > deadline:
-            raise SystemExit(f"timed out waiting for {what}")
-        time.sleep(step)
-
-
 def reset():
     """Every table of the jobs, notifications and results emptied (runs, their ends and counts,
     the leader's lease), the queues dropped."""
@@ -176,14 +120,14 @@ def measure_ours(observer, n, kind, bundles):
     env = dict(os.environ, PYTHONPATH=str(REPO), **SERVICE_ENV)
     if not bundles:
         env["JOBS_BUNDLE_MAX_RUNS"] = "0"
-    processes = Processes()
+    processes = burstmeter.Processes(REPO)
     try:
-        processes.start("worker", worker_argv("scheduler_site", QUEUE), env)
-        processes.start("beat", celery("scheduler_site", "beat", "-s", f"/tmp/bench-burst-beat-{os.getpid()}"), env)
+        processes.start("worker", burstmeter.worker_argv("scheduler_site", QUEUE), env)
+        processes.start("beat", burstmeter.celery("scheduler_site", "beat", "-s", f"/tmp/bench-burst-beat-{os.getpid()}"), env)
         warm = lifecycle.create_run(warm_job)
-        wait_until(lambda: JobRun.objects.filter(pk=warm.pk, status=RunStatus.SUCCEEDED).exists(), 90,
+        burstmeter.wait_until(lambda: JobRun.objects.filter(pk=warm.pk, status=RunStatus.SUCCEEDED).exists(), 90,
                    "the worker's first run", processes)
-        wait_until(lambda: Lease.objects.filter(last_tick_at__isnull=False).exists(), 60, "beat leading", processes)
+        burstmeter.wait_until(lambda: Lease.objects.filter(last_tick_at__isnull=False).exists(), 60, "beat leading", processes)
         ahead = settings.JOBS_DISPATCH_AHEAD_SECONDS
         slot = datetime.fromtimestamp(math.ceil(time.time() + ahead + 8 + n / 5000), UTC)
         with connection.cursor() as cursor:
@@ -197,7 +141,7 @@ def measure_ours(observer, n, kind, bundles):
         cpu_before = observer.cpu(processes.pids())
         released = watch_burst(observer, n, slot, processes)
         # The leader folds the ends into the pages' figures on its next tick: part of a run's cost.
-        wait_until(lambda: not observer.query("SELECT EXISTS (SELECT 1 FROM jobs_runend)")[0][0], 60,
+        burstmeter.wait_until(lambda: not observer.query("SELECT EXISTS (SELECT 1 FROM jobs_runend)")[0][0], 60,
                    "the fold of the ends", processes, step=0.1)
         cpu_after = observer.cpu(processes.pids())
         db_after = observer.database()
@@ -251,15 +195,15 @@ def measure_raw(observer, n, kind, chunk_size):
     benchenv.drop_queues(settings.CELERY_BROKER_URL, [RAW_QUEUE])
     app = rawcelery.make_app(settings.CELERY_BROKER_URL)
     task = app.tasks["bench.noop" if kind == "function" else "bench.true"]
-    processes = Processes()
+    processes = burstmeter.Processes(REPO)
     backlog = benchenv.Backlog(RAW_QUEUE)
     try:
-        processes.start("worker", worker_argv("bench.rawcelery", RAW_QUEUE), dict(os.environ, PYTHONPATH=str(REPO)))
+        processes.start("worker", burstmeter.worker_argv("bench.rawcelery", RAW_QUEUE), dict(os.environ, PYTHONPATH=str(REPO)))
         with app.connection_for_write() as conn:
             app.amqp.queues[RAW_QUEUE].bind(conn.default_channel).declare()
         task.apply_async(args=[0, 1], queue=RAW_QUEUE)
         time.sleep(0.2)
-        wait_until(lambda: backlog.left() == 0, 90, "the raw worker's first task", processes)
+        burstmeter.wait_until(lambda: backlog.left() == 0, 90, "the raw worker's first task", processes)
         time.sleep(1)
         cpu_before, here_before = observer.cpu(processes.pids()), time.process_time()
         start = time.time()
@@ -272,7 +216,7 @@ def measure_raw(observer, n, kind, chunk_size):
         published = time.time() - start
         here = time.process_time() - here_before
         drained_twice = []
-        wait_until(lambda: drained_twice.append(backlog.left() == 0) or drained_twice[-2:] == [True, True],
+        burstmeter.wait_until(lambda: drained_twice.append(backlog.left() == 0) or drained_twice[-2:] == [True, True],
                    max(600, n / 50), "raw Celery's drain", processes)
         end = time.time()
         cpu_after = observer.cpu(processes.pids())

@@ -1,4 +1,4 @@
-"""What bench/burst.py measures with: a private PostgreSQL and redis-server, and readings of every
+"""What bench/burst.py measures with: a private PostgreSQL and redis-server, the Celery processes it starts, and readings of every
 process's CPU and of PostgreSQL's WAL and statements before and after a burst.
 
 The servers are the bench's own (tests/chaos/servers.py, tests/brokers.py, on spare ports from
@@ -12,6 +12,7 @@ checkpoint falls inside a burst. Readings come from a connection of a role of it
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -172,3 +173,59 @@ def load_average():
 
 def uptime():
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+class Processes:
+    """Celery processes started here, each in a session of its own, ended by their process group."""
+
+    def __init__(self, repo):
+        self.repo = repo
+        self.procs, self.logs = {}, {}
+
+    def start(self, name, argv, env):
+        log = f"/tmp/bench-burst-{name}-{argv[4].replace('.', '-')}-{os.getpid()}.log"
+        with open(log, "wb") as out:
+            self.procs[name] = subprocess.Popen(argv, cwd=self.repo, env=env, start_new_session=True, stdout=out,
+                                                stderr=subprocess.STDOUT)
+        self.logs[name] = log
+
+    def check(self):
+        for name, proc in self.procs.items():
+            if proc.poll() is not None:
+                raise SystemExit(f"{name} exited; see {self.logs[name]}")
+
+    def pids(self):
+        return {name: proc.pid for name, proc in self.procs.items()}
+
+    def errors(self):
+        return sum(open(log, errors="replace").read().count("ERROR") for log in self.logs.values())
+
+    def stop(self):
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def celery(app, *args):
+    return [sys.executable, "-m", "celery", "-A", app, *args, "-l", "WARNING"]
+
+
+def worker_argv(app, queue):
+    return celery(app, "worker", "-c", "2", "-P", "prefork", "-Q", queue, "-n", f"burst-{queue}@%h",
+                  "--without-gossip", "--without-mingle")
+
+
+def wait_until(predicate, timeout, what, processes=None, step=0.05):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if processes:
+            processes.check()
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(step)
