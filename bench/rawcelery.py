@@ -59,3 +59,11 @@ def stamp(sent_at):
     import redis
 
     redis.Redis.from_url(app.conf.broker_url).rpush("bench:stamps", time.time() - sent_at)
+
+
+@app.task(name="bench.true")
+def true(run_id, attempt):
+    """For bench/burst.py --kind command: the command `true` forked, as a command job runs it."""
+    import subprocess
+
+    subprocess.run(["true"], check=True)
