@@ -122,10 +122,11 @@ def republish_unclaimed(now):
         queue = run.job.effective_queue
         if depth[queue] is None:
             continue  # the broker does not answer: nothing to publish to
-        # A message may carry a bundle of runs (jobs.lifecycle.bundling): the broker holds messages for
-        # every queued run as long as it holds that many bundles' worth. A message it lost is found
-        # once the others are taken (at the latest when the queue is empty).
-        if depth[queue] * max(settings.JOBS_BUNDLE_MAX_RUNS, 1) >= queued_per_queue.get(queue, 0):
+        # One message per queued run, though a bundle (jobs.lifecycle.bundling) carries many: counting a
+        # message as a bundle's worth hid a lost message behind any backlog that the beat kept topping
+        # up (tests/chaos/test_service_faults.py). A run of a bundle that waited long is published again
+        # alone; whichever of its messages comes second finds it claimed or ended and is dropped.
+        if depth[queue] >= queued_per_queue.get(queue, 0):
             continue  # every queued run still has a message waiting; the workers are just busy
         again.append(run)
         depth[queue] += 1
