@@ -20,7 +20,14 @@ import redis
 from django.conf import settings
 from django.db import connection
 
-from .brokers import broker, pytest_generate_tests, rabbit_node  # noqa: F401 - the broker fixtures and their parametrisation
+# The broker fixtures and their parametrisation (tests/brokers.py).
+from .brokers import (  # noqa: F401
+    TEST_BROKER,
+    broker,
+    leave_out_other_brokers_tests,
+    pytest_generate_tests,
+    rabbit_node,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -145,6 +152,7 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    leave_out_other_brokers_tests(config, items)
     if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
         return
     kept, left_out = [], []
@@ -166,7 +174,9 @@ def redis_client():
 
 @pytest.fixture
 def processes(transactional_db, redis_client, tmp_path, request):
-    procs = Processes(tmp_path)
+    """Workers and beats on the suite's Redis database, or under TEST_BROKER=rabbitmq on the
+    session's RabbitMQ node (tests/brokers.py)."""
+    procs = Processes(tmp_path, request.getfixturevalue("broker").env if TEST_BROKER != "redis" else None)
     yield procs
     procs.stop_all()
     failed = getattr(request.node, "rep_call", None)

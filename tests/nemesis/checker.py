@@ -13,6 +13,7 @@ outside the service) and the database, against the slots the test's own clock ex
 
 import re
 import statistics
+import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -32,26 +33,37 @@ class Execution:
     host: str
     start: float  # wall clock
     end: float | None = None
-    outcome: str = ""  # "ok" or "fail" (on purpose), "" when it never ended
+    outcome: str = ""  # "ok" or "fail" (on purpose, or its spool did not fit), "" when it never ended
+    clock_offset: float = 0.0  # how far the host's clock was off when it started (read on the uptime)
 
 
-def read_ledger(folder):
-    """Every execution in the ledger files of ``folder``, in order of start."""
+def boot_time():
+    """The wall clock (the test's, unskewed) at the kernel's uptime 0: what turns the ledger's uptime
+    stamps into wall-clock times no host's skewed clock wrote."""
+    with open("/proc/uptime") as uptime:
+        return time.time() - float(uptime.read().split()[0])
+
+
+def read_ledger(folder, boot=None):
+    """Every execution in the ledger files of ``folder``, in order of start. ``boot``: the wall clock
+    at uptime 0 (``boot_time()``): times are then read from the lines' uptime, which a host whose
+    clock is skewed writes right; without it, from the lines' wall clock."""
     executions, open_ = [], defaultdict(list)
     for path in sorted(Path(folder).glob("ledger-*.txt")):
         for line in path.read_text().splitlines():
             parts = line.split()
             if len(parts) < 6:
                 continue  # a line cut short (the execution killed while writing)
-            event, run, attempt, host, _, wall = parts[:6]
+            event, run, attempt, host, since_boot, written = parts[:6]
+            wall = boot + float(since_boot) if boot is not None else float(written)
             key = (int(run), int(attempt), host)
             if event == "start":
-                execution = Execution(int(run), int(attempt), host, float(wall))
+                execution = Execution(int(run), int(attempt), host, wall, clock_offset=float(written) - wall)
                 executions.append(execution)
                 open_[key].append(execution)
             elif event == "end" and open_[key]:
                 execution = open_[key].pop(0)
-                execution.end, execution.outcome = float(wall), parts[6] if len(parts) > 6 else "ok"
+                execution.end, execution.outcome = wall, parts[6] if len(parts) > 6 else "ok"
     return sorted(executions, key=lambda e: e.start)
 
 
@@ -66,6 +78,8 @@ class Report:
     executions: int = 0
     latency: list = field(default_factory=list)  # (fault, [seconds late])
     baseline: list = field(default_factory=list)  # seconds late of the runs no fault touched
+    clock_offsets: dict = field(default_factory=dict)  # host: the largest offset of its clock seen, s
+    spool_failures: int = 0  # executions that failed as their spool did not fit (a full disk)
 
     @property
     def unexplained(self):
@@ -91,7 +105,7 @@ def check(plan, jobs, ledger_folder, faults, paused_at, faults_from):
     from workflows.models import WorkflowRun
 
     report = Report()
-    executions = read_ledger(ledger_folder)
+    executions = read_ledger(ledger_folder, boot_time())
     report.executions = len(executions)
     by_run = defaultdict(list)
     for execution in executions:
@@ -120,6 +134,11 @@ def check(plan, jobs, ledger_folder, faults, paused_at, faults_from):
     for job_id in no_overlap:
         report.overlaps += overlaps([e for e in executions if job_of.get(e.run) == job_id], finished_at)
     report.duplicates = duplicates(by_run, faults)
+    for execution in executions:
+        if abs(execution.clock_offset) > abs(report.clock_offsets.get(execution.host, 0.0)):
+            report.clock_offsets[execution.host] = execution.clock_offset
+    fails_on_purpose = {run.pk for run in runs if (run.job.kwargs or {}).get("fail_attempts")}
+    report.spool_failures = sum(1 for e in executions if e.outcome == "fail" and e.run not in fails_on_purpose)
     report.latency, report.baseline = latency(runs, by_run, faults, faults_from)
     return report
 
@@ -226,6 +245,9 @@ def render(report, faults, setup, seed, seconds, command, began, errors=None):
              f"| ... unexplained | {len(report.unexplained)} | 0 |",
              f"| executions in the ledger | {report.executions} | |",
              f"| faults | {len(faults)} | |",
+             f"| executions failed on a full disk (their spool) | {report.spool_failures} | |",
+             f"| largest clock offset seen, by host (s) | "
+             f"{', '.join(f'{h} {o:+.0f}' for h, o in sorted(report.clock_offsets.items())) or '-'} | |",
              f"| runs by status | {', '.join(f'{k} {v}' for k, v in sorted(report.statuses.items()))} | |",
              f"| verdict | {'PASS' if report.passed else 'FAIL'} | |", ""]
     kinds = defaultdict(lambda: ([], []))

@@ -54,3 +54,26 @@ def test_a_run_executed_again_is_a_duplicate_blamed_on_the_fault_on_its_host_and
 
     assert [(e.run, e.attempt, fault and fault.number) for e, fault in found] == [(1, 1, 1), (5, 1, None)]
     assert blame(by_run[5][0], [Fault(3, "postgres-restart", "postgres", 200.2, 200.8)]) is None
+
+
+def test_the_ledger_is_read_on_the_kernels_uptime_so_a_host_with_a_skewed_clock_is_placed_right(tmp_path):
+    # wb's clock runs 120 s ahead: its wall stamps are off, its uptime stamps (the kernel's) are not.
+    write(tmp_path, "wa", "start 1 1 wa 50.00 1000.0", "end 1 1 wa 52.00 1002.0 ok")
+    write(tmp_path, "wb", "start 2 1 wb 51.00 1121.0", "end 2 1 wb 53.00 1123.0 ok")
+
+    on_wall = {e.run: (e.start, e.end) for e in read_ledger(tmp_path)}
+    on_uptime = {e.run: (e.start, e.end) for e in read_ledger(tmp_path, boot=950.0)}
+
+    assert on_wall == {1: (1000.0, 1002.0), 2: (1121.0, 1123.0)}
+    assert on_uptime == {1: (1000.0, 1002.0), 2: (1001.0, 1003.0)}
+    assert overlaps(read_ledger(tmp_path, boot=950.0), {}) == ["run 1#1@wa and run 2#1@wb overlap 1.0 s"]
+
+
+def test_a_duplicate_during_a_harmless_fault_is_unexplained_unless_the_fault_had_to_kill(tmp_path):
+    write(tmp_path, "wa", "start 1 1 wa 0 100.0", "start 1 2 wa 0 106.0", "end 1 2 wa 0 107.0 ok")
+    first = read_ledger(tmp_path)[0]
+
+    assert blame(first, [Fault(1, "clock-skew", "wa", started=99.0, ended=110.0)]) is None
+    assert blame(first, [Fault(1, "disk-full", "wa", started=99.0, ended=110.0)]) is None
+    killed = Fault(1, "clock-skew", "wa", started=99.0, ended=110.0, killed=True)
+    assert blame(first, [killed]) is killed
