@@ -73,6 +73,7 @@ class Report:
     lost: list = field(default_factory=list)
     unfinished: list = field(default_factory=list)
     overlaps: list = field(default_factory=list)
+    frozen_overlaps: list = field(default_factory=list)  # overlaps of a frozen execution (see overlaps)
     duplicates: list = field(default_factory=list)  # (execution, fault or None)
     statuses: dict = field(default_factory=dict)
     executions: int = 0
@@ -128,11 +129,15 @@ def check(plan, jobs, ledger_folder, faults, paused_at, faults_from):
         if run.status not in TERMINAL:
             report.unfinished.append(f"run {run.pk} of job {run.job_id} ({run.status}, attempt {run.attempt})")
     no_overlap = {s.pk for s, _, _, forbid in plan if forbid}
-    finished_at = {(run, number): at for run, number, at in JobAttempt.objects.filter(run__job__in=jobs)
-                   .values_list("run_id", "number", "finished_at")}
+    attempts = JobAttempt.objects.filter(run__job__in=jobs).values_list("run_id", "number", "finished_at", "pid")
+    finished_at = {(run, number): at for run, number, at, _ in attempts}
+    pids = {(run, number): pid for run, number, _, pid in attempts}
     job_of = {run.pk: run.job_id for run in runs}
     for job_id in no_overlap:
-        report.overlaps += overlaps([e for e in executions if job_of.get(e.run) == job_id], finished_at)
+        found, frozen = overlaps([e for e in executions if job_of.get(e.run) == job_id], finished_at,
+                                 frozen_by(faults, pids))
+        report.overlaps += found
+        report.frozen_overlaps += frozen
     report.duplicates = duplicates(by_run, faults)
     for execution in executions:
         if abs(execution.clock_offset) > abs(report.clock_offsets.get(execution.host, 0.0)):
@@ -151,17 +156,43 @@ def _end(execution, finished_at):
     return declared.timestamp() if declared else execution.start
 
 
-def overlaps(executions, finished_at):
-    found = []
+def frozen_by(faults, pids):
+    """A function telling the fault that froze an execution's own process (a SIGSTOP of the pool
+    process that ran it) while it ran, or None. ``pids``: {(run, attempt): the pid that ran it}."""
+    def fault_of(execution):
+        end = execution.end if execution.end is not None else float("inf")
+        for fault in faults:
+            if fault.kind == "worker-child-stop" and fault.target == execution.host and fault.pid and \
+                    fault.pid == pids.get((execution.run, execution.attempt)) and \
+                    execution.start <= fault.started and fault.ended <= end:
+                return fault
+        return None
+    return fault_of
+
+
+def overlaps(executions, finished_at, frozen=lambda execution: None):
+    """Two executions of different runs at once: (overlaps, overlaps of a frozen execution). An
+    execution frozen mid-run (its process stopped) and declared over (lost) before the other began
+    is a zombie once its process goes on: the service cannot stop what is frozen, and what it does
+    after it thaws, before any check of its own can run, is the fault's (as a duplicate is)."""
+    found, zombies = [], []
     spans = sorted((e.start, _end(e, finished_at), e) for e in executions)
     for i, (_, end, first) in enumerate(spans):
         for other_start, other_end, other in spans[i + 1:]:
             if other_start >= end:
                 break
             if other.run != first.run:
-                found.append(f"run {first.run}#{first.attempt}@{first.host} and run {other.run}#{other.attempt}"
-                             f"@{other.host} overlap {min(end, other_end) - other_start:.1f} s")
-    return found
+                text = (f"run {first.run}#{first.attempt}@{first.host} and run {other.run}#{other.attempt}"
+                        f"@{other.host} overlap {min(end, other_end) - other_start:.1f} s")
+                declared = finished_at.get((first.run, first.attempt))
+                fault = frozen(first)
+                if fault and declared and declared.timestamp() <= other_start:
+                    zombies.append(f"{text}: run {first.run}#{first.attempt} frozen by fault {fault.number} "
+                                   f"and declared over before the other began; it went on "
+                                   f"{end - fault.ended:.1f} s after its process was continued")
+                else:
+                    found.append(text)
+    return found, zombies
 
 
 def duplicates(by_run, faults):
@@ -241,6 +272,8 @@ def render(report, faults, setup, seed, seconds, command, began, errors=None):
              f"| lost (slots without a run) | {len(report.lost)} | 0 |",
              f"| unfinished runs | {len(report.unfinished)} | 0 |",
              f"| overlaps of a `skip` (forbid) job | {len(report.overlaps)} | 0 |",
+             f"| ... of an execution frozen and declared lost, after its process was continued | "
+             f"{len(report.frozen_overlaps)} | each by a SIGSTOP of its process |",
              f"| duplicate executions | {len(report.duplicates)} | each explained by a fault |",
              f"| ... unexplained | {len(report.unexplained)} | 0 |",
              f"| executions in the ledger | {report.executions} | |",
@@ -276,6 +309,7 @@ def render(report, faults, setup, seed, seconds, command, began, errors=None):
         lines += ["<details><summary>Exceptions in the processes' logs</summary>", "", "| times | exception |",
                   "|---|---|", *[f"| {n} | `{text}` |" for text, n in errors.most_common(15)], "", "</details>", ""]
     for title, items in (("Lost", report.lost), ("Unfinished", report.unfinished), ("Overlaps", report.overlaps),
+                         ("Overlaps of a frozen execution", report.frozen_overlaps),
                          ("Unexplained duplicates", [f"run {e.run}#{e.attempt}@{e.host} {stamp(e.start)}"
                                                      for e in report.unexplained])):
         if items:

@@ -43,6 +43,7 @@ class Fault:
     ended: float = 0.0
     detail: str = ""
     killed: bool = False  # a harmless fault that had to kill a process after all
+    pid: int = 0  # the process a SIGSTOP froze
 
     @property
     def on_host(self):
@@ -137,6 +138,7 @@ class Nemesis:
         child = self._child(host)
         if child is None:
             return "no pool process to stop"
+        self.current.pid = child
         signal_pid(child, signal.SIGSTOP)
         time.sleep(hold)
         signal_pid(child, signal.SIGCONT)
