@@ -51,6 +51,16 @@ def ledger_slow_first(path, first_seconds, seconds=0.0, context=None):
     return ledger(path, first_seconds if context.attempt == 1 else seconds, context=context)
 
 
+@job_function("test.ticks")
+def ticks(path, count, context=None):
+    """Writes "<attempt> <epoch>" every 0.25 s, ``count`` times (the function twin of the chaos
+    tests' ticking command)."""
+    for _ in range(int(count)):
+        _append(path, f"{context.attempt} {time.time()}")
+        time.sleep(0.25)
+    return {"attempt": attempt_of(context)}
+
+
 @job_function("test.flaky")
 def flaky(fail_times, path=None, context=None):
     if path:
