@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+import pytest_timeout
 import redis
 from django.conf import settings
 from django.db import connection
@@ -182,6 +183,23 @@ def processes(transactional_db, redis_client, tmp_path, request):
     failed = getattr(request.node, "rep_call", None)
     if failed is not None and failed.failed:
         print(procs.logs())
+
+
+# The first test to use the database creates it (every migration) inside its own timeout: beside
+# two busy processes that took longer than a chaos test's whole 90 s, and every test of the session
+# failed with it. That test is given this much more.
+DATABASE_CREATION_SECONDS = 600
+_database_created = False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item, settings):
+    global _database_created
+    if _database_created or "django_db_setup" not in item.fixturenames:
+        return None  # pytest-timeout's own timer, as set
+    _database_created = True
+    return pytest_timeout.pytest_timeout_set_timer(
+        item=item, settings=settings._replace(timeout=settings.timeout + DATABASE_CREATION_SECONDS))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
