@@ -11,6 +11,10 @@ The ``broker`` fixture runs a test on Redis, or on the brokers it names with
 ``pytest.mark.brokers(...)`` (``pytest.mark.brokers(*BROKERS)``: all three): it starts one, points
 this test process's Celery app at it, and hands the processes the environment that selects it
 (``Broker.env``).
+
+``TEST_BROKER=rabbitmq`` runs every test that takes the ``broker`` fixture (the chaos tests; the
+tests of ``processes`` in tests/conftest.py, the end-to-end ones among them) on RabbitMQ only,
+whatever broker it names, except those marked ``pytest.mark.redis_only(why)``: they are left out.
 """
 
 import contextlib
@@ -31,6 +35,9 @@ from kombu import Connection, Exchange, Queue, pools
 from scheduler_site import broker as broker_settings
 
 BROKERS = ("redis", "sentinel", "rabbitmq")
+TEST_BROKER = os.environ.get("TEST_BROKER", "redis")
+if TEST_BROKER not in ("redis", "rabbitmq"):
+    raise ValueError(f"TEST_BROKER is redis (the default) or rabbitmq, not {TEST_BROKER!r}")
 PORT_BASE = int(os.environ.get("TEST_PORT_BASE", "6390"))
 MASTER_NAME = "scheduler-test"
 
@@ -195,8 +202,10 @@ class PrivateRabbit(Broker):
 
     kind = "rabbitmq"
 
-    def __init__(self, base_dir):
+    def __init__(self, base_dir, bind=()):
+        """``bind``: more addresses to listen on (the core's, to the hosts of tests/chaos/hosts.py)."""
         self.base = Path(base_dir)
+        self.bind = list(bind)
         self.port = free_port(PORT_BASE + 40)
         self.dist_port = free_port(self.port + 1)
         self.epmd_port = free_port(self.dist_port + 1)
@@ -209,8 +218,10 @@ class PrivateRabbit(Broker):
         cookie = home / ".erlang.cookie"
         cookie.write_text(f"scheduler-test-{self.port}")
         cookie.chmod(0o400)
+        listeners = "".join(f"listeners.tcp.{n} = {address}:{self.port}\n"
+                            for n, address in enumerate(["127.0.0.1", *self.bind], 1))
         (self.base / "rabbitmq.conf").write_text(
-            f"listeners.tcp.default = 127.0.0.1:{self.port}\n"
+            f"{listeners}"
             "loopback_users = none\n"
             # Runs hold their message (acks_late) as long as they run: RabbitMQ must not close the
             # channel of a consumer that holds one longer than its default 30 minutes.
@@ -222,7 +233,7 @@ class PrivateRabbit(Broker):
         return {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin:/usr/sbin"), "HOME": str(self.base / "home"),
             "ERL_EPMD_PORT": str(self.epmd_port), "RABBITMQ_NODENAME": self.node,
-            "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1", "RABBITMQ_NODE_PORT": str(self.port),
+            **({} if self.bind else {"RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1"}), "RABBITMQ_NODE_PORT": str(self.port),
             "RABBITMQ_DIST_PORT": str(self.dist_port), "RABBITMQ_MNESIA_BASE": str(self.base / "mnesia"),
             "RABBITMQ_LOG_BASE": str(self.base / "log"), "RABBITMQ_CONFIG_FILE": str(self.base / "rabbitmq.conf"),
             "RABBITMQ_ENABLED_PLUGINS_FILE": str(self.base / "enabled_plugins"),
@@ -335,7 +346,20 @@ def pytest_generate_tests(metafunc):
         marker = metafunc.definition.get_closest_marker("brokers")
         # Redis unless a test says which: the suite's default broker. The scenarios where the broker is
         # the fault or carries the guarantee name all three (pytest.mark.brokers(*BROKERS)).
-        metafunc.parametrize("broker", marker.args if marker else ("redis",), indirect=True)
+        kinds = marker.args if marker else ("redis",)
+        if TEST_BROKER != "redis":
+            kinds = (TEST_BROKER,)
+        metafunc.parametrize("broker", kinds, indirect=True)
+
+
+def leave_out_other_brokers_tests(config, items):
+    """Under TEST_BROKER=rabbitmq, the tests marked ``redis_only`` are left out (deselected)."""
+    if TEST_BROKER == "redis":
+        return
+    other = [item for item in items if item.get_closest_marker("redis_only")]
+    if other:
+        config.hook.pytest_deselected(items=other)
+        items[:] = [item for item in items if item not in other]
 
 
 @pytest.fixture(scope="session")
@@ -353,7 +377,7 @@ def rabbit_node(tmp_path_factory):
 @pytest.fixture
 def broker(request, settings, tmp_path_factory):
     """A private broker of the kind the test is parametrised with, this process pointed at it."""
-    kind = getattr(request, "param", "redis")
+    kind = getattr(request, "param", TEST_BROKER)  # TEST_BROKER: asked for by tests/conftest.py's processes
     if kind == "rabbitmq":
         server = request.getfixturevalue("rabbit_node")
         server.empty(server.queues_seen | {settings.JOBS_DEFAULT_QUEUE})

@@ -16,11 +16,19 @@ import time
 from pathlib import Path
 
 import pytest
+import pytest_timeout
 import redis
 from django.conf import settings
 from django.db import connection
 
-from .brokers import broker, pytest_generate_tests, rabbit_node  # noqa: F401 - the broker fixtures and their parametrisation
+# The broker fixtures and their parametrisation (tests/brokers.py).
+from .brokers import (  # noqa: F401
+    TEST_BROKER,
+    broker,
+    leave_out_other_brokers_tests,
+    pytest_generate_tests,
+    rabbit_node,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -145,6 +153,7 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    leave_out_other_brokers_tests(config, items)
     if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
         return
     kept, left_out = [], []
@@ -166,12 +175,31 @@ def redis_client():
 
 @pytest.fixture
 def processes(transactional_db, redis_client, tmp_path, request):
-    procs = Processes(tmp_path)
+    """Workers and beats on the suite's Redis database, or under TEST_BROKER=rabbitmq on the
+    session's RabbitMQ node (tests/brokers.py)."""
+    procs = Processes(tmp_path, request.getfixturevalue("broker").env if TEST_BROKER != "redis" else None)
     yield procs
     procs.stop_all()
     failed = getattr(request.node, "rep_call", None)
     if failed is not None and failed.failed:
         print(procs.logs())
+
+
+# The first test to use the database creates it (every migration) inside its own timeout: beside
+# two busy processes that took longer than a chaos test's whole 90 s, and every test of the session
+# failed with it. That test is given this much more.
+DATABASE_CREATION_SECONDS = 600
+_database_created = False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item, settings):
+    global _database_created
+    if _database_created or "django_db_setup" not in item.fixturenames:
+        return None  # pytest-timeout's own timer, as set
+    _database_created = True
+    return pytest_timeout.pytest_timeout_set_timer(
+        item=item, settings=settings._replace(timeout=settings.timeout + DATABASE_CREATION_SECONDS))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

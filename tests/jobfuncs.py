@@ -5,6 +5,7 @@ idempotency key it was given."""
 import json
 import os
 import re
+import tempfile
 import time
 
 from jobs.kinds.callable.registry import job_function
@@ -48,6 +49,16 @@ def ledger(path, seconds=0.0, context=None):
 def ledger_slow_first(path, first_seconds, seconds=0.0, context=None):
     """``test.ledger`` whose first attempt takes ``first_seconds`` (long enough to kill it)."""
     return ledger(path, first_seconds if context.attempt == 1 else seconds, context=context)
+
+
+@job_function("test.ticks")
+def ticks(path, count, context=None):
+    """Writes "<attempt> <epoch>" every 0.25 s, ``count`` times (the function twin of the chaos
+    tests' ticking command)."""
+    for _ in range(int(count)):
+        _append(path, f"{context.attempt} {time.time()}")
+        time.sleep(0.25)
+    return {"attempt": attempt_of(context)}
 
 
 @job_function("test.flaky")
@@ -210,18 +221,31 @@ def insert_row_then_fail(table, path, seconds=0.0, context=None):
     raise RuntimeError("failing after the insert on purpose")
 def nemesis_line(ledger_dir, event, context, extra=""):
     """One line of the nemesis ledger (tests/nemesis): a file per host, written by the execution
-    itself, outside the service: "<event> <run id> <attempt> <host> <monotonic> <wall>[ <extra>]"."""
+    itself, outside the service: "<event> <run id> <attempt> <host> <uptime> <wall>[ <extra>]". The
+    kernel's uptime is the machine's true clock (libfaketime, which skews a host's clock, leaves
+    /proc/uptime alone); the wall clock is the host's own."""
     host = os.environ.get("NEMESIS_HOST", "core")
-    line = f"{event} {context.run_id} {context.attempt} {host} {time.monotonic():.6f} {time.time():.6f}"
+    with open("/proc/uptime") as uptime:
+        since_boot = uptime.read().split()[0]
+    line = f"{event} {context.run_id} {context.attempt} {host} {since_boot} {time.time():.6f}"
     _append(os.path.join(ledger_dir, f"ledger-{host}.txt"), f"{line} {extra}".rstrip())
 
 
 @job_function("test.nemesis")
-def nemesis(ledger_dir, seconds=0.0, fail_attempts=0, context=None):
+def nemesis(ledger_dir, seconds=0.0, fail_attempts=0, spool_kib=0, context=None):
     """Appends start and end of each execution to the host's ledger (tests/nemesis); takes
-    ``seconds``, and fails its first ``fail_attempts`` attempts on purpose (its end says "fail")."""
+    ``seconds``, writes ``spool_kib`` KiB to a temporary file (in TMPDIR), and fails its first
+    ``fail_attempts`` attempts on purpose, or when the spool does not fit (its end says "fail")."""
     nemesis_line(ledger_dir, "start", context)
     time.sleep(float(seconds))
+    try:
+        if spool_kib:
+            with tempfile.TemporaryFile() as spool:
+                spool.write(b"\0" * 1024 * int(spool_kib))
+                spool.flush()
+    except OSError as exc:
+        nemesis_line(ledger_dir, "end", context, "fail")
+        raise RuntimeError(f"cannot spool: {exc}") from None
     failing = context.attempt <= int(fail_attempts)
     nemesis_line(ledger_dir, "end", context, "fail" if failing else "ok")
     if failing:

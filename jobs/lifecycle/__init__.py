@@ -33,6 +33,7 @@ from .attempts import (
     DUPLICATES_DROPPED,
     OutcomeRefused,
     claim,
+    declared_lost,
     heartbeat,
     lose_if_holder_died,
     record_failure,
@@ -66,7 +67,8 @@ from .runs import (
 
 __all__ = [
     "DUPLICATES_DROPPED", "ENDED", "OutcomeRefused", "Success", "cancel", "claim", "claim_many", "hand_back",
-    "heartbeat_many", "mark_started", "started_at", "succeed_many", "create_run", "create_runs", "fold_ends", "give_up_waiting",
+    "heartbeat_many", "mark_started", "started_at", "succeed_many", "create_run", "create_runs", "declared_lost",
+    "fold_ends", "give_up_waiting",
     "heartbeat", "recount_ends",
     "lose_if_holder_died", "message_for", "miss_if_past_deadline", "publish_again", "publish_many",
     "publish_on_commit", "queue_due_retries", "record_failure", "record_success", "restore_claim", "release_held", "release_pending", "release_timed",

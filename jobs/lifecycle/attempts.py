@@ -163,6 +163,12 @@ def heartbeat(run_id, attempt, output=None, output_bytes=0):
     return bool(alive)
 
 
+def declared_lost(run_id, attempt):
+    """Whether the leader declared this attempt lost (its heartbeat went stale): the run may be
+    running again elsewhere."""
+    return JobAttempt.objects.filter(run_id=run_id, number=attempt, outcome=AttemptOutcome.LOST).exists()
+
+
 # --- how the attempt ended
 
 def record_success(run_id, attempt, output="", output_bytes=0, result=None):

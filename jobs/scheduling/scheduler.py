@@ -48,9 +48,14 @@ class JobScheduler(DatabaseScheduler):
         if now >= self._next_lease or not self.leadership.is_leader:
             self._next_lease = now + self.leadership.ttl / 3
             close_old_connections()  # the lease is in the database: a connection a restart broke goes first
+            held = self.leadership.held
             if not self.leadership.refresh():
                 self._database_since = None
                 return min(tick_seconds, self.leadership.ttl / 3)
+            if self.leadership.held is not held:
+                # Lost and taken again in one renewal (a frozen database outlived the lease): the
+                # same outage, though no statement failed.
+                self._database_since = None
         try:
             close_old_connections()
             lifecycle.release_timed()  # runs waiting for their start: dispatched ahead, jittered

@@ -21,7 +21,9 @@ out of reach as well, the worker stops its attempts itself: their ``stopped`` ev
 the reason (a command's process group is killed; a function that does not stop within
 ``JOBS_KILL_GRACE_SECONDS`` ends with its pool process). A database restart alone, with the broker
 reachable, fences nothing: the leader cannot declare anything lost while it has no database either.
-A separate watch thread decides, since a beat to an unreachable database may block.
+A separate watch thread decides, since a beat to an unreachable database may block. A beat that
+finds its attempt declared lost (the process was frozen or starved past the lost window, its host
+reachable all along) stops it the same way.
 """
 
 import contextlib
@@ -236,6 +238,14 @@ def _beat(run_id, attempt, entry):
         entry.saved_bytes = written
     if not alive and entry.worker:
         alive = lifecycle.restore_claim(run_id, attempt, entry.worker, os.getpid())
-    if not alive:
-        entry.stopped.set()
-        release(run_id, attempt)
+    if alive:
+        return
+    if lifecycle.declared_lost(run_id, attempt):
+        # Silent past the lost window while alive (this process frozen or starved): its rerun may
+        # be running now. It ends as a fenced attempt does, a function with its process if it
+        # does not stop, rather than run on beside its rerun to its end however far that is.
+        fence([((run_id, attempt), entry)], "the leader declared this attempt lost while this process was "
+                                            "silent (frozen or starved?); it stopped the attempt itself")
+        return
+    entry.stopped.set()
+    release(run_id, attempt)

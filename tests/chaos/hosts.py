@@ -25,6 +25,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from ..conftest import require
 from .servers import PORT_BASE
 
 
@@ -170,3 +171,18 @@ def _kill_namespace_processes(namespace):
                 os.kill(pid, signal.SIGCONT)
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.1)
+
+
+def faketime_library():
+    """libfaketime (Debian's ``faketime`` package), which shifts a process's wall clock, or None."""
+    found = sorted(Path("/usr/lib").glob("*/faketime/libfaketimeMT.so.1"))
+    return found[0] if found else None
+
+
+def clock_shifted(seconds):
+    """The environment of a process whose clocks are ``seconds`` off (libfaketime's DONT_FAKE_MONOTONIC
+    would keep the monotonic one, but breaks Python's sleep: EINVAL from clock_nanosleep). The
+    kernel's /proc/uptime stays true: the ledgers of tests/nemesis read it."""
+    library = faketime_library()
+    require(library is not None, "libfaketime is not installed (apt-get install faketime)")
+    return {"LD_PRELOAD": str(library), "FAKETIME": f"{seconds:+d}s"}

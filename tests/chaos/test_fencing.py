@@ -7,12 +7,16 @@ statement hangs. The worker's timings are the tests' (heartbeat 1 s, lost after 
 so it fences after 3 s). The times compared are the test's own clock against the job's own stamps.
 """
 
+import os
+import signal
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
 
+from jobs import lifecycle
 from jobs.models import AttemptOutcome, RunStatus
 
 from ..conftest import wait_for
@@ -87,3 +91,31 @@ def test_a_database_away_with_the_broker_reachable_fences_nothing(private_postgr
     assert len(during) >= 4 * FENCE_SECONDS  # it kept ticking all through the database's absence
     assert [a.outcome for a in run.attempts.order_by("number")] == [AttemptOutcome.SUCCEEDED]
     assert len(ticks(path)) == 60
+
+
+@pytest.mark.timeout(240)  # the test database's set-up counts too, slow on a loaded machine
+def test_a_function_declared_lost_while_its_pool_process_was_frozen_ends_once_the_process_goes_on(
+        processes, ticks_file):
+    # Found by the nemesis (seed 38041): a frozen process's function ran on to its end once continued,
+    # beside its rerun. 80 ticks: 20 s of work, which the first attempt must not get to finish.
+    job = make_job("frozen-function", target="test.ticks", kwargs={"path": str(ticks_file), "count": 80})
+    worker = processes.worker(concurrency=2)
+    processes.beat()
+    run = lifecycle.create_run(job)
+    wait_for(lambda: len(ticks(ticks_file, 1)) >= 4, timeout=60, message="the first attempt to tick")
+    pool_process = run.attempts.get(number=1).pid
+
+    os.kill(pool_process, signal.SIGSTOP)
+    try:
+        wait_for(lambda: run.attempts.filter(number=2).exists(), timeout=60,
+                 message="the frozen attempt to be declared lost and run again")
+    finally:
+        os.kill(pool_process, signal.SIGCONT)
+    continued_at = time.time()
+    wait_for(lambda: job.runs.filter(status=RunStatus.SUCCEEDED).exists(), timeout=90, message="the rerun to succeed")
+    wait_for(lambda: time.time() - max(ticks(ticks_file, 1)) > 2, timeout=30, message="the first attempt to stop")
+
+    first = ticks(ticks_file, 1)
+    assert len(first) < 80 and len(ticks(ticks_file, 2)) == 80
+    assert "declared this attempt lost while this process was silent" in Path(worker.log_path).read_text()
+    print(f"\nFENCE frozen function: it stopped {max(first) - continued_at:.1f} s after its process was continued")

@@ -20,7 +20,7 @@ from jobs import lifecycle
 from jobs.coordination import leases
 from jobs.models import AttemptOutcome, JobAttempt, RunStatus
 
-from ..brokers import PrivateRedis, use
+from ..brokers import PrivateRabbit, PrivateRedis, use
 from ..conftest import require, wait_for
 from . import invariants
 from .conftest import (
@@ -34,10 +34,10 @@ from .conftest import (
     wait_for_leader,
     wait_for_runs,
 )
-from .hosts import Network, can_make_namespaces
+from .hosts import Network, can_make_namespaces, clock_shifted
 from .servers import PrivatePostgres
 
-pytestmark = pytest.mark.brokers("redis")  # a private Redis on the core host, reachable from the others
+pytestmark = pytest.mark.brokers("redis")  # a private broker on the core host, reachable from the others
 
 RERUN_WITHIN_SECONDS = 20  # the issue's promise: a cut-off worker's run runs elsewhere within this
 
@@ -58,9 +58,13 @@ def core_postgres(transactional_db, network):
 
 
 @pytest.fixture
-def broker(core_postgres, network, settings, tmp_path_factory):
-    """The suite's ``broker``, here on the core host: a private Redis also listening on the bridge."""
-    server = PrivateRedis(tmp_path_factory.mktemp("redis"), bind=[str(network.core_address)])
+def broker(request, core_postgres, network, settings, tmp_path_factory):
+    """The suite's ``broker``, here on the core host: a private Redis (or, TEST_BROKER=rabbitmq, a
+    RabbitMQ node of the test's own) also listening on the bridge."""
+    if request.param == "rabbitmq":
+        server = PrivateRabbit(tmp_path_factory.mktemp("rabbitmq"), bind=[str(network.core_address)])
+    else:
+        server = PrivateRedis(tmp_path_factory.mktemp("redis"), bind=[str(network.core_address)])
     server.start()
     undo = use(server, settings)
     yield server
@@ -215,20 +219,6 @@ def test_a_flapping_link_to_a_worker_host_loses_nothing_runs_nothing_twice_and_l
     print(f"\nHOSTS flapping link: host b cut {cuts} times (2 s down, 3 s up) over 40 s; {slots.expected} slots, "
           f"{slots.seen} ran once, {verdict.duplicates} twice, {lost} attempts lost; "
           f"{job.runs.filter(attempts__worker='worker@host-b').count()} runs on host b")
-
-
-def faketime_library():
-    """libfaketime (Debian's ``faketime`` package), which shifts a process's wall clock, or None."""
-    found = sorted(Path("/usr/lib").glob("*/faketime/libfaketimeMT.so.1"))
-    return found[0] if found else None
-
-
-def clock_shifted(seconds):
-    """The environment of a process whose clocks are ``seconds`` off (libfaketime's DONT_FAKE_MONOTONIC
-    would keep the monotonic one, but breaks Python's sleep: EINVAL from clock_nanosleep)."""
-    library = faketime_library()
-    require(library is not None, "libfaketime is not installed (apt-get install faketime)")
-    return {"LD_PRELOAD": str(library), "FAKETIME": f"{seconds:+d}s"}
 
 
 SKEW_SECONDS = 120

@@ -134,7 +134,7 @@ def test_it_refuses_a_visibility_timeout_shorter_than_the_longest_run():
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.brokers("redis")  # the visibility timeout is Redis's (RabbitMQ redelivers on a lost connection)
+@pytest.mark.redis_only("the visibility timeout is Redis's (RabbitMQ redelivers on a lost connection)")
 def test_a_run_longer_than_the_visibility_timeout_executes_once(processes, ledger, scoreboard):
     # Redis hands an unacknowledged message out again once it is older than the visibility
     # timeout; the settings refuse one shorter than the longest job, so both are lowered here.

@@ -13,6 +13,7 @@ outside the service) and the database, against the slots the test's own clock ex
 
 import re
 import statistics
+import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -32,26 +33,37 @@ class Execution:
     host: str
     start: float  # wall clock
     end: float | None = None
-    outcome: str = ""  # "ok" or "fail" (on purpose), "" when it never ended
+    outcome: str = ""  # "ok" or "fail" (on purpose, or its spool did not fit), "" when it never ended
+    clock_offset: float = 0.0  # how far the host's clock was off when it started (read on the uptime)
 
 
-def read_ledger(folder):
-    """Every execution in the ledger files of ``folder``, in order of start."""
+def boot_time():
+    """The wall clock (the test's, unskewed) at the kernel's uptime 0: what turns the ledger's uptime
+    stamps into wall-clock times no host's skewed clock wrote."""
+    with open("/proc/uptime") as uptime:
+        return time.time() - float(uptime.read().split()[0])
+
+
+def read_ledger(folder, boot=None):
+    """Every execution in the ledger files of ``folder``, in order of start. ``boot``: the wall clock
+    at uptime 0 (``boot_time()``): times are then read from the lines' uptime, which a host whose
+    clock is skewed writes right; without it, from the lines' wall clock."""
     executions, open_ = [], defaultdict(list)
     for path in sorted(Path(folder).glob("ledger-*.txt")):
         for line in path.read_text().splitlines():
             parts = line.split()
             if len(parts) < 6:
                 continue  # a line cut short (the execution killed while writing)
-            event, run, attempt, host, _, wall = parts[:6]
+            event, run, attempt, host, since_boot, written = parts[:6]
+            wall = boot + float(since_boot) if boot is not None else float(written)
             key = (int(run), int(attempt), host)
             if event == "start":
-                execution = Execution(int(run), int(attempt), host, float(wall))
+                execution = Execution(int(run), int(attempt), host, wall, clock_offset=float(written) - wall)
                 executions.append(execution)
                 open_[key].append(execution)
             elif event == "end" and open_[key]:
                 execution = open_[key].pop(0)
-                execution.end, execution.outcome = float(wall), parts[6] if len(parts) > 6 else "ok"
+                execution.end, execution.outcome = wall, parts[6] if len(parts) > 6 else "ok"
     return sorted(executions, key=lambda e: e.start)
 
 
@@ -61,11 +73,14 @@ class Report:
     lost: list = field(default_factory=list)
     unfinished: list = field(default_factory=list)
     overlaps: list = field(default_factory=list)
+    frozen_overlaps: list = field(default_factory=list)  # overlaps of a frozen execution (see overlaps)
     duplicates: list = field(default_factory=list)  # (execution, fault or None)
     statuses: dict = field(default_factory=dict)
     executions: int = 0
     latency: list = field(default_factory=list)  # (fault, [seconds late])
     baseline: list = field(default_factory=list)  # seconds late of the runs no fault touched
+    clock_offsets: dict = field(default_factory=dict)  # host: the largest offset of its clock seen, s
+    spool_failures: int = 0  # executions that failed as their spool did not fit (a full disk)
 
     @property
     def unexplained(self):
@@ -91,7 +106,7 @@ def check(plan, jobs, ledger_folder, faults, paused_at, faults_from):
     from workflows.models import WorkflowRun
 
     report = Report()
-    executions = read_ledger(ledger_folder)
+    executions = read_ledger(ledger_folder, boot_time())
     report.executions = len(executions)
     by_run = defaultdict(list)
     for execution in executions:
@@ -114,12 +129,21 @@ def check(plan, jobs, ledger_folder, faults, paused_at, faults_from):
         if run.status not in TERMINAL:
             report.unfinished.append(f"run {run.pk} of job {run.job_id} ({run.status}, attempt {run.attempt})")
     no_overlap = {s.pk for s, _, _, forbid in plan if forbid}
-    finished_at = {(run, number): at for run, number, at in JobAttempt.objects.filter(run__job__in=jobs)
-                   .values_list("run_id", "number", "finished_at")}
+    attempts = JobAttempt.objects.filter(run__job__in=jobs).values_list("run_id", "number", "finished_at", "pid")
+    finished_at = {(run, number): at for run, number, at, _ in attempts}
+    pids = {(run, number): pid for run, number, _, pid in attempts}
     job_of = {run.pk: run.job_id for run in runs}
     for job_id in no_overlap:
-        report.overlaps += overlaps([e for e in executions if job_of.get(e.run) == job_id], finished_at)
+        found, frozen = overlaps([e for e in executions if job_of.get(e.run) == job_id], finished_at,
+                                 frozen_by(faults, pids))
+        report.overlaps += found
+        report.frozen_overlaps += frozen
     report.duplicates = duplicates(by_run, faults)
+    for execution in executions:
+        if abs(execution.clock_offset) > abs(report.clock_offsets.get(execution.host, 0.0)):
+            report.clock_offsets[execution.host] = execution.clock_offset
+    fails_on_purpose = {run.pk for run in runs if (run.job.kwargs or {}).get("fail_attempts")}
+    report.spool_failures = sum(1 for e in executions if e.outcome == "fail" and e.run not in fails_on_purpose)
     report.latency, report.baseline = latency(runs, by_run, faults, faults_from)
     return report
 
@@ -132,17 +156,43 @@ def _end(execution, finished_at):
     return declared.timestamp() if declared else execution.start
 
 
-def overlaps(executions, finished_at):
-    found = []
+def frozen_by(faults, pids):
+    """A function telling the fault that froze an execution's own process (a SIGSTOP of the pool
+    process that ran it) while it ran, or None. ``pids``: {(run, attempt): the pid that ran it}."""
+    def fault_of(execution):
+        end = execution.end if execution.end is not None else float("inf")
+        for fault in faults:
+            if fault.kind == "worker-child-stop" and fault.target == execution.host and fault.pid and \
+                    fault.pid == pids.get((execution.run, execution.attempt)) and \
+                    execution.start <= fault.started and fault.ended <= end:
+                return fault
+        return None
+    return fault_of
+
+
+def overlaps(executions, finished_at, frozen=lambda execution: None):
+    """Two executions of different runs at once: (overlaps, overlaps of a frozen execution). An
+    execution frozen mid-run (its process stopped) and declared over (lost) before the other began
+    is a zombie once its process goes on: the service cannot stop what is frozen, and what it does
+    after it thaws, before any check of its own can run, is the fault's (as a duplicate is)."""
+    found, zombies = [], []
     spans = sorted((e.start, _end(e, finished_at), e) for e in executions)
     for i, (_, end, first) in enumerate(spans):
         for other_start, other_end, other in spans[i + 1:]:
             if other_start >= end:
                 break
             if other.run != first.run:
-                found.append(f"run {first.run}#{first.attempt}@{first.host} and run {other.run}#{other.attempt}"
-                             f"@{other.host} overlap {min(end, other_end) - other_start:.1f} s")
-    return found
+                text = (f"run {first.run}#{first.attempt}@{first.host} and run {other.run}#{other.attempt}"
+                        f"@{other.host} overlap {min(end, other_end) - other_start:.1f} s")
+                declared = finished_at.get((first.run, first.attempt))
+                fault = frozen(first)
+                if fault and declared and declared.timestamp() <= other_start:
+                    zombies.append(f"{text}: run {first.run}#{first.attempt} frozen by fault {fault.number} "
+                                   f"and declared over before the other began; it went on "
+                                   f"{end - fault.ended:.1f} s after its process was continued")
+                else:
+                    found.append(text)
+    return found, zombies
 
 
 def duplicates(by_run, faults):
@@ -222,10 +272,15 @@ def render(report, faults, setup, seed, seconds, command, began, errors=None):
              f"| lost (slots without a run) | {len(report.lost)} | 0 |",
              f"| unfinished runs | {len(report.unfinished)} | 0 |",
              f"| overlaps of a `skip` (forbid) job | {len(report.overlaps)} | 0 |",
+             f"| ... of an execution frozen and declared lost, after its process was continued | "
+             f"{len(report.frozen_overlaps)} | each by a SIGSTOP of its process |",
              f"| duplicate executions | {len(report.duplicates)} | each explained by a fault |",
              f"| ... unexplained | {len(report.unexplained)} | 0 |",
              f"| executions in the ledger | {report.executions} | |",
              f"| faults | {len(faults)} | |",
+             f"| executions failed on a full disk (their spool) | {report.spool_failures} | |",
+             f"| largest clock offset seen, by host (s) | "
+             f"{', '.join(f'{h} {o:+.0f}' for h, o in sorted(report.clock_offsets.items())) or '-'} | |",
              f"| runs by status | {', '.join(f'{k} {v}' for k, v in sorted(report.statuses.items()))} | |",
              f"| verdict | {'PASS' if report.passed else 'FAIL'} | |", ""]
     kinds = defaultdict(lambda: ([], []))
@@ -254,6 +309,7 @@ def render(report, faults, setup, seed, seconds, command, began, errors=None):
         lines += ["<details><summary>Exceptions in the processes' logs</summary>", "", "| times | exception |",
                   "|---|---|", *[f"| {n} | `{text}` |" for text, n in errors.most_common(15)], "", "</details>", ""]
     for title, items in (("Lost", report.lost), ("Unfinished", report.unfinished), ("Overlaps", report.overlaps),
+                         ("Overlaps of a frozen execution", report.frozen_overlaps),
                          ("Unexplained duplicates", [f"run {e.run}#{e.attempt}@{e.host} {stamp(e.start)}"
                                                      for e in report.unexplained])):
         if items:

@@ -17,6 +17,7 @@ from pathlib import Path
 import redis
 
 from ..brokers import Broker, PrivateRedis, _answers, _kill, free_port, wait_until
+from ..chaos.hosts import clock_shifted
 
 MASTER_NAME = "scheduler-nemesis"
 
@@ -144,3 +145,36 @@ def cont_all(procs):
     for proc in procs:
         if alive(proc):
             signal_group(proc.pid, signal.SIGCONT)
+
+
+def clock_skewed(seconds):
+    """The environment of a process whose clock is ``seconds`` off (none for 0)."""
+    return clock_shifted(seconds) if seconds else {}
+
+
+class SmallDisk:
+    """A small file system of a worker host's own (a tmpfs of ``size_kib``), its TMPDIR: the nemesis
+    fills it up and frees it again. Unmounted by ``remove``."""
+
+    def __init__(self, path, size_kib=8192):
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kib}k,mode=1777", "tmpfs", str(self.path)],
+                       check=True, capture_output=True, timeout=30)
+        self.filler = self.path / "filler"
+
+    def fill(self):
+        """Write until the disk is full (ENOSPC); the bytes written."""
+        written = 0
+        with open(self.filler, "wb", buffering=0) as out:
+            for chunk in (b"\0" * 65536, b"\0" * 512):
+                with contextlib.suppress(OSError):
+                    while True:
+                        written += out.write(chunk)
+        return written
+
+    def free(self):
+        self.filler.unlink(missing_ok=True)
+
+    def remove(self):
+        subprocess.run(["umount", "-l", str(self.path)], capture_output=True, timeout=30)

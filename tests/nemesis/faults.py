@@ -9,23 +9,29 @@ seconds later, as a supervisor would; a process stopped is continued, a host cut
 import contextlib
 import random
 import signal
+import subprocess
 import time
 from dataclasses import dataclass, field
 
 from django.db import connection
 
-from .cluster import alive, children, signal_group, signal_pid
+from .cluster import alive, children, clock_skewed, signal_group, signal_pid
 
 # The faults that act on one worker host, and those on the leader's host (its beat).
 WORKER_FAULTS = ("worker-parent-kill", "worker-child-kill", "worker-parent-stop", "worker-child-stop",
                  "worker-partition")
 LEADER_FAULTS = ("leader-kill", "leader-stop", "leader-partition")
+# Faults on one host that must cost nothing: no duplicate is ever blamed on them (unless a process
+# had to be killed after all, which the fault then says).
+HARMLESS_FAULTS = ("clock-skew", "disk-full")
 BROKER_FAULTS = {"sentinel": ("redis-master-kill", "sentinel-failover"), "rabbitmq-cluster": ("rabbit-node-kill",)}
+MAX_SKEW_SECONDS = 120
+GRACEFUL_STOP_SECONDS = 40  # a warm shutdown waits for the runs it holds (a command takes up to 20 s)
 
 
 def faults_for(broker_kind):
     """The faults a run on this broker set-up picks from."""
-    return WORKER_FAULTS + LEADER_FAULTS + BROKER_FAULTS[broker_kind] + ("postgres-restart",)
+    return WORKER_FAULTS + LEADER_FAULTS + HARMLESS_FAULTS + BROKER_FAULTS[broker_kind] + ("postgres-restart",)
 
 
 @dataclass
@@ -36,10 +42,13 @@ class Fault:
     started: float  # wall clock
     ended: float = 0.0
     detail: str = ""
+    killed: bool = False  # a harmless fault that had to kill a process after all
+    pid: int = 0  # the process a SIGSTOP froze
 
     @property
     def on_host(self):
-        return self.kind in WORKER_FAULTS or self.kind in LEADER_FAULTS
+        """Whether a duplicate execution on the fault's host while it acted is explained by it."""
+        return self.kind in WORKER_FAULTS or self.kind in LEADER_FAULTS or self.killed
 
 
 @dataclass
@@ -53,6 +62,7 @@ class Nemesis:
 
     def __post_init__(self):
         self.rng = random.Random(self.seed)
+        self.current = None  # the fault acting now
         self.kinds = self.kinds or faults_for(self.service.broker.kind)
 
     def run(self, seconds, log=print):
@@ -77,10 +87,15 @@ class Nemesis:
             target = rng.choice(sorted(service.workers))
         elif kind in LEADER_FAULTS:
             target = service.leader_host(fallback=rng.choice(sorted(service.beats)))
+        elif kind == "clock-skew":
+            target = rng.choice(sorted([*service.workers, *service.beats]))
+        elif kind == "disk-full":
+            target = rng.choice(sorted(service.disks))
         else:
             target = "postgres" if kind.startswith("postgres") else "broker"
         fault = Fault(len(self.faults) + 1, kind, target, time.time())
         self.faults.append(fault)
+        self.current = fault
         try:
             fault.detail = getattr(self, kind.replace("-", "_"))(target, hold)
         finally:
@@ -123,6 +138,7 @@ class Nemesis:
         child = self._child(host)
         if child is None:
             return "no pool process to stop"
+        self.current.pid = child
         signal_pid(child, signal.SIGSTOP)
         time.sleep(hold)
         signal_pid(child, signal.SIGCONT)
@@ -158,6 +174,49 @@ class Nemesis:
     def leader_partition(self, host, hold):
         return self._partition(host, hold)
 
+    # --- any host
+
+    def clock_skew(self, host, hold):
+        """The host's clock off by up to 2 minutes for 20-45 s, its runs and ticks going on meanwhile.
+        libfaketime moves the monotonic clock with the wall clock, which a clock step never does (and
+        a running worker cannot take), so the host's process is restarted with the skewed clock
+        (warm shutdown: the runs it holds end first), and again with the right one after."""
+        skew = self.rng.choice((-1, 1)) * self.rng.randint(10, MAX_SKEW_SECONDS)
+        lasting = self.rng.uniform(20, 45)
+        first = self._restart(host, skew)
+        time.sleep(lasting)
+        second = self._restart(host, 0)
+        return f"clock {skew:+d} s for {lasting:.1f} s ({first}; back: {second})"
+
+    def _restart(self, host, skew):
+        """Stop the host's worker or beat gracefully (SIGTERM, SIGKILL if it has not ended within
+        GRACEFUL_STOP_SECONDS) and start it again with its clock ``skew`` seconds off."""
+        service = self.service
+        proc = service.workers.get(host) or service.beats[host]
+        signal_pid(proc.pid, signal.SIGTERM)
+        how = "warm shutdown"
+        try:
+            proc.wait(timeout=GRACEFUL_STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            signal_group(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+            self.current.killed, how = True, f"SIGKILL after {GRACEFUL_STOP_SECONDS} s of warm shutdown"
+        clock = clock_skewed(skew)
+        if host in service.workers:
+            service.start_worker(host, **clock)
+        else:
+            service.start_beat(host, **clock)
+        return how
+
+    def disk_full(self, host, hold):
+        """The file system of the worker host's TMPDIR (where its commands spool their output) full
+        for 3-15 s, then freed."""
+        disk = self.service.disks[host]
+        filled = disk.fill()
+        time.sleep(hold)
+        disk.free()
+        return f"{disk.path} ({filled // 1024} KiB) full for {hold:.1f} s"
+
     # --- the broker and the database
 
     def redis_master_kill(self, target, hold):
@@ -178,7 +237,9 @@ class Nemesis:
 
 
 def heal_everything(service):
-    """After the last fault: every host on the network, every process running."""
+    """After the last fault: every host on the network, every disk freed, every process running."""
+    for disk in service.disks.values():
+        disk.free()
     for host in service.network.hosts.values():
         if host.cut_off:
             host.heal()

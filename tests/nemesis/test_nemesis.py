@@ -34,13 +34,15 @@ from ..chaos.hosts import Network, can_make_namespaces
 from ..chaos.servers import PORT_BASE, PrivatePostgres
 from ..conftest import Processes, require, wait_for
 from . import checker
-from .cluster import CoreSentinel
+from .cluster import CoreSentinel, SmallDisk
 from .faults import Nemesis, heal_everything
 from .rabbit import RabbitCluster
 
 SECONDS = int(os.environ.get("NEMESIS_SECONDS", "180"))
 BROKER = os.environ.get("NEMESIS_BROKER", "redis")  # or "rabbitmq": the 3-node cluster
 SEED = int(os.environ.get("NEMESIS_SEED") or random.SystemRandom().randrange(1, 10**9))
+# Only these faults (comma-separated kinds, tests/nemesis/faults.py), to chase one: default all.
+FAULTS = tuple(kind for kind in os.environ.get("NEMESIS_FAULTS", "").split(",") if kind)
 WORKER_HOSTS = ("wa", "wb", "wc")
 SCHEDULER_HOSTS = ("sa", "sb")
 SETUPS = {"redis": "Redis with Sentinel", "rabbitmq": "RabbitMQ, 3-node cluster, quorum queues"}
@@ -51,17 +53,20 @@ DRAIN_SECONDS = 150  # then, for every run to end (a command takes up to 20 s, r
 class Service:
     """What the nemesis acts on: the hosts, their processes, the broker and the database."""
 
-    def __init__(self, network, processes, broker, postgres, ledger_dir):
+    def __init__(self, network, processes, broker, postgres, ledger_dir, disks):
         self.network, self.processes, self.broker, self.postgres = network, processes, broker, postgres
         self.ledger_dir = ledger_dir
+        self.disks = disks  # each worker host's small TMPDIR (cluster.SmallDisk)
         self.workers, self.beats = {}, {}
 
-    def start_worker(self, name):
+    def start_worker(self, name, **env):
+        """``env``: more variables (a skewed clock's)."""
         self.workers[name] = self.processes.worker(
-            concurrency=3, name="worker", host=self.network.hosts[name], NEMESIS_HOST=name)
+            concurrency=3, name="worker", host=self.network.hosts[name], NEMESIS_HOST=name,
+            TMPDIR=str(self.disks[name].path), **env)
 
-    def start_beat(self, name):
-        self.beats[name] = self.processes.beat(name=name, host=self.network.hosts[name])
+    def start_beat(self, name, **env):
+        self.beats[name] = self.processes.beat(name=name, host=self.network.hosts[name], **env)
 
     def leader_host(self, fallback):
         try:
@@ -84,11 +89,15 @@ def ledger_folder():
 
 
 def command_target(folder):
-    """A command taking 0-20 s (its run id modulo 21), writing its start and end to its host's ledger."""
+    """A command taking 0-20 s (its run id modulo 21), then spooling 100 KiB of output to its
+    TMPDIR and reading it back, writing its start and end to its host's ledger: its end says
+    "fail" (and it exits 1) when the spool did not fit on the disk."""
     ledger = shlex.quote(str(folder)) + '/ledger-"$NEMESIS_HOST".txt'
     stamp = '$JOB_RUN_ID $JOB_ATTEMPT $NEMESIS_HOST $(cut -d" " -f1 /proc/uptime) $(date +%s.%N)'
+    spool = '"$TMPDIR/out-$JOB_RUN_ID-$JOB_ATTEMPT"'
     return (f'echo "start {stamp}" >> {ledger}; sleep $((JOB_RUN_ID % 21)); '
-            f'echo "end {stamp} ok" >> {ledger}')
+            f'if seq 1 20000 > {spool} 2>/dev/null && tail -n 1 {spool}; then outcome=ok; else outcome=fail; fi; '
+            f'rm -f {spool}; echo "end {stamp} $outcome" >> {ledger}; [ $outcome = ok ]')
 
 
 def make_jobs(folder):
@@ -98,8 +107,10 @@ def make_jobs(folder):
         return save_job(Job(name=name, kind=kind, target=target, **fields), schedule)
 
     ledger = {"ledger_dir": str(folder)}
+    retry_after_disk_full = {"max_retries": 2, "retry_backoff_seconds": 10, "retry_jitter": False}
     scheduled = [
-        (job("second-allow", {"type": "interval", "every_seconds": 1}, kwargs={**ledger, "seconds": 0.3}), 1, False),
+        (job("second-allow", {"type": "interval", "every_seconds": 1},
+             kwargs={**ledger, "seconds": 0.3, "spool_kib": 256}), 1, False),
         (job("second-forbid", {"type": "interval", "every_seconds": 1}, overlap_policy="skip",
              kwargs={**ledger, "seconds": 2.5}), 1, True),
         (job("second-replace", {"type": "interval", "every_seconds": 2}, overlap_policy="replace",
@@ -107,9 +118,10 @@ def make_jobs(folder):
         (job("retrying", {"type": "interval", "every_seconds": 5}, max_retries=2, retry_backoff_seconds=1,
              retry_jitter=False, kwargs={**ledger, "seconds": 0.5, "fail_attempts": 1}), 5, False),
         (job("minute-cron-command", {"type": "cron", "cron": "* * * * *"}, kind="command",
-             target=command_target(folder), timeout_seconds=120), 60, False),
+             target=command_target(folder), timeout_seconds=120, **retry_after_disk_full), 60, False),
         (job("minute-forbid-command", {"type": "interval", "every_seconds": 60}, kind="command",
-             target=command_target(folder), overlap_policy="skip", timeout_seconds=120), 60, True),
+             target=command_target(folder), overlap_policy="skip", timeout_seconds=120, **retry_after_disk_full),
+         60, True),
     ]
     steps = [job(f"step-{n}", {"type": "manual"}, kwargs={**ledger, "seconds": 1}) for n in "abc"]
     graph = parse_graph([s.name for s in steps], [{"from": "step-a", "to": "step-b"},
@@ -127,6 +139,23 @@ def network():
     require(shutil.which("redis-server") is not None, "no redis-server (Redis and its sentinels)")
     with Network() as network:
         yield network
+
+
+@pytest.fixture
+def disks():
+    """A small disk of its own (tmpfs) for each worker host: its TMPDIR (in a folder the commands'
+    unprivileged user can reach)."""
+    folder = Path(tempfile.mkdtemp(prefix="nemesis-disks-"))
+    folder.chmod(0o755)
+    made = {}
+    try:
+        for name in WORKER_HOSTS:
+            made[name] = SmallDisk(folder / name)
+        yield made
+    finally:
+        for disk in made.values():
+            disk.remove()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
@@ -158,14 +187,15 @@ def report_path():
 
 @pytest.mark.timeout(SECONDS + 900)
 def test_random_faults_lose_no_slot_leave_no_run_unfinished_and_overlap_no_forbid_job(
-        network, core_postgres, broker, tmp_path):
-    command = (f"NEMESIS_BROKER={BROKER} NEMESIS_SECONDS={SECONDS} NEMESIS_SEED={SEED} "
+        network, core_postgres, broker, disks, tmp_path):
+    only = f"NEMESIS_FAULTS={','.join(FAULTS)} " if FAULTS else ""
+    command = (f"NEMESIS_BROKER={BROKER} NEMESIS_SECONDS={SECONDS} NEMESIS_SEED={SEED} {only}"
                ".venv/bin/python -m pytest -q -s tests/nemesis")
     print(f"\nNEMESIS seed {SEED}, {SECONDS} s of faults; repeat with: {command}")
     began = time.time()
     folder = ledger_folder()
     processes = Processes(tmp_path, broker.env)
-    service = Service(network, processes, broker, core_postgres, folder)
+    service = Service(network, processes, broker, core_postgres, folder, disks)
     for name in (*SCHEDULER_HOSTS, *WORKER_HOSTS):
         network.add_host(name)
     try:
@@ -177,7 +207,7 @@ def test_random_faults_lose_no_slot_leave_no_run_unfinished_and_overlap_no_forbi
         wait_for(lambda: JobRun.objects.filter(status="succeeded").count() >= 5, timeout=90,
                  message="the service at work before the first fault")
         faults_from = time.time()
-        faults = Nemesis(service, SEED).run(SECONDS)
+        faults = Nemesis(service, SEED, kinds=FAULTS).run(SECONDS)
         heal_everything(service)
         time.sleep(QUIET_SECONDS)
         paused_at = timezone.now()
