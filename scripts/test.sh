@@ -2,8 +2,9 @@
 # Install what the tests need, start PostgreSQL, Redis and RabbitMQ if they are down, and run the suite
 # on PostgreSQL and again on SQLite (the quick start's database) for the tests that start no processes
 # (see tests/conftest.py; TEST_SQLITE=false leaves that pass out). With no arguments the whole suite runs
-# as four passes side by side (the chaos tests, the DST night then the third round's process tests, the others, SQLite; TEST_SHARDS=false: one after the
-# other). Arguments go to pytest in both passes, one after the other (scripts/test.sh tests/test_schedules.py -x).
+# as six passes side by side (the chaos tests of the service's faults then the tests/test_[k-z]* half, the
+# other chaos tests, the DST night then a 3-minute nemesis, the tests that start processes, the others, and
+# SQLite; TEST_SHARDS=false: one after the other, without the nemesis). Arguments go to pytest in both passes, one after the other (scripts/test.sh tests/test_schedules.py -x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
@@ -66,56 +67,67 @@ if [ $# -gt 0 ] || [ "${TEST_SHARDS:-true}" = false ]; then
   fi
   exit "$status"
 fi
-# The whole suite in four passes side by side (most of the chaos tests' time is waiting for processes),
-# each printed when it ends.
+# The whole suite in six passes side by side (most of the process tests' time is waiting for processes
+# and timeouts), each printed when it ends.
 logs="$(mktemp -d)"
-# The real beat through a compiled DST night waits 5 minutes for its clock: a pass of its own.
+# The real beat through a compiled DST night waits 5 minutes for its clock.
 night=tests/chaos/test_dst_night.py
-run_pass "the chaos tests on PostgreSQL" "$postgres/scheduler_chaos" 14 6600 tests/chaos --ignore="$night" \
-  >"$logs/chaos" 2>&1 &
-chaos=$!
-# Then, in the same pass, a share of the tests that start workers, beat or a web server (the DST
-# night's pass waits most of its 5 minutes): the main pass alone took over 20 minutes with them all.
+# The chaos tests in two passes: the service's faults (PostgreSQL and the brokers dying, losing their
+# messages; the longest file), then the tests/test_[k-z]* half of the other tests (below); and the rest.
+service_faults=tests/chaos/test_service_faults.py
+# The tests that start workers, beat or a web server, in a pass of their own: the main pass alone
+# took over 20 minutes with them all.
 later=(tests/test_limits_workers.py tests/test_parameters_end_to_end.py tests/test_parameters_cli.py
        tests/test_exactly_once.py tests/test_tracing.py tests/test_json_logs.py tests/test_calendars_cli.py
        tests/test_cli_limits.py tests/test_auto_pause.py
        tests/test_end_to_end.py tests/test_policies.py tests/test_workflows_workers.py tests/test_time_limits.py
        tests/test_lost_budget.py tests/test_live_output.py tests/test_cli_tailing.py tests/test_watchdog.py
        tests/test_rabbitmq_only.py)
-{
-  night_status=0
-  run_pass "the DST night on PostgreSQL" "$postgres/scheduler_night" 12 7000 "$night" || night_status=$?
-  run_pass "a share of the tests that start processes, on PostgreSQL" "$postgres/scheduler_later" 10 9200 \
-    "${later[@]}" || night_status=$?
-  # The nemesis (3 minutes of random faults on Redis with Sentinel against an outside ledger; it prints
-  # its seed, NEMESIS_SEED repeats one): with TEST_NEMESIS=true (it does not fit CI's 20 minutes yet).
-  if [ "${TEST_NEMESIS:-false}" = true ]; then
-    NEMESIS_SECONDS="${NEMESIS_SECONDS:-180}" run_pass "the nemesis (3 minutes of random faults) on PostgreSQL" \
-      "$postgres/scheduler_nemesis" 11 11000 -s tests/nemesis || night_status=$?
-  fi
-  exit "$night_status"
-} >"$logs/night" 2>&1 &
-night_pass=$!
-# The other tests in two halves: tests/test_[k-z]* run after the SQLite pass, in its slot.
+# The other tests in two halves: tests/test_[k-z]* run after the service's faults.
 second=()
 for file in tests/test_[k-z]*.py; do
   [[ " ${later[*]} " == *" $file "* ]] || second+=("$file")
 done
+passes=(faults chaos night later main sqlite)
+{
+  status=0
+  run_pass "the chaos tests of the service's faults on PostgreSQL" "$postgres/scheduler_chaos" 14 6600 \
+    "$service_faults" || status=$?
+  run_pass "the other tests, second half (tests/test_[k-z]*), on PostgreSQL" "$postgres/scheduler_second" 9 8400 \
+    "${second[@]}" || status=$?
+  exit "$status"
+} >"$logs/faults" 2>&1 &
+faults=$!
+run_pass "the other chaos tests on PostgreSQL" "$postgres/scheduler_chaos_b" 8 10000 tests/chaos \
+  --ignore="$night" --ignore="$service_faults" >"$logs/chaos" 2>&1 &
+chaos=$!
+{
+  status=0
+  run_pass "the DST night on PostgreSQL" "$postgres/scheduler_night" 12 7000 "$night" || status=$?
+  # The nemesis: 3 minutes of random faults on Redis with Sentinel against an outside ledger. It
+  # prints its seed; NEMESIS_SEED repeats a run. TEST_NEMESIS=false leaves it out.
+  if [ "${TEST_NEMESIS:-true}" = true ]; then
+    NEMESIS_SECONDS="${NEMESIS_SECONDS:-180}" run_pass "the nemesis (3 minutes of random faults) on PostgreSQL" \
+      "$postgres/scheduler_nemesis" 11 11000 -s tests/nemesis || status=$?
+  fi
+  exit "$status"
+} >"$logs/night" 2>&1 &
+night_pass=$!
+run_pass "the tests that start processes (the later list) on PostgreSQL" "$postgres/scheduler_later" 10 9200 \
+  "${later[@]}" >"$logs/later" 2>&1 &
+later_pass=$!
 run_pass "the other tests on PostgreSQL" "$DATABASE_URL" "$redis_db" 6390 --ignore=tests/chaos \
   "${later[@]/#/--ignore=}" "${second[@]/#/--ignore=}" >"$logs/main" 2>&1 &
 main=$!
-{
-  sqlite_status=0
-  if [ "${TEST_SQLITE:-true}" != false ]; then
-    run_pass "the tests that start no processes, on SQLite" "$sqlite" 13 6800 || sqlite_status=$?
-  fi
-  run_pass "the other tests, second half (tests/test_[k-z]*), on PostgreSQL" "$postgres/scheduler_second" 9 8400 \
-    "${second[@]}" || sqlite_status=$?
-  exit "$sqlite_status"
-} >"$logs/sqlite" 2>&1 &
-sqlite_pass=$!
-for pass in main chaos night sqlite; do
-  pid_var=$pass; [ "$pass" = sqlite ] && pid_var=sqlite_pass; [ "$pass" = night ] && pid_var=night_pass
+if [ "${TEST_SQLITE:-true}" != false ]; then
+  run_pass "the tests that start no processes, on SQLite" "$sqlite" 13 6800 >"$logs/sqlite" 2>&1 &
+  sqlite_pass=$!
+else
+  (exit 0) & sqlite_pass=$!; : >"$logs/sqlite"
+fi
+for pass in "${passes[@]}"; do
+  pid_var=$pass
+  case $pass in night) pid_var=night_pass ;; later) pid_var=later_pass ;; sqlite) pid_var=sqlite_pass ;; esac
   wait "${!pid_var}" || status=$?
   cat "$logs/$pass"
 done
