@@ -205,3 +205,20 @@ class Arrivals(threading.Thread):
 
     def arrivals(self):
         return [(t, json.loads(m)["headers"] if isinstance(m, bytes | str) else m) for t, m in self.taken]
+
+
+def observer_connection(pg_url):
+    """A connection of the superuser role ``observer`` (made here) to the benchmark's private
+    PostgreSQL at ``pg_url``, with pg_stat_statements and pg_walinspect: (connection, its backend's
+    pid, the role's oid, the database's oid), so the readings can leave the observer's own work out."""
+    import psycopg
+
+    with psycopg.connect(pg_url.replace("/scheduler", "/postgres"), autocommit=True) as admin:
+        admin.execute("CREATE ROLE observer SUPERUSER LOGIN")
+    conn = psycopg.connect(pg_url.replace("postgres@", "observer@"), autocommit=True)
+    conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+    conn.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+    pid, userid, dbid = conn.execute(
+        "SELECT pg_backend_pid(), (SELECT oid FROM pg_roles WHERE rolname = current_user), "
+        "(SELECT oid FROM pg_database WHERE datname = current_database())").fetchone()
+    return conn, pid, userid, dbid

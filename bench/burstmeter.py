@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import benchenv
+
 CLOCK_TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 PG_SETTINGS = {"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "top",
                "fsync": "on", "full_page_writes": "on", "checkpoint_timeout": "1h", "max_wal_size": "8GB",
@@ -91,17 +93,8 @@ class Observer:
     """Readings of the private PostgreSQL through a connection of the role ``observer``."""
 
     def __init__(self, servers):
-        import psycopg
-
         self.servers = servers
-        with psycopg.connect(servers.pg.url.replace("/scheduler", "/postgres"), autocommit=True) as admin:
-            admin.execute("CREATE ROLE observer SUPERUSER LOGIN")
-        self.conn = psycopg.connect(servers.pg.url.replace("postgres@", "observer@"), autocommit=True)
-        self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-        self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
-        self.pid, self.userid, self.dbid = self.conn.execute(
-            "SELECT pg_backend_pid(), (SELECT oid FROM pg_roles WHERE rolname = current_user), "
-            "(SELECT oid FROM pg_database WHERE datname = current_database())").fetchone()
+        self.conn, self.pid, self.userid, self.dbid = benchenv.observer_connection(servers.pg.url)
 
     def query(self, sql, params=None):
         return self.conn.execute(sql, params).fetchall()

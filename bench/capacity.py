@@ -87,7 +87,6 @@ REPO = benchenv.setup(
     DATABASE_URL=f"postgres://postgres@127.0.0.1:{PG_PORT}/scheduler",
     JOBS_PREPARED_STATEMENTS="true" if not ARGS or ARGS.prepared_statements == "on" else "false")
 
-import psycopg  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
@@ -192,14 +191,7 @@ class Observer:
 
     def __init__(self, servers):
         self.servers = servers
-        with psycopg.connect(servers.pg.url.replace("/scheduler", "/postgres"), autocommit=True) as admin:
-            admin.execute("CREATE ROLE observer SUPERUSER LOGIN")
-        self.conn = psycopg.connect(servers.pg.url.replace("postgres@", "observer@"), autocommit=True)
-        self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-        self.conn.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
-        self.pid, self.userid, self.dbid = self.conn.execute(
-            "SELECT pg_backend_pid(), (SELECT oid FROM pg_roles WHERE rolname = current_user), "
-            "(SELECT oid FROM pg_database WHERE datname = current_database())").fetchone()
+        self.conn, self.pid, self.userid, self.dbid = benchenv.observer_connection(servers.pg.url)
         self.transactions = 3  # the role's, the extension's, the oids'
 
     def query(self, sql, params=None):
