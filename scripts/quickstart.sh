@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p var
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
+.venv/bin/pip install -q --disable-pip-version-check --require-hashes -r requirements.lock
 bash scripts/services.sh
 
 # Secrets: taken from the environment, or made once for this checkout and kept in var/ (not in git),

@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt
+# Every dependency, transitive ones too, pinned with its hashes (scripts/lock.sh makes the lock).
+.venv/bin/pip install -q --disable-pip-version-check --require-hashes -r requirements-dev.lock
 bash scripts/services.sh
 # The browser test drives Debian's Chromium (it skips, saying why, when Chromium cannot be had).
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -40,6 +41,7 @@ export PYTHONPATH="$PWD"
 mkdir -p staticfiles
 .venv/bin/ruff check .
 .venv/bin/lint-imports --no-cache
+bash scripts/audit-deps.sh
 # The docs site (mkdocs.yml): a broken link or anchor, or a setting the reference lacks, fails it.
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
 
