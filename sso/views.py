@@ -58,6 +58,9 @@ class Callback(OIDCAuthenticationCallbackView):
 
     def login_failure(self):
         error = self.request.GET.get("error", "")
+        user = getattr(self, "user", None)
+        if user is not None and not user.is_active:
+            return failed(self.request, "Your account here is deactivated; ask an administrator.", 403)
         if error:
             message = f"The identity provider did not sign you in ({error[:100]})."
         else:

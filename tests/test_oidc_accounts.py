@@ -147,3 +147,49 @@ def test_a_client_id_without_the_providers_endpoints_stops_the_service_at_start(
     assert result.returncode != 0
     assert ("OIDC_RP_CLIENT_ID turns single sign-on on; it needs OIDC_OP_TOKEN_ENDPOINT, OIDC_OP_USER_ENDPOINT, "
             "OIDC_OP_JWKS_ENDPOINT (for OIDC_RP_SIGN_ALGO=RS256), OIDC_RP_CLIENT_SECRET") in result.stderr
+
+
+@pytest.fixture
+def provider_settings(settings):
+    """Single sign-on on, towards a provider that listens nowhere (a port of this session's, closed)."""
+    nowhere = f"http://127.0.0.1:{int(os.environ.get('TEST_PORT_BASE', '6390')) + 59}/openid"
+    settings.OIDC_ENABLED, settings.OIDC_RP_CLIENT_ID, settings.OIDC_RP_CLIENT_SECRET = True, "ours", "s" * 32
+    settings.OIDC_OP_AUTHORIZATION_ENDPOINT = f"{nowhere}/authorize"
+    settings.OIDC_OP_TOKEN_ENDPOINT, settings.OIDC_OP_USER_ENDPOINT = f"{nowhere}/token", f"{nowhere}/userinfo"
+    settings.OIDC_OP_JWKS_ENDPOINT, settings.OIDC_TIMEOUT = f"{nowhere}/jwks", 2
+    settings.AUTHENTICATION_BACKENDS = [*settings.AUTHENTICATION_BACKENDS, "sso.backend.TeamsFromClaims"]
+    return settings
+
+
+def begun_state(client):
+    begun = client.get("/oidc/authenticate/?next=/jobs/")
+    assert begun.status_code == 302 and begun["Location"].startswith("http://127.0.0.1:")
+    return next(iter(client.session["oidc_states"]))
+
+
+@pytest.mark.django_db
+def test_the_provider_out_of_reach_answers_a_page_saying_so(provider_settings, client):
+    state = begun_state(client)
+
+    answer = client.get(f"/oidc/callback/?code=some-code&state={state}")
+
+    assert answer.status_code == 502
+    assert "The identity provider could not be reached" in answer.content.decode()
+    assert not User.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_deactivated_account_cannot_sign_on(provider_settings, client, monkeypatch):
+    alice = sign_on(ISSUER, claims())
+    User.objects.filter(pk=alice.pk).update(is_active=False)
+    # The provider's part (token, keys, userinfo) as it answers for alice: only what follows is ours.
+    monkeypatch.setattr(TeamsFromClaims, "get_token", lambda self, payload: {"id_token": "t", "access_token": "a"})
+    monkeypatch.setattr(TeamsFromClaims, "verify_token", lambda self, token, **kw: {"iss": ISSUER, "sub": "u-1"})
+    monkeypatch.setattr(TeamsFromClaims, "get_userinfo", lambda self, *args: claims())
+    state = begun_state(client)
+
+    answer = client.get(f"/oidc/callback/?code=some-code&state={state}")
+
+    assert answer.status_code == 403
+    assert "Your account here is deactivated" in answer.content.decode()
+    assert "_auth_user_id" not in client.session
