@@ -59,9 +59,12 @@ def _identity(issuer, subject, claims, create=True):
     User = get_user_model()
     if User.objects.filter(username__iexact=username).exists():
         # A local account (or another provider subject's) of that name: never taken over.
+        log.warning("single sign-on refused subject %s of %s: an account named %s exists (manage.py sso link)",
+                    subject, issuer, username)
         raise SignOnRefused(
             f"An account named '{username}' already exists here and was not made by single sign-on, so "
-            "signing on cannot use it. Ask an administrator: they may rename or remove that account.")
+            "signing on cannot use it. Ask an administrator: they may link it to you (manage.py sso link) or "
+            "rename it.")
     user = User.objects.create_user(username, email=_email(claims))  # no password: set_unusable_password
     log.info("single sign-on made the account %s for subject %s", username, subject)
     return Identity.objects.create(user=user, issuer=issuer, subject=subject)

@@ -1,6 +1,7 @@
 """Single sign-on's accounts and teams from the provider's claims (sso.accounts, sso.backend), without a
 provider: tests/test_oidc_login.py signs on through a real one in a browser."""
 
+import io
 import os
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import jwt
 import pytest
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import SuspiciousOperation
+from django.core.management import CommandError, call_command
 from django.test import RequestFactory
 
 from jobs.actions.permissions import COMMAND_RUNNERS_GROUP
@@ -193,3 +195,21 @@ def test_a_deactivated_account_cannot_sign_on(provider_settings, client, monkeyp
     assert answer.status_code == 403
     assert "Your account here is deactivated" in answer.content.decode()
     assert "_auth_user_id" not in client.session
+
+
+@pytest.mark.django_db
+def test_an_operator_links_a_local_account_to_a_person_at_the_provider():
+    local = User.objects.create_user("alice", password="local-pass-1")
+    local.groups.add(Group.objects.create(name="auditors"))
+    out = io.StringIO()
+
+    call_command("sso", "link", "alice", "u-1", "--issuer", ISSUER, stdout=out)
+    alice = sign_on(ISSUER, claims(groups=["analysts"]))
+
+    assert "u-1 of https://id.example.com now signs on as alice" in out.getvalue()
+    assert alice.pk == local.pk and teams(alice) == {"auditors", "analysts"}
+    with pytest.raises(CommandError, match="already signs on as alice"):
+        call_command("sso", "link", "alice", "u-1", "--issuer", ISSUER)
+    call_command("sso", "unlink", "alice", stdout=io.StringIO())
+    with pytest.raises(SignOnRefused, match=r"link it to you \(manage.py sso link\)"):
+        sign_on(ISSUER, claims())
