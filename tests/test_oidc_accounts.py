@@ -3,6 +3,7 @@ provider: tests/test_oidc_login.py signs on through a real one in a browser."""
 
 import io
 import os
+import socket
 import subprocess
 import sys
 
@@ -153,8 +154,10 @@ def test_a_client_id_without_the_providers_endpoints_stops_the_service_at_start(
 
 @pytest.fixture
 def provider_settings(settings):
-    """Single sign-on on, towards a provider that listens nowhere (a port of this session's, closed)."""
-    nowhere = f"http://127.0.0.1:{int(os.environ.get('TEST_PORT_BASE', '6390')) + 59}/openid"
+    """Single sign-on on, towards a provider that listens nowhere (a port just closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{sock.getsockname()[1]}/openid"
     settings.OIDC_ENABLED, settings.OIDC_RP_CLIENT_ID, settings.OIDC_RP_CLIENT_SECRET = True, "ours", "s" * 32
     settings.OIDC_OP_AUTHORIZATION_ENDPOINT = f"{nowhere}/authorize"
     settings.OIDC_OP_TOKEN_ENDPOINT, settings.OIDC_OP_USER_ENDPOINT = f"{nowhere}/token", f"{nowhere}/userinfo"
