@@ -46,7 +46,9 @@ class Provider(Web):
         for argv in (["migrate", "-v0"],
                      ["provider_setup", "--client-id", CLIENT_ID, "--client-secret", CLIENT_SECRET,
                       "--redirect-uri", redirect_uri, *[a for spec in PROVIDER_USERS for a in ("--user", spec)]]):
-            subprocess.run(django + argv, env=self.env, cwd=REPO, check=True, timeout=120, capture_output=True)
+            done = subprocess.run(django + argv, env=self.env, cwd=REPO, timeout=120, capture_output=True, text=True)
+            if done.returncode != 0:
+                pytest.fail(f"the provider's {argv[0]} failed:\n{done.stdout}{done.stderr}")
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", "tests.oidc_provider.wsgi", "-b", f"127.0.0.1:{port}",
