@@ -30,7 +30,7 @@ DENYLIST = [
     "otel_exporter_otlp_headers", "config",
 ]
 URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][a-zA-Z0-9+.-]*://[^:/?#@\s]*:)[^@/\s]+(?P<tail>@)")
-SETTINGS_SECRETS = ("SECRET_KEY", "EMAIL_HOST_PASSWORD", "METRICS_TOKEN", "FLOWER_BASIC_AUTH")
+SETTINGS_SECRETS = ("SECRET_KEY", "EMAIL_HOST_PASSWORD", "METRICS_TOKEN", "FLOWER_BASIC_AUTH", "OIDC_RP_CLIENT_SECRET")
 # A job that fails is its run's outcome (recorded on the run, notified by the rules), not an error of
 # the service: the worker's task raises it so that Celery counts the task as failed.
 JOB_OUTCOMES = ["jobs.kinds.base.JobFailed", "jobs.kinds.base.JobTimedOut"]

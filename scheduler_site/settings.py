@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "notifications",
     "audit",
     "workflows",
+    "sso",
 ]
 
 MIDDLEWARE = [
@@ -157,6 +158,39 @@ AXES_CLIENT_IP_CALLABLE = "audit.trail.client_address"  # the client behind TRUS
 # Not in the admin (its bulk action declares no permission): `manage.py axes_list_attempts`, `axes_reset`.
 AXES_ENABLE_ADMIN = False
 AXES_LOCKOUT_TEMPLATE = "pages/locked_out.html"
+
+# --- Single sign-on through OpenID Connect (mozilla-django-oidc; sso/, docs/guide/security.md). On when
+# OIDC_RP_CLIENT_ID is set; local accounts keep working beside it. The provider is an operator's host:
+# the calls to it do not go through outbound/'s guard against private addresses.
+OIDC_RP_CLIENT_ID = env_str("OIDC_RP_CLIENT_ID", "")
+OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID)
+OIDC_RP_CLIENT_SECRET = env_str("OIDC_RP_CLIENT_SECRET", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("OIDC_OP_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = env_str("OIDC_OP_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = env_str("OIDC_OP_USER_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = env_str("OIDC_OP_JWKS_ENDPOINT", "")
+OIDC_RP_SIGN_ALGO = env_choice("OIDC_RP_SIGN_ALGO", "RS256", ("rs256", "rs384", "rs512", "es256", "es384", "es512",
+                                                              "hs256", "hs384", "hs512")).upper()
+OIDC_RP_SCOPES = env_str("OIDC_RP_SCOPES", "openid email profile")
+# The claim (in the userinfo answer, else the ID token) listing the user's teams: each named group is
+# joined, made if missing, except these protected ones and "Command job runners".
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
+OIDC_PROTECTED_GROUPS = env_list("OIDC_PROTECTED_GROUPS", [])
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on")
+OIDC_TIMEOUT = env_float("OIDC_TIMEOUT_SECONDS", 10.0, 0.1)
+OIDC_VERIFY_SSL = env_bool("OIDC_VERIFY_SSL", True)
+OIDC_USE_PKCE = True
+OIDC_AUTHENTICATION_CALLBACK_URL = "sso:callback"
+if OIDC_ENABLED:
+    _missing = [name for name in ("OIDC_OP_AUTHORIZATION_ENDPOINT", "OIDC_OP_TOKEN_ENDPOINT", "OIDC_OP_USER_ENDPOINT")
+                if not globals()[name]]
+    if OIDC_RP_SIGN_ALGO.startswith(("RS", "ES")) and not OIDC_OP_JWKS_ENDPOINT:
+        _missing.append("OIDC_OP_JWKS_ENDPOINT (for OIDC_RP_SIGN_ALGO=" + OIDC_RP_SIGN_ALGO + ")")
+    if not OIDC_RP_CLIENT_SECRET:
+        _missing.append("OIDC_RP_CLIENT_SECRET")
+    if _missing:
+        raise ImproperlyConfigured("OIDC_RP_CLIENT_ID turns single sign-on on; it needs " + ", ".join(_missing))
+    AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "sso.backend.TeamsFromClaims"]
 # API tokens (Authorization: Token <key>) are kept as SHA-512 hashes (django-rest-knox) and expire
 # after API_TOKEN_TTL_DAYS (0: never); jobs.access.tokens.
 API_TOKEN_TTL_DAYS = env_int("API_TOKEN_TTL_DAYS", 90, 0)
@@ -313,6 +347,7 @@ JOBS_COMMAND_ENV_EXCLUDE = env_list("JOBS_COMMAND_ENV_EXCLUDE", (
     "SECRET_KEY", "DATABASE_URL", "TEST_DATABASE_URL", "REDIS_URL", "TEST_REDIS_URL", "EMAIL_HOST_PASSWORD",
     "METRICS_TOKEN", "FLOWER_BASIC_AUTH", "ADMIN_PASSWORD", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND",
     "JOBS_SECRETS_KEYS", "SENTRY_DSN", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    "OIDC_RP_CLIENT_SECRET",
 ))
 JOBS_CALLABLE_MODULES = env_list("JOBS_CALLABLE_MODULES", ["jobs.builtin"])
 # The job kinds (jobs.kinds): each a package exporting KIND; a new kind is a package and its line here.

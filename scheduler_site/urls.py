@@ -30,6 +30,7 @@ urlpatterns = [
     path("api/", include("jobs.api.urls")),
     path("api/", include("workflows.api.urls")),
     path("api/", include("notifications.api.urls")),
+    path("oidc/", include("sso.urls")),
     path("metrics", metrics_view, name="metrics"),
     path("favicon.ico", RedirectView.as_view(url=static("pages/favicon.svg"), permanent=True), name="favicon"),
     path("", include("jobs.pages.urls")),

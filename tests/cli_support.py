@@ -40,12 +40,13 @@ def install_cli(target):
 class Web:
     """gunicorn serving the project against the test database, killed (by process group) at the end."""
 
-    def __init__(self, log_dir):
-        self.port = free_port()
+    def __init__(self, log_dir, port=None, **env):
+        """``port``: by default a spare one from PORT_BASE; ``env``: more variables for the service."""
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = Path(log_dir) / "gunicorn.log"
         env = {**os.environ, "DATABASE_URL": database_url(), "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
-               "PYTHONPATH": str(REPO), "DB_CONN_MAX_AGE": "0"}
+               "PYTHONPATH": str(REPO), "DB_CONN_MAX_AGE": "0", **env}
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", "scheduler_site.wsgi", "-b", f"127.0.0.1:{self.port}",

@@ -3,7 +3,7 @@ layers; scripts/test.sh runs lint-imports)."""
 
 import grimp
 
-PACKAGES = ("jobs", "workflows", "notifications", "audit", "scheduler_site", "outbound", "jobsctl")
+PACKAGES = ("jobs", "workflows", "notifications", "audit", "scheduler_site", "outbound", "jobsctl", "sso")
 
 
 def import_cycles(graph, modules):

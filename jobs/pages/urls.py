@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import calendars, forecast, job_forms, limits, operator_views, reports, tokens, views
+from . import calendars, forecast, job_forms, limits, login, operator_views, reports, tokens, views
 
 app_name = "pages"
 
@@ -38,6 +38,6 @@ urlpatterns = [
     path("accounts/tokens/", tokens.token_list, name="tokens"),
     path("accounts/tokens/new/", tokens.token_create, name="token-new"),
     path("accounts/tokens/<str:prefix>/revoke/", tokens.token_revoke, name="token-revoke"),
-    path("accounts/login/", auth_views.LoginView.as_view(template_name="pages/login.html"), name="login"),
+    path("accounts/login/", login.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="pages:login"), name="logout"),
 ]
