@@ -1,8 +1,13 @@
 """gunicorn's settings, read from the working directory (the Procfile's web process, the tests' web
 server): with LOG_FORMAT=json gunicorn's own lines (its start, its workers, the access log) are JSON
-objects too, as Django's are (settings.LOGGING)."""
+objects too, as Django's are (settings.LOGGING). The master is hardened at once (scheduler_site.process):
+its workers inherit it."""
 
 import os
+
+from scheduler_site import process
+
+process.harden()
 
 if os.environ.get("LOG_FORMAT", "").strip().lower() == "json":
     _handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stdout"}
