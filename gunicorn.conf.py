@@ -1,7 +1,8 @@
 """gunicorn's settings, read from the working directory (the Procfile's web process, the tests' web
 server): with LOG_FORMAT=json gunicorn's own lines (its start, its workers, the access log) are JSON
 objects too, as Django's are (settings.LOGGING). The master is hardened at once (scheduler_site.process):
-its workers inherit it."""
+its workers inherit it. (Not in scheduler_site.wsgi: whatever imports the application, a test
+included, would be hardened too; another WSGI server calls process.harden() in its own start.)"""
 
 import os
 

@@ -3,10 +3,7 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
-from scheduler_site import process
-
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "scheduler_site.settings")
-process.harden()  # gunicorn's master did already (gunicorn.conf.py); another server may not have
 application = get_wsgi_application()
 
 # What is loaded by now (Django, the apps, their modules and URLs) lives as long as the process. Out

@@ -275,3 +275,13 @@ def test_the_service_processes_write_their_files_for_their_user_alone(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert database.stat().st_mode & 0o777 == 0o600
+
+
+def test_manage_py_is_undumpable_and_writes_for_its_user_alone():
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "manage.py", "shell", "-c",
+                           "import os; from jobs.worker.hardening import is_dumpable; "
+                           "print('dumpable', is_dumpable(), 'umask', oct(os.umask(0o077)))"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "dumpable False umask 0o77"
