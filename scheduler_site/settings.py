@@ -176,7 +176,9 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    # Public by nature: readable by a proxy serving them, though manage.py writes with umask 077.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage",
+                    "OPTIONS": {"file_permissions_mode": 0o644, "directory_permissions_mode": 0o755}},
 }
 
 # The pages' own login (the admin's accepts staff only).
