@@ -146,6 +146,8 @@ def test_a_worker_that_is_not_root_refuses_commands_unless_told(processes, peopl
     run = attack(people, [worker.pid], layout / "var")
 
     assert (run.status, run.output) == (RunStatus.FAILED, ""), processes.logs()
+    assert ("COMMANDS REFUSED: this worker runs as nobody, not root, so every command job on it will fail"
+            in Path(worker.log_path).read_text())
     assert run.error == (
         "Commands are refused on this worker: it runs as nobody, not root, so the command would run as the "
         "service's own user and could read its files (var/, the database, the keys). Run the worker as root "

@@ -136,10 +136,16 @@ def _drain(stream, tail):
     stream.close()
 
 
+def worker_start():
+    """Say at worker start how commands run here: as whom, and whether isolated."""
+    limits.report()
+    isolation.report()
+
+
 KIND = JobKindSpec(
     name="command", label="Shell command", execute=execute, validate=validate,
     fields=("environment", "secret_environment", "working_directory", "memory_limit_mb", "cpu_limit_seconds",
             "max_open_files", "max_processes"),
     secret_fields=("secret_environment",), needs_permission=True,
-    worker_start=isolation.report,
+    worker_start=worker_start,
 )

@@ -15,6 +15,7 @@ root cannot change user: its commands are refused unless ``JOBS_COMMAND_RUN_AS_S
 allows them to run as the service's own user.
 """
 
+import logging
 import os
 import pwd
 import re
@@ -24,6 +25,8 @@ import signal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+
+logger = logging.getLogger(__name__)
 
 MB = 1024 * 1024
 
@@ -101,6 +104,19 @@ def run_as():
     home = user.pw_dir if os.path.isdir(user.pw_dir) else "/"
     env = {"HOME": home, "USER": user.pw_name, "LOGNAME": user.pw_name}
     return {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}, env
+
+
+def report():
+    """Say at worker start, on a worker that is not root, that its commands are refused, or that
+    they run as the service's user."""
+    if os.geteuid() == 0:
+        return
+    if settings.JOBS_COMMAND_RUN_AS_SERVICE_USER:
+        logger.warning("JOBS_COMMAND_RUN_AS_SERVICE_USER=true: commands run as %s, the service's own user, and "
+                       "can read every file it can (var/, the database, the keys)", _user_name())
+    else:
+        logger.error("COMMANDS REFUSED: this worker runs as %s, not root, so every command job on it will fail; "
+                     "set JOBS_COMMAND_RUN_AS_SERVICE_USER=true to run them as the service's user", _user_name())
 
 
 def _user_name():
