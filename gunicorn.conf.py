@@ -1,8 +1,14 @@
 """gunicorn's settings, read from the working directory (the Procfile's web process, the tests' web
 server): with LOG_FORMAT=json gunicorn's own lines (its start, its workers, the access log) are JSON
-objects too, as Django's are (settings.LOGGING)."""
+objects too, as Django's are (settings.LOGGING). The master is hardened at once (scheduler_site.process):
+its workers inherit it. (Not in scheduler_site.wsgi: whatever imports the application, a test
+included, would be hardened too; another WSGI server calls process.harden() in its own start.)"""
 
 import os
+
+from scheduler_site import process
+
+process.harden()
 
 if os.environ.get("LOG_FORMAT", "").strip().lower() == "json":
     _handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stdout"}

@@ -3,7 +3,8 @@
 mount namespaces of its own (jobs/kinds/command/isolation.py), the two alternating, in one invocation.
 
 Each sample starts ``echo started; exit 0`` as a command job's executor does (Popen, the job's
-environment, as ``JOBS_COMMAND_USER`` on a root worker, with --limits a prlimit prefix as well):
+environment, as ``JOBS_COMMAND_USER`` on a root worker, through prlimit for the default rlimits
+(JOBS_COMMAND_RLIMIT_NPROC, JOBS_COMMAND_RLIMIT_NOFILE), with --limits a memory limit as well):
 "start" is the time from Popen to the command's first line read from its pipe; "whole" to its
 exit, namespace torn down included; "CPU" the user and system time of all the processes it took,
 the one figure that the load of a shared machine does not stretch.
@@ -32,7 +33,7 @@ def argv(isolated, job):
     run_as, env = limits.run_as()
     if isolated:
         return (*isolation.argv(prefix, run_as, COMMAND), env)
-    return [*prefix, "/bin/sh", "-c", COMMAND], run_as, env
+    return [*isolation.no_new_privileges(), *prefix, "/bin/sh", "-c", COMMAND], run_as, env
 
 
 def one(isolated, job):

@@ -1,9 +1,10 @@
 import os
 
 from celery import Celery
-from celery.signals import setup_logging
+from celery.app import trace
+from celery.signals import beat_init, setup_logging, worker_init
 
-from . import kombu_patches
+from . import kombu_patches, process
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "scheduler_site.settings")
 
@@ -11,6 +12,16 @@ kombu_patches.install()
 app = Celery("scheduler_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# Celery logs each task's return value at INFO: an HTTP run's result holds the response's headers,
+# which may carry secrets (a token the server sends back). The run's row keeps the result.
+trace.LOG_SUCCESS = "Task %(name)s[%(id)s] succeeded in %(runtime)ss"
+
+
+@worker_init.connect
+@beat_init.connect
+def harden(**kwargs):
+    process.harden()  # the worker's main process (before its pool forks), beat
 
 
 def keep_settings_logging(**kwargs):

@@ -17,6 +17,10 @@ import sys
 
 REFUSED_OPTIONS = {"basic_auth", "unauthenticated_api", "auth", "auth_provider", "oauth2_key", "oauth2_secret",
                    "oauth2_redirect_uri", "conf"}
+# Celery's command, undumpable with the service's umask (scheduler_site.process) from its start: an
+# exec makes a process dumpable again.
+HARDENED_CELERY = ("import sys; from scheduler_site import process; process.harden(); "
+                   "from celery.__main__ import main; sys.argv[0] = 'celery'; main()")
 DEFAULT_CONFIG_FILE = "flowerconfig.py"  # flower.options.DEFAULT_CONFIG_FILE, read from the working directory
 
 
@@ -74,8 +78,8 @@ def main(argv):
            if not (k.startswith("FLOWER_") and k[len("FLOWER_"):].lower() in REFUSED_OPTIONS - {"basic_auth"})}
     if os.environ.get("LOG_FORMAT", "").strip().lower() == "json":
         argv = [*argv, "--logging=none"]  # Tornado's handlers off: scheduler_site.celery logs through settings.LOGGING
-    os.execve(sys.executable, [sys.executable, "-m", "celery", "-A", "scheduler_site", "flower", f"--conf={os.devnull}",
-                               *argv], env)
+    os.execve(sys.executable, [sys.executable, "-c", HARDENED_CELERY, "-A", "scheduler_site", "flower",
+                               f"--conf={os.devnull}", *argv], env)
     return 0  # not reached
 
 

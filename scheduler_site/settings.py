@@ -6,7 +6,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from . import broker
+from . import broker, process
 from .env import (
     checkout_secret,
     env_bool,
@@ -210,7 +210,9 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    # Public by nature: readable by a proxy serving them, though manage.py writes with umask 077.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage",
+                    "OPTIONS": {"file_permissions_mode": 0o644, "directory_permissions_mode": 0o755}},
 }
 
 # The pages' own login (the admin's accepts staff only).
@@ -334,21 +336,24 @@ JOBS_CALENDAR_ICS_MAX_BYTES = env_int("JOBS_CALENDAR_ICS_MAX_BYTES", 256 * 1024,
 JOBS_SLOT_CHECK_SECONDS = env_int("JOBS_SLOT_CHECK_SECONDS", 600, 0)  # 0: no periodic check
 JOBS_COMMAND_USER = env_str("JOBS_COMMAND_USER", "nobody")
 JOBS_COMMANDS_AS_ROOT = env_bool("JOBS_COMMANDS_AS_ROOT", False)
-# Each command in a PID and mount namespace of its own (jobs.kinds.command.isolation): "auto" where the
-# host allows it (a loud warning at worker start where not), "namespace" always (commands fail where
-# the host cannot), "off" never.
+# A worker that is not root cannot change user: its commands would run as the service's own user,
+# able to read its files (var/, the database, the keys). They are refused unless this says yes.
+JOBS_COMMAND_RUN_AS_SERVICE_USER = env_bool("JOBS_COMMAND_RUN_AS_SERVICE_USER", False)
+# Each command in a PID and mount namespace of its own (jobs.kinds.command.isolation): "auto" and
+# "namespace" where the host allows it, failing the command where it does not; "off" never.
 JOBS_COMMAND_ISOLATION = env_choice("JOBS_COMMAND_ISOLATION", "auto", ("auto", "namespace", "off"))
 # Workers are not dumpable (prctl): a command running as the worker's user cannot read its
 # /proc/<pid>/environ or memory. Off only to attach a debugger or profiler as that user.
 JOBS_WORKER_UNDUMPABLE = env_bool("JOBS_WORKER_UNDUMPABLE", True)
-# The service's own secrets stay out of a command's environment (a job passes what it needs in
-# its own `environment`).
-JOBS_COMMAND_ENV_EXCLUDE = env_list("JOBS_COMMAND_ENV_EXCLUDE", (
-    "SECRET_KEY", "DATABASE_URL", "TEST_DATABASE_URL", "REDIS_URL", "TEST_REDIS_URL", "EMAIL_HOST_PASSWORD",
-    "METRICS_TOKEN", "FLOWER_BASIC_AUTH", "ADMIN_PASSWORD", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND",
-    "JOBS_SECRETS_KEYS", "SENTRY_DSN", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
-    "OIDC_RP_CLIENT_SECRET",
+# A command's environment: these of the worker's variables ("*" matches any characters), then the
+# job's own, its parameters and the JOB_* ones. JOBS_COMMAND_ENV_EXCLUDE is taken out even when allowed.
+JOBS_COMMAND_ENV_ALLOW = env_list("JOBS_COMMAND_ENV_ALLOW", (
+    "PATH", "LANG", "LC_*", "TZ", "HOME", "USER", "LOGNAME", "TMPDIR",
 ))
+JOBS_COMMAND_ENV_EXCLUDE = env_list("JOBS_COMMAND_ENV_EXCLUDE", ())
+# The rlimits of a command whose job sets none (max_processes, max_open_files); 0: none.
+JOBS_COMMAND_RLIMIT_NPROC = env_int("JOBS_COMMAND_RLIMIT_NPROC", 256, 0)
+JOBS_COMMAND_RLIMIT_NOFILE = env_int("JOBS_COMMAND_RLIMIT_NOFILE", 1024, 0)
 JOBS_CALLABLE_MODULES = env_list("JOBS_CALLABLE_MODULES", ["jobs.builtin"])
 # The job kinds (jobs.kinds): each a package exporting KIND; a new kind is a package and its line here.
 JOBS_KINDS = env_list("JOBS_KINDS", ["jobs.kinds.callable", "jobs.kinds.command", "jobs.kinds.http"])
@@ -378,7 +383,8 @@ NOTIFY_HTTP_TIMEOUT_SECONDS = env_float("NOTIFY_HTTP_TIMEOUT_SECONDS", 5.0, 0.1)
 # One variable chooses the broker (scheduler_site/broker.py); REDIS_URL is the broker when it is unset.
 _broker_variable = "CELERY_BROKER_URL" if env_str("CELERY_BROKER_URL", "") else "REDIS_URL"
 CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", JOBS_MAX_TIMEOUT_SECONDS + 3600, 1)
-CELERY_BROKER_URL = env_str(_broker_variable, "redis://127.0.0.1:6379/0")
+# The quick start's own Redis, with its password, when scripts/quickstart.sh made one (var/redis_url).
+CELERY_BROKER_URL = env_str(_broker_variable, checkout_secret(VAR_DIR, "redis_url") or "redis://127.0.0.1:6379/0")
 BROKER_KIND = broker.kind_of(CELERY_BROKER_URL, _broker_variable)
 globals().update(broker.celery_settings(
     CELERY_BROKER_URL, variable=_broker_variable,
@@ -404,6 +410,9 @@ CELERY_TASK_DEFAULT_QUEUE = JOBS_DEFAULT_QUEUE
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# Celery's remote control (inspect, revoke, rate_limit, shutdown...) lets whoever reaches the broker
+# steer every worker: off unless an operator turns it on (Flower's worker pages and buttons need it).
+CELERY_WORKER_ENABLE_REMOTE_CONTROL = env_bool("CELERY_WORKER_ENABLE_REMOTE_CONTROL", False)
 # Celery's Django fixup closes every database connection before and after each task unless this is
 # set: a new connection (~3 ms here) per run. The task_prerun handler in jobs.worker.signals already drops
 # connections past CONN_MAX_AGE or broken by a database restart; this reopens one every 1,000 tasks.
@@ -470,3 +479,7 @@ if SENTRY_DSN:
     from .error_tracking import start as start_error_tracking
 
     start_error_tracking(SENTRY_DSN, environment=SENTRY_ENVIRONMENT, sample_rate=SENTRY_SAMPLE_RATE)
+
+# var/ (the quick start's folder) and its files are the service's user's alone, even where an
+# earlier version left them readable (scheduler_site.process).
+process.secure_var_dir(VAR_DIR)

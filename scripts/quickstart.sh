@@ -1,14 +1,48 @@
 #!/usr/bin/env bash
 # Set up and start the whole service on the embedded defaults: web (http://127.0.0.1:8000/admin/, or
 # WEB_BIND), a worker, beat (the scheduler) and Flower (http://127.0.0.1:5555, or FLOWER_PORT), with
-# SQLite and the local Redis.
+# SQLite and a Redis of its own (on 127.0.0.1:6380, or QUICKSTART_REDIS_PORT, with a password).
 # Ctrl-C stops all four. With --no-start it sets up (the same steps) and stops before starting them.
+# var/ holds the database, the keys and the passwords: 0700, its files 0600 (and the service's
+# processes write with umask 077 themselves, scheduler_site/process.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p var
+(umask 077 && mkdir -p var)
+chmod 700 var
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check --require-hashes -r requirements.lock
-bash scripts/services.sh
+umask 077
+
+# The quick start's Redis: on 127.0.0.1 only, with a password made once and kept in var/ (redis.conf
+# for the server, redis_url for the service; the settings read it when CELERY_BROKER_URL and
+# REDIS_URL are unset), so that no other local user or process reaches the broker. Left running
+# when the service stops, as a daemon; `redis-cli -p PORT -a PASSWORD shutdown` stops it.
+if [ -z "${CELERY_BROKER_URL:-}${REDIS_URL:-}" ]; then
+  command -v redis-server >/dev/null || { echo "redis-server is not installed (apt install redis-server)" >&2; exit 1; }
+  if [ ! -s var/redis.conf ] || [ ! -s var/redis_url ]; then
+    port="${QUICKSTART_REDIS_PORT:-6380}"
+    password="$(.venv/bin/python -c "import secrets; print(secrets.token_hex(32))")"
+    cat > var/redis.conf <<CONF
+bind 127.0.0.1
+protected-mode yes
+port $port
+requirepass $password
+daemonize yes
+pidfile $PWD/var/redis.pid
+logfile $PWD/var/redis.log
+dir $PWD/var
+save ""
+appendonly no
+CONF
+    echo "redis://:$password@127.0.0.1:$port/0" > var/redis_url
+  fi
+  chmod 600 var/redis.conf var/redis_url
+  redis_port="$(sed -n 's/^port //p' var/redis.conf)"
+  if ! (exec 3<>"/dev/tcp/127.0.0.1/$redis_port") 2>/dev/null; then
+    echo "starting the quick start's Redis on 127.0.0.1:$redis_port"
+    redis-server var/redis.conf
+  fi
+fi
 
 # Secrets: taken from the environment, or made once for this checkout and kept in var/ (not in git),
 # where the settings find them when the variable is unset: manage.py works in any shell here.

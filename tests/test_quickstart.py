@@ -3,15 +3,18 @@ checkout (`scripts/quickstart.sh --no-start`: everything but starting the four p
 `manage.py` line of the shell blocks of the README and of the docs pages its first steps moved to,
 each in a new shell: an environment with none of the service's variables, only what a login shell has."""
 
+import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import redis
 
 from .conftest import REPO
 
@@ -49,6 +52,17 @@ def checkout_copy(target):
     (target / ".venv").symlink_to(Path(sys.prefix))
 
 
+def modes(folder):
+    return {".": folder.stat().st_mode & 0o777,
+            **{name: (folder / name).stat().st_mode & 0o777 for name in os.listdir(folder)}}
+
+
+def stop_redis(var):
+    """The quick start's Redis is a daemon: stopped by its pid file."""
+    with contextlib.suppress(OSError, ValueError):
+        os.kill(int((var / "redis.pid").read_text()), signal.SIGTERM)
+
+
 def new_shell():
     return {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8"}
 
@@ -58,16 +72,36 @@ def run(args, cwd, **extra):
 
 
 @pytest.mark.postgres("runs the quick start's own SQLite database, not the test database: once is enough")
-def test_the_readmes_manage_py_commands_work_in_a_new_shell_after_the_quick_start(tmp_path):
+def test_the_readmes_manage_py_commands_work_in_a_new_shell_after_the_quick_start(tmp_path, request):
     clone = tmp_path / "clone"
     checkout_copy(clone)
 
-    setup = run(["bash", "scripts/quickstart.sh", "--no-start"], clone, WEB_BIND="0.0.0.0:8123", FLOWER_PORT="5601")
+    redis_port = int(os.environ.get("TEST_PORT_BASE", "16000")) + 379
+    request.addfinalizer(lambda: stop_redis(clone / "var"))
+    setup = run(["bash", "scripts/quickstart.sh", "--no-start"], clone, WEB_BIND="0.0.0.0:8123", FLOWER_PORT="5601",
+                QUICKSTART_REDIS_PORT=str(redis_port))
     assert setup.returncode == 0, setup.stdout + setup.stderr
     # The banner names where the processes listen (WEB_BIND, FLOWER_PORT), not the defaults.
     assert "http://127.0.0.1:8123/admin/" in setup.stdout and "http://127.0.0.1:5601/" in setup.stdout
     assert ":8000" not in setup.stdout and ":5555" not in setup.stdout
     assert (clone / "var" / "secret_key").stat().st_mode & 0o777 == 0o600
+    # var/ and everything in it (the database made by migrate, the keys, Redis's password) are the
+    # service's user's alone.
+    assert modes(clone / "var") == {".": 0o700, **{name: 0o600 for name in os.listdir(clone / "var")}}
+    assert {"scheduler.sqlite3", "secrets_key", "redis.conf", "redis_url"} <= set(os.listdir(clone / "var"))
+    # Its Redis listens on 127.0.0.1 only and answers no one without the password kept in var/.
+    url = (clone / "var" / "redis_url").read_text().strip()
+    password = url.split("//:")[1].split("@")[0]
+    assert len(password) >= 32 and f"requirepass {password}" in (clone / "var" / "redis.conf").read_text()
+    assert url == f"redis://:{password}@127.0.0.1:{redis_port}/0"
+    with pytest.raises(redis.AuthenticationError):
+        redis.Redis(port=redis_port, socket_timeout=5).ping()
+    assert redis.Redis(port=redis_port, password=password, socket_timeout=5).ping()
+    assert redis.Redis(port=redis_port, password=password).config_get("bind") == {"bind": "127.0.0.1"}
+    # manage.py in a new shell reaches it through the settings (var/redis_url).
+    broker = run([".venv/bin/python", "manage.py", "shell", "-c",
+                  "from django.conf import settings; print(settings.CELERY_BROKER_URL)"], clone)
+    assert broker.stdout.strip().splitlines()[-1] == url, broker.stderr
     made = run([".venv/bin/python", "manage.py", "shell", "-c",
                 "from jobs.definitions.jobs import save_job; from jobs.models import Job; from jobs import lifecycle;"
                 "run = lifecycle.create_run(save_job(Job(name='hello', kind='callable', target='builtin.noop'),"

@@ -87,7 +87,8 @@ def run_attack(processes, as_nobody, undumpable, isolation="off"):
     python, path, checkout = as_nobody
     worker = processes.worker(concurrency=1, python=python, PYTHONPATH=path, SECRET_KEY=CANARY,
                               popen={"user": USER, "group": GROUP, "extra_groups": [], "cwd": checkout},
-                              JOBS_WORKER_UNDUMPABLE=str(undumpable).lower(), JOBS_COMMAND_ISOLATION=isolation)
+                              JOBS_WORKER_UNDUMPABLE=str(undumpable).lower(), JOBS_COMMAND_ISOLATION=isolation,
+                              JOBS_COMMAND_RUN_AS_SERVICE_USER="true")
     job = save_job(Job(name=f"peek-{undumpable}-{isolation}", kind="command", target=ATTACK,
                        environment={"WORKER_PID": str(worker.pid)}), {"type": "manual"})
     run = lifecycle.create_run(job)

@@ -3,6 +3,7 @@ outlives it or its worker, and no command sees another's processes), or, with is
 process group of its own so that a timeout kills the whole tree."""
 
 import contextlib
+import fnmatch
 import os
 import signal
 import subprocess
@@ -17,6 +18,10 @@ from ...access import secrets
 from ...execution.output import OutputTail
 from ..base import JobFailed, JobKindSpec, JobTimedOut, Outcome
 from . import isolation, limits
+
+# The service's processes write with umask 077 (scheduler_site.process); a command's files are as a
+# login shell's would be.
+COMMAND_UMASK = 0o022
 
 
 def validate(job):
@@ -39,6 +44,17 @@ def validate(job):
     limits.validate(job)
 
 
+def inherited_environment(environ=None):
+    """The worker's variables a command gets: those JOBS_COMMAND_ENV_ALLOW names (an allow-list:
+    the service's secrets, the cloud's credentials, the exporters' headers stay out), less
+    JOBS_COMMAND_ENV_EXCLUDE."""
+    environ = os.environ if environ is None else environ
+    allowed, excluded = settings.JOBS_COMMAND_ENV_ALLOW, settings.JOBS_COMMAND_ENV_EXCLUDE
+    return {name: value for name, value in environ.items()
+            if any(fnmatch.fnmatchcase(name, pattern) for pattern in allowed)
+            and not any(fnmatch.fnmatchcase(name, pattern) for pattern in excluded)}
+
+
 def _kill_group(process, sig):
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, sig)
@@ -47,17 +63,17 @@ def _kill_group(process, sig):
 def execute(context):
     job = context.job
     try:
-        prefix = limits.prlimit_argv(job)
         user_kwargs, user_env = limits.run_as()
         isolated = isolation.wanted()
+        prefix = limits.prlimit_argv(job)
         hidden = secrets.reveal(job.secret_environment)
     except (limits.LimitsUnavailable, isolation.IsolationUnavailable, secrets.SecretsUnavailable) as exc:
         raise JobFailed(str(exc)) from None
     if isolated:
         argv, user_kwargs = isolation.argv(prefix, user_kwargs, job.target)
     else:
-        argv = [*prefix, "/bin/sh", "-c", job.target]
-    inherited = {k: v for k, v in os.environ.items() if k not in settings.JOBS_COMMAND_ENV_EXCLUDE}
+        argv = [*isolation.no_new_privileges(), *prefix, "/bin/sh", "-c", job.target]
+    inherited = inherited_environment()
     # The parameters' values reach the command as environment variables only, never in its text: a
     # value such as "$(rm -rf /)" stays a value (the shell does not read it as code).
     env = {**inherited, **user_env, **job.environment, **hidden, **parameters.environment(context.params),
@@ -68,7 +84,7 @@ def execute(context):
         process = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=job.working_directory or None,
-            **user_kwargs,
+            umask=COMMAND_UMASK, **user_kwargs,
         )
     except OSError as exc:  # a working directory that is missing or not a directory
         where = f" in {job.working_directory}" if job.working_directory else ""
@@ -120,10 +136,16 @@ def _drain(stream, tail):
     stream.close()
 
 
+def worker_start():
+    """Say at worker start how commands run here: as whom, and whether isolated."""
+    limits.report()
+    isolation.report()
+
+
 KIND = JobKindSpec(
     name="command", label="Shell command", execute=execute, validate=validate,
     fields=("environment", "secret_environment", "working_directory", "memory_limit_mb", "cpu_limit_seconds",
             "max_open_files", "max_processes"),
     secret_fields=("secret_environment",), needs_permission=True,
-    worker_start=isolation.report,
+    worker_start=worker_start,
 )

@@ -3,7 +3,7 @@
 A command starts through util-linux programs, with no Python code between fork and exec (the
 worker has threads):
 
-    setpriv --pdeathsig KILL [prlimit LIMITS --] unshare --pid --fork --mount-proc --kill-child
+    setpriv --no-new-privs --pdeathsig KILL [prlimit LIMITS --] unshare --pid --fork --mount-proc --kill-child
         [setpriv --reuid U --regid G --clear-groups --pdeathsig KILL] /bin/sh -c INIT job-init TARGET
 
 - ``unshare`` forks the first process of a new PID namespace (its init, PID 1) in a new mount
@@ -31,9 +31,13 @@ worker has threads):
   status. A shell reports a death by signal N as status 128 + N, and ``returncode`` reads it back
   as -N, so a command that exits 129..192 itself is reported as killed by that signal.
 
-``JOBS_COMMAND_ISOLATION``: ``auto`` isolates where the host allows it, and says loudly at worker
-start where it does not (``report``); ``namespace`` fails a command rather than run it without;
-``off`` runs commands as before: in a process group of their own, killed as a group.
+- ``--no-new-privs``: nothing the command executes gains privileges (a setuid or setcap program
+  runs with the command's own), whatever user it runs as.
+
+``JOBS_COMMAND_ISOLATION``: ``auto`` and ``namespace`` fail a command rather than run it without
+isolation where the host cannot isolate it (Ubuntu 24.04's AppArmor, a container's seccomp), naming
+why, and say so loudly at worker start (``report``); ``off``, set on purpose, runs commands in a
+process group of their own, killed as a group.
 """
 
 import contextlib
@@ -51,6 +55,7 @@ logger = logging.getLogger(__name__)
 INIT = 'env --default-signal=INT,QUIT /bin/sh -c "$1" & exec 2>/dev/null; wait $!'
 PROBE_TIMEOUT_SECONDS = 10
 
+OFF_HINT = "set JOBS_COMMAND_ISOLATION=off to run commands without isolation, knowing what is lost"
 WHAT_IS_LOST = ("commands are not isolated: a command sees every process on the host and can read the "
                 "environment (secrets included) of every other command running as the same user, and what a "
                 "command leaves running (setsid, nohup, a double fork) outlives its run and its worker")
@@ -98,13 +103,20 @@ def unavailable():
 
 def wanted():
     """Whether the next command runs in its own namespaces; IsolationUnavailable when the setting
-    asks for them and the host cannot."""
-    if settings.JOBS_COMMAND_ISOLATION == "off":
+    asks for them (``auto``, ``namespace``) and the host cannot: fail closed."""
+    mode = settings.JOBS_COMMAND_ISOLATION
+    if mode == "off":
         return False
-    reason = unavailable()
-    if reason and settings.JOBS_COMMAND_ISOLATION == "namespace":
-        raise IsolationUnavailable(f"Cannot isolate the command (JOBS_COMMAND_ISOLATION=namespace): {reason}")
-    return not reason
+    if reason := unavailable():
+        raise IsolationUnavailable(f"Cannot isolate the command (JOBS_COMMAND_ISOLATION={mode}): {reason}; {OFF_HINT}")
+    return True
+
+
+def no_new_privileges():
+    """The prefix that keeps an unisolated command from gaining privileges (setuid programs), or []
+    without setpriv."""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--no-new-privs"] if setpriv else []
 
 
 def argv(limits_prefix, run_as, target):
@@ -115,7 +127,7 @@ def argv(limits_prefix, run_as, target):
     if run_as:
         drop = [setpriv, f"--reuid={run_as['user']}", f"--regid={run_as['group']}", "--clear-groups",
                 "--pdeathsig", "KILL"]
-    return [setpriv, "--pdeathsig", "KILL", *limits_prefix, *_namespaces(unshare), *drop,
+    return [setpriv, "--no-new-privs", "--pdeathsig", "KILL", *limits_prefix, *_namespaces(unshare), *drop,
             "/bin/sh", "-c", INIT, "job-init", target], {}
 
 
@@ -149,9 +161,7 @@ def report():
     reason = unavailable()
     if not reason:
         logger.info("commands run in PID and mount namespaces of their own (JOBS_COMMAND_ISOLATION=%s)", mode)
-    elif mode == "namespace":
-        logger.error("COMMAND ISOLATION UNAVAILABLE (%s): every command job on this worker will fail "
-                     "(JOBS_COMMAND_ISOLATION=namespace)", reason)
     else:
-        logger.error("COMMAND ISOLATION UNAVAILABLE (%s): %s. See docs/guide/jobs.md, What a command can see.",
-                     reason, WHAT_IS_LOST)
+        logger.error("COMMAND ISOLATION UNAVAILABLE (%s): every command job on this worker will fail "
+                     "(JOBS_COMMAND_ISOLATION=%s); %s. See docs/guide/jobs.md, What a command can see.",
+                     reason, mode, OFF_HINT)

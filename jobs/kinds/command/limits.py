@@ -5,19 +5,28 @@ hold for the shell and everything it starts: address space (memory), CPU seconds
 processes. ``prlimit`` rather than a ``preexec_fn``: Python code between fork and exec can deadlock
 in a process with threads, and a worker has its heartbeat thread.
 
+A command whose job sets no process or open-files limit gets JOBS_COMMAND_RLIMIT_NPROC and
+JOBS_COMMAND_RLIMIT_NOFILE.
+
 A worker running as root drops to ``JOBS_COMMAND_USER`` (default ``nobody``) for the command,
 unless ``JOBS_COMMANDS_AS_ROOT`` allows root. That also makes the process limit mean something:
-RLIMIT_NPROC counts every process of the *user*, and root is exempt from it.
+RLIMIT_NPROC counts every process of the *user*, and root is exempt from it. A worker that is not
+root cannot change user: its commands are refused unless ``JOBS_COMMAND_RUN_AS_SERVICE_USER``
+allows them to run as the service's own user.
 """
 
+import logging
 import os
 import pwd
 import re
+import resource
 import shutil
 import signal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+
+logger = logging.getLogger(__name__)
 
 MB = 1024 * 1024
 
@@ -51,22 +60,38 @@ def prlimit_argv(job):
     if job.cpu_limit_seconds:
         # SIGXCPU at the soft limit (a clear cause), SIGKILL a second later for one that ignores it.
         options.append(f"--cpu={job.cpu_limit_seconds}:{job.cpu_limit_seconds + 1}")
-    if job.max_open_files:
-        options.append(f"--nofile={job.max_open_files}")
-    if job.max_processes:
-        options.append(f"--nproc={job.max_processes}")
+    if open_files := job.max_open_files or _default(settings.JOBS_COMMAND_RLIMIT_NOFILE, resource.RLIMIT_NOFILE):
+        options.append(f"--nofile={open_files}")
+    if processes := job.max_processes or _default(settings.JOBS_COMMAND_RLIMIT_NPROC, resource.RLIMIT_NPROC):
+        options.append(f"--nproc={processes}")
     if not options:
         return []
     prlimit = shutil.which("prlimit")
     if prlimit is None:
-        raise LimitsUnavailable("Cannot apply the job's resource limits: prlimit (util-linux) is not "
-                                "installed on the worker.")
+        raise LimitsUnavailable("Cannot apply the command's resource limits (the job's, or JOBS_COMMAND_RLIMIT_NPROC "
+                                "and JOBS_COMMAND_RLIMIT_NOFILE): prlimit (util-linux) is not installed on the worker.")
     return [prlimit, *options, "--"]
 
 
+def _default(setting, which):
+    """The default limit (0: none), no higher than the worker's own hard limit: only root may raise that."""
+    hard = resource.getrlimit(which)[1]
+    return setting if hard == resource.RLIM_INFINITY else min(setting, hard)
+
+
 def run_as():
-    """(Popen keyword arguments, environment overrides) for the user the command runs as."""
-    if os.geteuid() != 0 or settings.JOBS_COMMANDS_AS_ROOT:
+    """(Popen keyword arguments, environment overrides) for the user the command runs as.
+    LimitsUnavailable on a worker that is not root, which cannot change user, unless
+    JOBS_COMMAND_RUN_AS_SERVICE_USER allows the service's own user."""
+    if os.geteuid() != 0:
+        if settings.JOBS_COMMAND_RUN_AS_SERVICE_USER:
+            return {}, {}
+        raise LimitsUnavailable(
+            f"Commands are refused on this worker: it runs as {_user_name()}, not root, so the command would run "
+            "as the service's own user and could read its files (var/, the database, the keys). Run the worker "
+            "as root (commands then run as JOBS_COMMAND_USER), or set JOBS_COMMAND_RUN_AS_SERVICE_USER=true "
+            "to allow commands as the service's user.")
+    if settings.JOBS_COMMANDS_AS_ROOT:
         return {}, {}
     try:
         user = pwd.getpwnam(settings.JOBS_COMMAND_USER)
@@ -79,6 +104,26 @@ def run_as():
     home = user.pw_dir if os.path.isdir(user.pw_dir) else "/"
     env = {"HOME": home, "USER": user.pw_name, "LOGNAME": user.pw_name}
     return {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}, env
+
+
+def report():
+    """Say at worker start, on a worker that is not root, that its commands are refused, or that
+    they run as the service's user."""
+    if os.geteuid() == 0:
+        return
+    if settings.JOBS_COMMAND_RUN_AS_SERVICE_USER:
+        logger.warning("JOBS_COMMAND_RUN_AS_SERVICE_USER=true: commands run as %s, the service's own user, and "
+                       "can read every file it can (var/, the database, the keys)", _user_name())
+    else:
+        logger.error("COMMANDS REFUSED: this worker runs as %s, not root, so every command job on it will fail; "
+                     "set JOBS_COMMAND_RUN_AS_SERVICE_USER=true to run them as the service's user", _user_name())
+
+
+def _user_name():
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return f"uid {os.geteuid()}"
 
 
 def explain_failure(job, returncode, output):
