@@ -29,13 +29,13 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Q
+from django.utils import timezone
 
 from audit import trail
 from audit.models import Action, AuditEntry, Subject
 from jobs.actions import permissions
 from jobs.actions.jobs import ActionError
 from jobs.actions.snapshot import HIDDEN
-from jobs.timing import clock
 
 from . import channel_secrets
 from .models import Channel, Rule, RuleScope
@@ -191,7 +191,7 @@ def send_test(actor, channel):
             get_user_model().objects.select_for_update().filter(pk=actor.user.pk).exists()
             per_minute = settings.NOTIFY_TEST_SENDS_PER_MINUTE
             recent = AuditEntry.objects.filter(actor=actor.user, action=Action.TEST_SEND,
-                                               created_at__gte=clock.now() - timedelta(minutes=1)).count()
+                                               created_at__gte=timezone.now() - timedelta(minutes=1)).count()
             if per_minute and recent >= per_minute:
                 raise ActionError(f"At most {per_minute} test sends a minute (NOTIFY_TEST_SENDS_PER_MINUTE): try "
                                   "again in a minute.", ActionError.THROTTLED)
