@@ -237,3 +237,30 @@ def test_the_command_line_as_an_outsider_neither_exports_nor_names_another_teams
     assert (Limit.objects.get(key="a-limit").max_running, Calendar.objects.filter(name="a-cal").exists(),
             Channel.objects.filter(name="a-chan").exists(), Rule.objects.count()) == (2, True, True, 1)
     assert not Job.objects.filter(name="mine").exists()
+
+
+@pytest.mark.timeout(300)
+def test_jobsctl_of_another_team_finds_nothing_of_team_a(jobsctl):
+    """jobsctl against a live web process, with the outsider's token."""
+    from django.contrib.auth.models import Group, User
+
+    from jobs.access import tokens
+
+    team, others = Group.objects.create(name="team"), Group.objects.create(name="others")
+    owner, outsider = User.objects.create_user("owner"), User.objects.create_user("outsider")
+    owner.groups.add(team)
+    outsider.groups.add(others)
+    Limit.objects.create(key="a-limit", max_running=2, owner=owner, group=team)
+    Calendar.objects.create(name="a-cal", owner=owner, group=team)
+    token = tokens.create(outsider)[1]
+
+    shown = jobsctl("limits", "show", "a-limit", token=token)
+    assert (shown.returncode, shown.stderr) == (3, "jobsctl: no limit 'a-limit'; jobsctl limits list shows them.\n")
+    assert "a-limit" not in jobsctl("limits", "list", token=token).stdout
+    changed = jobsctl("limits", "set", "a-limit", "--max-running", "50", token=token)
+    assert changed.returncode != 0 and "key" in changed.stderr  # taken: seen as a new limit of theirs
+    assert jobsctl("limits", "delete", "a-limit", token=token).returncode == 3
+    assert jobsctl("calendars", "show", "a-cal", token=token).returncode == 3
+    assert "a-cal" not in jobsctl("calendars", "list", token=token).stdout
+    assert Limit.objects.get(key="a-limit").max_running == 2
+    assert jobsctl("limits", "show", "a-limit", token=tokens.create(owner)[1]).returncode == 0  # the control
