@@ -96,8 +96,9 @@ def _send(delivery):
             raise TransportError(f"channel disabled: {channel.disabled_reason or 'by a person'}", permanent=True)
         transmit(channel, delivery)
     except TransportError as exc:
-        if getattr(exc, "refused_content", False) and delivery.rule is not None and is_foreign(delivery.rule):
-            pause_rule(delivery.rule, exc.message)
+        if getattr(exc, "refused_content", False) and (foreign := _foreign_rules(delivery)):
+            for rule in foreign:
+                pause_rule(rule, exc.message)
             return _finish(delivery, DeliveryStatus.FAILED, last_error=exc.message, next_attempt_at=None)
         return _record_error(delivery, exc.message, exc.permanent, clock.now())
     except Exception as exc:
@@ -124,6 +125,15 @@ def _record_error(delivery, message, permanent, now):
         return _finish(delivery, DeliveryStatus.GIVEN_UP, last_error=message, next_attempt_at=None)
     return _finish(delivery, DeliveryStatus.PENDING, last_error=message, queued_at=None,
                    next_attempt_at=now + backoff(delivery.attempts))
+
+
+def _foreign_rules(delivery):
+    """The rules of others (``outbox.is_foreign``) whose content ``delivery`` carries: its own rule,
+    or for a digest the rules of the deliveries folded into it (a flood of one user's failures)."""
+    if delivery.event == "digest":
+        rules = Rule.objects.filter(pk__in=delivery.folded.values("rule_id")).select_related("owner", "channel")
+        return [rule for rule in rules.order_by("pk") if is_foreign(rule)]
+    return [delivery.rule] if delivery.rule is not None and is_foreign(delivery.rule) else []
 
 
 def pause_rule(rule, error):

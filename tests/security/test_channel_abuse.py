@@ -112,6 +112,25 @@ def test_the_channel_owners_own_content_still_disables_the_channel(people, smtp_
     assert Delivery.objects.get().last_error == "SMTP 554: 5.7.1 Message rejected as spam"
 
 
+def test_a_digest_refused_for_a_users_folded_content_pauses_their_rule(people, smtp_server, ops_mail, owned_job,
+                                                                       settings):
+    """Flooding the channel folds the user's failures into the minute's digest, which quotes their
+    job's name: its refusal is theirs too."""
+    settings.NOTIFY_DIGEST_THRESHOLD = 1
+    job = save_job(Job(name=f"outsiders {SPAM}", kind="callable", target="builtin.noop", owner=people.outsider),
+                   {"type": "manual"})
+    rule = Rule.objects.create(channel=ops_mail, events=["failed"], scope="job", job=job, owner=people.outsider)
+    failed_run(owned_job, "ValueError: the disk is full")  # the minute's one message on its own
+    failed_run(job, "ValueError: boom")  # folded into the digest
+    assert Delivery.objects.get(event="digest").folded.get().rule == rule
+
+    assert send_pending(timezone.now() + timedelta(minutes=2)) == [DeliveryStatus.SENT, DeliveryStatus.FAILED]
+    ops_mail.refresh_from_db()
+    rule.refresh_from_db()
+    assert (ops_mail.enabled, rule.enabled) == (True, False)
+    assert "SMTP 554" in rule.paused_reason
+
+
 @pytest.fixture
 def http_server():
     with RecordingHTTPServer() as server:
