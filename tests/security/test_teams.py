@@ -189,7 +189,7 @@ def test_another_teams_objects_answer_404_on_the_pages(client, people, outsider,
 def test_the_lists_on_the_pages_leave_another_teams_objects_out(client, people, outsider, team_a, shared):
     client.force_login(outsider)
     for url, theirs, everyones in [("/limits/", "a-limit", "common"), ("/calendars/", "a-cal", "holidays"),
-                                   ("/channels/", "a-chan", "everyone")]:
+                                   ("/channels/", "a-chan", "everyone"), ("/jobs/new/", "a-limit", "common")]:
         page = client.get(url).content.decode()
         assert theirs not in page and everyones in page, url
 
