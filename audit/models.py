@@ -18,6 +18,7 @@ class Action(models.TextChoices):
     BACKFILL = "backfill", "backfill"
     RERUN = "rerun", "rerun"
     ROTATE = "rotate", "rotate secrets"
+    TEST_SEND = "test_send", "send a test notification"
 
 
 class Subject(models.TextChoices):

@@ -6,19 +6,34 @@ Each checks the permission, makes the change and writes its audit entry, in one 
 An entry never holds a secret value: a channel's secret keys are shown as ``•••``, and
 ``••• (changed)`` when the value changed.
 
-Channels serve everyone's jobs, so they follow Django's model permissions, not staff status:
-``notifications.add_channel`` to create one, ``change_channel`` to change or test one,
-``delete_channel`` to delete one, ``view_channel`` (or ``change_channel``) to read a channel's
-configuration and errors. A user who is not staff but holds them may act (through the API and the
-pages; the admin is staff's); the command line acts as the operator, with every permission. Who
-may write which rule (staff: any; others: the rules of their jobs) is checked where the rule is
-read from the request (the API's serializer, the file's plan), as it depends on the rule's target.
+Channels follow Django's model permissions, not staff status: ``notifications.add_channel`` to
+create one, ``change_channel`` to change or test one, ``delete_channel`` to delete one,
+``view_channel`` (or ``change_channel``) to read a channel's configuration and errors. A user who is
+not staff but holds them may act (through the API and the pages; the admin is staff's); the command
+line acts as the operator, with every permission.
+
+Teams (jobs.actions.permissions): a channel and a rule are their maker's and, when given, their
+team's; staff may mark a channel ``shared``. A user who is not staff sees and points rules at
+their own channels, their team's and the shared ones (``visible_channels``), changes, tests and
+deletes only their own and their team's; sees and changes their own rules, their team's and the
+rules of the jobs they see. Another's answers 404. Which rules a user may write also depends on
+the rule's target (staff: any; others: one of their jobs), checked where the rule is read from the
+request (the API's serializer, the file's plan).
+
+Test sends are audited and at most ``NOTIFY_TEST_SENDS_PER_MINUTE`` a minute per user.
 """
 
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
 
 from audit import trail
-from audit.models import Action, Subject
+from audit.models import Action, AuditEntry, Subject
+from jobs.actions import permissions
 from jobs.actions.jobs import ActionError
 from jobs.actions.snapshot import HIDDEN
 
@@ -47,6 +62,44 @@ def check(actor, permission):
         raise ActionError(denied_message(permission), ActionError.FORBIDDEN)
 
 
+SHARED_CHANNEL = "Only staff may change, test or delete a shared channel; yours and your team's are yours to."
+
+
+def visible_channels(user):
+    """The channels ``user`` (None: the operator) sees and may point rules at."""
+    return permissions.owned_or_shared(Channel.objects.all(), user)
+
+
+def visible_rules(user):
+    """The rules ``user`` sees and may change: their own, their team's, those of the jobs they see."""
+    rules = Rule.objects.all()
+    if user is None or permissions.sees_everything(user):
+        return rules
+    return rules.filter(Q(pk__in=permissions.owned_or_shared(Rule.objects.all(), user).values("pk"))
+                        | Q(scope=RuleScope.JOB, job__in=permissions.visible_jobs(user)))
+
+
+def may_change_channel(actor, channel):
+    return permissions.may_change_owned(actor.user, channel)
+
+
+def _check_channel(actor, permission, channel=None):
+    check(actor, permission)
+    if channel is not None and not may_change_channel(actor, channel):
+        raise ActionError(SHARED_CHANNEL, ActionError.FORBIDDEN)
+
+
+def _check_ownership(actor, row, stored=None):
+    errors = permissions.ownership_refusal(actor.user, row.group, getattr(row, "shared", False), stored)
+    if errors:
+        raise ActionError("; ".join(m for ms in errors.values() for m in ms), ActionError.INVALID, fields=errors)
+
+
+def _claim(actor, row):
+    if row.owner_id is None and actor.user is not None:
+        row.owner = actor.user
+
+
 def _record(actor, subject, name, action, changes=None, detail=""):
     trail.record_about(subject, name, action, actor.source, actor_name=actor.name, user=actor.user,
                        address=actor.address, changes=changes, detail=detail)
@@ -67,7 +120,8 @@ def channel_snapshot(channel, changed_secrets=()):
     config = {key: (f"{HIDDEN} (changed)" if key in changed_secrets else HIDDEN)
               if key in secret and value not in (None, "") else value
               for key, value in (channel.config or {}).items()}
-    return {"name": channel.name, "kind": channel.kind, "enabled": channel.enabled, "config": config}
+    return {"name": channel.name, "kind": channel.kind, "enabled": channel.enabled, "config": config,
+            "group": channel.group.name if channel.group_id else None, "shared": channel.shared}
 
 
 def changed_secrets(stored, channel):
@@ -84,6 +138,8 @@ def changed_secrets(stored, channel):
 
 def create_channel(actor, channel, detail=""):
     check(actor, "add")
+    _check_ownership(actor, channel)
+    _claim(actor, channel)
     with transaction.atomic():
         channel.save()
         _record(actor, Subject.CHANNEL, channel.name, Action.CREATE, _diff(None, channel_snapshot(channel)), detail)
@@ -97,8 +153,10 @@ def edit_channel(actor, channel, values=None, detail=""):
     check(actor, "change")
     with transaction.atomic():
         stored = Channel.objects.select_for_update().get(pk=channel.pk)
+        _check_channel(actor, "change", stored)
         for name, value in (values or {}).items():
             setattr(channel, name, value)
+        _check_ownership(actor, channel, stored)
         if channel.enabled and not stored.enabled:
             channel.disabled_reason = ""  # enabled again by a person: the reason no longer holds
         if channel.kind == stored.kind and channel_secrets.same_secrets(channel.kind, stored.config, channel.config):
@@ -114,7 +172,7 @@ def edit_channel(actor, channel, values=None, detail=""):
 
 def delete_channel(actor, channel, detail=""):
     """Delete the channel with its rules and deliveries."""
-    check(actor, "delete")
+    _check_channel(actor, "delete", channel)
     with transaction.atomic():
         rules = channel.rules.count()
         _record(actor, Subject.CHANNEL, channel.name, Action.DELETE, _diff(channel_snapshot(channel), None),
@@ -123,9 +181,23 @@ def delete_channel(actor, channel, detail=""):
 
 
 def send_test(actor, channel):
-    """Send a test message through the channel now: (sent, a sentence saying what happened)."""
-    check(actor, "change")
-    return send_test_notification(channel)
+    """Send a test message through the channel now: (sent, a sentence saying what happened). Each
+    is an audit entry; a user may send at most NOTIFY_TEST_SENDS_PER_MINUTE a minute (else
+    ActionError THROTTLED), whatever the channel."""
+    _check_channel(actor, "change", channel)
+    with transaction.atomic():
+        if actor.user is not None:
+            # Rows of the user locked one after the other: two test sends at once count each other.
+            get_user_model().objects.select_for_update().filter(pk=actor.user.pk).exists()
+            per_minute = settings.NOTIFY_TEST_SENDS_PER_MINUTE
+            recent = AuditEntry.objects.filter(actor=actor.user, action=Action.TEST_SEND,
+                                               created_at__gte=timezone.now() - timedelta(minutes=1)).count()
+            if per_minute and recent >= per_minute:
+                raise ActionError(f"At most {per_minute} test sends a minute (NOTIFY_TEST_SENDS_PER_MINUTE): try "
+                                  "again in a minute.", ActionError.THROTTLED)
+        _record(actor, Subject.CHANNEL, channel.name, Action.TEST_SEND, detail="a test notification")
+    sent, text = send_test_notification(channel)
+    return sent, text
 
 
 # --- rules
@@ -140,10 +212,24 @@ def rule_name(rule):
 
 def rule_snapshot(rule):
     return {"channel": rule.channel.name, "events": list(rule.events), "scope": rule.scope,
-            "tag": rule.tag or None, "job": rule.job.name if rule.job_id else None, "enabled": rule.enabled}
+            "tag": rule.tag or None, "job": rule.job.name if rule.job_id else None, "enabled": rule.enabled,
+            "group": rule.group.name if rule.group_id else None}
+
+
+def _check_rule_channel(actor, rule, stored=None):
+    """A rule sends to a channel its author may see (their own, their team's, a shared one)."""
+    if stored is not None and rule.channel_id == stored.channel_id:
+        return
+    if not visible_channels(actor.user).filter(pk=rule.channel_id).exists():
+        message = "No channel with this id that you may use: your own, your team's, or a shared one."
+        raise ActionError(message, ActionError.INVALID, fields={"channel": [message]})
 
 
 def create_rule(actor, rule, detail=""):
+    """Save a new rule: the actor's, and their team's when ``group`` is given."""
+    _check_rule_channel(actor, rule)
+    _check_ownership(actor, rule)
+    _claim(actor, rule)
     with transaction.atomic():
         rule.save()
         _record(actor, Subject.RULE, rule_name(rule), Action.CREATE, _diff(None, rule_snapshot(rule)), detail)
@@ -153,8 +239,14 @@ def create_rule(actor, rule, detail=""):
 def edit_rule(actor, rule, values=None, detail=""):
     with transaction.atomic():
         stored = Rule.objects.select_for_update(of=("self",)).select_related("channel", "job").get(pk=rule.pk)
+        if not visible_rules(actor.user).filter(pk=rule.pk).exists():
+            raise ActionError("No rule with this id that you may change.", ActionError.FORBIDDEN)
         for name, value in (values or {}).items():
             setattr(rule, name, value)
+        _check_rule_channel(actor, rule, stored)
+        _check_ownership(actor, rule, stored)
+        if rule.enabled and not stored.enabled:
+            rule.paused_reason = ""  # enabled again by a person: the reason no longer holds
         rule.save()
         if changes := _diff(rule_snapshot(stored), rule_snapshot(rule)):
             _record(actor, Subject.RULE, rule_name(rule), Action.CHANGE, changes, detail)
@@ -162,6 +254,8 @@ def edit_rule(actor, rule, values=None, detail=""):
 
 
 def delete_rule(actor, rule, detail=""):
+    if not visible_rules(actor.user).filter(pk=rule.pk).exists():
+        raise ActionError("No rule with this id that you may delete.", ActionError.FORBIDDEN)
     with transaction.atomic():
         _record(actor, Subject.RULE, rule_name(rule), Action.DELETE, _diff(rule_snapshot(rule), None), detail)
         rule.delete()

@@ -20,7 +20,7 @@ def admin_actor(request):
 class ChannelForm(forms.ModelForm):
     class Meta:
         model = Channel
-        fields = ["name", "kind", "config", "enabled"]
+        fields = ["name", "kind", "config", "enabled", "group", "shared"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -70,16 +70,20 @@ class ThroughActions(admin.ModelAdmin):
 class ChannelAdmin(ThroughActions):
     acts = (actions.create_channel, actions.edit_channel, actions.delete_channel)  # before the admin's own actions
     form = ChannelForm
-    list_display = ["name", "kind", "enabled", "last_error", "disabled_reason"]
-    list_filter = ["kind", "enabled"]
+    list_display = ["name", "kind", "enabled", "owner", "group", "shared", "last_error", "disabled_reason"]
+    list_filter = ["kind", "enabled", "shared"]
     search_fields = ["name"]
     actions = ["send_test"]
-    readonly_fields = ["last_error", "disabled_reason", "created_at", "shown_config"]
+    readonly_fields = ["owner", "last_error", "disabled_reason", "created_at", "shown_config"]
 
     def get_fields(self, request, obj=None):
         # Who may only view a channel sees its configuration masked, not the stored form.
         config = "config" if self.has_change_permission(request, obj) or obj is None else "shown_config"
-        return ["name", "kind", config, "enabled", "last_error", "disabled_reason", "created_at"]
+        return ["name", "kind", config, "enabled", "owner", "group", "shared", "last_error", "disabled_reason",
+                "created_at"]
+
+    def get_queryset(self, request):
+        return actions.visible_channels(request.user)
 
     @admin.display(description="config")
     def shown_config(self, channel):
@@ -97,16 +101,20 @@ class RuleForm(forms.ModelForm):
 
     class Meta:
         model = Rule
-        fields = ["channel", "events", "scope", "tag", "job", "enabled"]
+        fields = ["channel", "events", "scope", "tag", "job", "enabled", "group"]
 
 
 @admin.register(Rule)
 class RuleAdmin(ThroughActions):
     form = RuleForm
-    list_display = ["__str__", "channel", "scope", "enabled"]
+    list_display = ["__str__", "channel", "scope", "enabled", "owner", "group", "paused_reason"]
     list_filter = ["enabled", "scope", "channel"]
     autocomplete_fields = ["job"]
+    readonly_fields = ["owner", "paused_reason"]
     acts = (actions.create_rule, actions.edit_rule, actions.delete_rule)
+
+    def get_queryset(self, request):
+        return actions.visible_rules(request.user)
 
     def deleted(self, queryset):
         return queryset.select_related("channel", "job")

@@ -95,7 +95,7 @@ def export_channels(actor):
     if not actions.may(actor, "view"):
         return []
     entries = []
-    for channel in Channel.objects.order_by("name", "id"):
+    for channel in actions.visible_channels(actor.user).order_by("name", "id"):
         entry = {"name": channel.name, "kind": channel.kind,
                  "config": channel_secrets.masked(channel.kind, channel.config)}
         if not channel.enabled:
@@ -144,7 +144,7 @@ def config_changes(kind, old, new):
 
 
 def plan_channels(entries, actor, prune, earlier):
-    existing = {channel.name: channel for channel in Channel.objects.order_by("id")}
+    existing = {channel.name: channel for channel in actions.visible_channels(actor.user).order_by("id")}
     if not any(actions.may(actor, permission) for permission in ("add", "change", "delete")):
         return SectionPlan([], [], 0, noun="channel", names_after=set(existing)), [f"channels: {NO_CHANNEL_PERMISSION}"]
     errors, changes, seen, unchanged = [], [], {}, 0
@@ -184,11 +184,14 @@ def plan_channels(entries, actor, prune, earlier):
         changed += config_changes(values["kind"], channel.config or {}, values["config"])
         if changed and not actions.may(actor, "change"):
             errors.append(f"{entry.where}: {actions.denied_message('change')}")
+        elif changed and not actions.may_change_channel(actor, channel):
+            errors.append(f"{entry.where}: {actions.SHARED_CHANNEL}")
         if changed:
             changes.append(Change(entry, channel, values, channel.name, changed))
         else:
             unchanged += 1
-    deletions = [channel for name, channel in sorted(existing.items()) if name not in seen] if prune else []
+    deletions = [channel for name, channel in sorted(existing.items())
+                 if name not in seen and actions.may_change_channel(actor, channel)] if prune else []
     if deletions and not actions.may(actor, "delete"):
         errors.append(f"channels: - delete {', '.join(c.name for c in deletions)}: {actions.denied_message('delete')}")
     names_after = set(seen) | (set(existing) - {channel.name for channel in deletions})
@@ -235,10 +238,7 @@ def rule_identity(rule):
 
 
 def rules_of(actor):
-    rules = Rule.objects.select_related("channel", "job").order_by("id")
-    if not staff(actor):
-        rules = rules.filter(scope=RuleScope.JOB, job__in=visible_jobs(actor.user))
-    return rules
+    return actions.visible_rules(actor.user).select_related("channel", "job").order_by("id")
 
 
 def export_rules(actor):
@@ -294,7 +294,7 @@ def rule_values(entry, channels, jobs, actor):
 
 def plan_rules(entries, actor, prune, earlier):
     channels = earlier["channels"].names_after if "channels" in earlier else set(
-        Channel.objects.values_list("name", flat=True))
+        actions.visible_channels(actor.user).values_list("name", flat=True))
     visible = Job.objects.all() if actor.user is None else visible_jobs(actor.user)
     jobs = set(visible.values_list("name", flat=True))
     if "jobs" in earlier:
@@ -334,7 +334,7 @@ def plan_rules(entries, actor, prune, earlier):
 
 def apply_rules(plan, actor):
     errors = []
-    channels = {channel.name: channel for channel in Channel.objects.all()}
+    channels = {channel.name: channel for channel in actions.visible_channels(actor.user)}
     for change in plan.changes:
         rule, values = change.obj, change.values
         rule.channel = channels[values["channel"]]

@@ -6,6 +6,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from jobs.models.fields import Owned, Shareable
+
 from . import channel_secrets, channels
 
 
@@ -42,7 +44,7 @@ class DeliveryStatus(models.TextChoices):
     SUPPRESSED = "suppressed", "Suppressed (incident already open)"
 
 
-class Channel(models.Model):
+class Channel(Shareable):
     name = models.CharField(max_length=200, unique=True)  # a file names channels (notifications.as_code)
     # The registered kinds (notifications.channels), asked when a channel is checked: a kind added to
     # NOTIFICATION_CHANNEL_KINDS needs no migration, so the database does not list them.
@@ -87,13 +89,16 @@ class RuleScope(models.TextChoices):
     JOB = "job", "One job"
 
 
-class Rule(models.Model):
+class Rule(Owned):
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="rules")
     events = models.JSONField(default=list, help_text="Event names, e.g. [\"failed\", \"timed_out\"].")
     scope = models.CharField(max_length=8, choices=RuleScope.choices, default=RuleScope.ALL)
     tag = models.CharField(max_length=100, blank=True)
     job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     enabled = models.BooleanField(default=True)
+    # Set when a permanent error of a channel that is not the rule owner's was caused by what this
+    # rule sent (notifications.sending): the rule stops, the channel stays on for everyone else.
+    paused_reason = models.TextField(blank=True, help_text="Why the service paused (disabled) the rule.")
 
     class Meta:
         constraints = [
@@ -142,6 +147,9 @@ class Delivery(models.Model):
     dedup_key = models.CharField(max_length=200, unique=True)
     payload = models.JSONField(default=dict)
     digest = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="folded")
+    # The rule that made it (of those that lead the event to the channel, one that is not the
+    # channel owner's first): whose content a permanent error is blamed on.
+    rule = models.ForeignKey(Rule, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -9,6 +9,9 @@ Incidents: a failure (``failed``/``timed_out``) of a job whose previous finished
 recorded as ``suppressed`` (the incident is already open, people have been told); the first success
 after a failure adds a ``recovered`` event.
 
+A delivery names the rule that made it (``blamed_rule``): a permanent error of a channel caused by
+a rule that is not its owner's pauses that rule rather than the channel (``sending``).
+
 Flood control: once a channel has ``NOTIFY_DIGEST_THRESHOLD`` deliveries in the current minute,
 further ones of that minute are recorded as ``folded`` and attached to one ``digest`` delivery for
 the channel and minute, sent when the minute is over. Concurrent transactions may each pass the
@@ -80,9 +83,9 @@ def _record(run, event, details, now):
 
     rows = []
     for name in events:
-        for channel in _channels_for(run, name):
+        for channel, rule in _channels_for(run, name):
             row = Delivery(
-                event=name, channel=channel, run=run, job=run.job, created_at=now, next_attempt_at=now,
+                event=name, channel=channel, rule=rule, run=run, job=run.job, created_at=now, next_attempt_at=now,
                 queued_at=now, dedup_key=dedup_key(name, run, channel), payload=payload_for(run, name, details),
                 status=DeliveryStatus.SUPPRESSED if suppressed else DeliveryStatus.PENDING,
             )
@@ -111,11 +114,11 @@ def record_slot_missed(job, slot, reason):
             now = clock.now()
             unsaved = JobRun(job=job, status=RunStatus.SKIPPED, scheduled_for=slot, reason=f"missing: {reason}")
             rows = []
-            for channel in _channels_for(unsaved, "missed"):
+            for channel, rule in _channels_for(unsaved, "missed"):
                 key = f"missed:job{job.pk}:{slot:%Y%m%dT%H%M%S}:{channel.pk}"
                 if Delivery.objects.filter(dedup_key=key).exists():
                     continue  # alerted already (a second look at the same slot)
-                row = Delivery(event="missed", channel=channel, run=None, job=job, created_at=now,
+                row = Delivery(event="missed", channel=channel, rule=rule, run=None, job=job, created_at=now,
                                next_attempt_at=now, queued_at=now, dedup_key=key, status=DeliveryStatus.PENDING,
                                payload=payload_for(unsaved, "missed", {"reason": reason}))
                 if _over_threshold(channel, now):  # a scheduler outage finds many at once
@@ -200,18 +203,33 @@ def _previous_outcome(run):
 
 
 def _channels_for(run, event):
-
+    """[(channel, rule)]: each channel to tell, with the rule a permanent error of its delivery is
+    blamed on (``blamed_rule``); None for a follow-up."""
     if event == "finished_late":
         # The follow-up goes to whoever heard about the overrun.
         ids = Delivery.objects.filter(run=run, event="sla_overrun").values_list("channel_id", flat=True)
-        return list(Channel.objects.filter(pk__in=ids))
+        return [(channel, None) for channel in Channel.objects.filter(pk__in=ids)]
     # Rules are few; matching in Python also works on SQLite, which has no JSON "contains".
-    rules = Rule.objects.filter(enabled=True, channel__enabled=True).select_related("channel")
-    channels = {}
-    for rule in rules:
+    rules = Rule.objects.filter(enabled=True, channel__enabled=True).select_related("channel", "owner")
+    found = {}
+    for rule in rules.order_by("id"):
         if event in (rule.events or []) and rule.matches(run.job):
-            channels[rule.channel_id] = rule.channel
-    return list(channels.values())
+            found.setdefault(rule.channel_id, []).append(rule)
+    return [(matched[0].channel, blamed_rule(matched)) for matched in found.values()]
+
+
+def is_foreign(rule):
+    """Whether ``rule`` is of someone who is neither staff nor its channel's owner: what it sends
+    is not the channel owner's to answer for."""
+    owner = rule.owner
+    return owner is not None and not owner.is_staff and not owner.is_superuser and \
+        rule.owner_id != rule.channel.owner_id
+
+
+def blamed_rule(rules):
+    """Of the rules that lead one event to one channel, the one its delivery answers for: a
+    foreign one first (its owner chose to send this there), else the first."""
+    return next((rule for rule in rules if is_foreign(rule)), rules[0])
 
 
 def _minute(now):

@@ -1,23 +1,31 @@
 """Send deliveries: claim one with a conditional update, have its channel's kind render and send
 it (``transmit``), record the outcome. Transient errors are retried with exponential backoff up to
 ``MAX_ATTEMPTS``; permanent ones fail the delivery at once and disable the channel with the reason
-shown on it. Error texts come from ``transmit`` with the channel's secrets redacted: they are
+shown on it, unless the channel's kind refused what a rule of someone else (not staff, not the
+channel's owner) sent: then that rule is paused (``pause_rule``), its owner told (an audit entry,
+the reason on the rule, an email), and the channel stays on for everyone else. Error texts come from ``transmit`` with the channel's secrets redacted: they are
 stored, logged and shown as they are."""
 
 import logging
 import traceback
 from datetime import timedelta
 
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from audit import trail
+from audit.models import Action, Source, Subject
 from jobs.models import JobRun
 from jobs.telemetry import logs, tracing
 from jobs.timing import clock
 
 from . import channel_secrets, channels
 from .channels.base import TransportError
-from .models import Channel, Delivery, DeliveryStatus
+from .models import Channel, Delivery, DeliveryStatus, Rule
+from .outbox import is_foreign
 from .queueing import enqueue
 
 logger = logging.getLogger(__name__)
@@ -49,7 +57,9 @@ def transmit(channel, delivery):
     try:
         spec.send(config, spec.render(delivery))
     except TransportError as exc:
-        raise TransportError(channel_secrets.redacted(channel.kind, config, exc.message), exc.permanent) from None
+        error = TransportError(channel_secrets.redacted(channel.kind, config, exc.message), exc.permanent)
+        error.refused_content = exc.permanent  # the kind's endpoint refused this message, not the setup
+        raise error from None
     except Exception as exc:
         logger.error("%s: unexpected error in the %s transport:\n%s", channel.name, channel.kind,
                      channel_secrets.redacted(channel.kind, config, traceback.format_exc()))
@@ -64,7 +74,7 @@ def send_delivery(delivery_id, now=None):
         status=DeliveryStatus.SENDING, attempts=F("attempts") + 1, next_attempt_at=now + SENDING_LEASE)
     if not claimed:
         return None
-    delivery = Delivery.objects.select_related("channel", "job").get(pk=delivery_id)
+    delivery = Delivery.objects.select_related("channel", "job", "rule__owner", "rule__channel").get(pk=delivery_id)
     if delivery.run_id is None:
         return _send(delivery)
     traceparent = (JobRun.objects.filter(pk=delivery.run_id).values_list("traceparent", flat=True).first()
@@ -86,6 +96,10 @@ def _send(delivery):
             raise TransportError(f"channel disabled: {channel.disabled_reason or 'by a person'}", permanent=True)
         transmit(channel, delivery)
     except TransportError as exc:
+        if getattr(exc, "refused_content", False) and (foreign := _foreign_rules(delivery)):
+            for rule in foreign:
+                pause_rule(rule, exc.message)
+            return _finish(delivery, DeliveryStatus.FAILED, last_error=exc.message, next_attempt_at=None)
         return _record_error(delivery, exc.message, exc.permanent, clock.now())
     except Exception as exc:
         logger.exception("delivery %s: unexpected error in the %s transport", delivery.pk, channel.kind)
@@ -111,6 +125,37 @@ def _record_error(delivery, message, permanent, now):
         return _finish(delivery, DeliveryStatus.GIVEN_UP, last_error=message, next_attempt_at=None)
     return _finish(delivery, DeliveryStatus.PENDING, last_error=message, queued_at=None,
                    next_attempt_at=now + backoff(delivery.attempts))
+
+
+def _foreign_rules(delivery):
+    """The rules of others (``outbox.is_foreign``) whose content ``delivery`` carries: its own rule,
+    or for a digest the rules of the deliveries folded into it (a flood of one user's failures)."""
+    if delivery.event == "digest":
+        rules = Rule.objects.filter(pk__in=delivery.folded.values("rule_id")).select_related("owner", "channel")
+        return [rule for rule in rules.order_by("pk") if is_foreign(rule)]
+    return [delivery.rule] if delivery.rule is not None and is_foreign(delivery.rule) else []
+
+
+def pause_rule(rule, error):
+    """Pause ``rule`` (not the channel) after its channel refused for good what it sent, and tell
+    its owner: the reason on the rule (the API's ``paused_reason``), an audit entry about the rule
+    (the service's), and an email when the owner has an address (best effort)."""
+    reason = (f"Paused by the service: the channel {rule.channel.name} refused for good what this rule sent "
+              f"({error[:500]}). The channel stays on for others. Change what the job sends, then enable the "
+              "rule again.")
+    with transaction.atomic():
+        if not Rule.objects.filter(pk=rule.pk, enabled=True).update(enabled=False, paused_reason=reason):
+            return False  # paused already (another delivery of it)
+        trail.record_about(Subject.RULE, f"rule {rule.pk} -> {rule.channel.name}", Action.PAUSE, Source.SYSTEM,
+                           actor_name="the service", changes={"enabled": [True, False]}, detail=reason)
+    logger.warning("rule %s paused: channel %s refused its message for good: %s", rule.pk, rule.channel.name, error)
+    if rule.owner is not None and rule.owner.email:
+        try:
+            send_mail(f"Your notification rule to {rule.channel.name} was paused", reason,
+                      settings.DEFAULT_FROM_EMAIL, [rule.owner.email], fail_silently=False)
+        except Exception as exc:  # the reason stays on the rule and in the trail
+            logger.warning("could not email %s that rule %s was paused: %s", rule.owner.email, rule.pk, exc)
+    return True
 
 
 def _finish(delivery, status, **fields):

@@ -378,6 +378,8 @@ METRICS_TOKEN = env_str("METRICS_TOKEN", checkout_secret(VAR_DIR, "metrics_token
 METRICS_ALLOWED_IPS = env_list("METRICS_ALLOWED_IPS", [])
 NOTIFY_DIGEST_THRESHOLD = env_int("NOTIFY_DIGEST_THRESHOLD", 20, 1)
 NOTIFY_HTTP_TIMEOUT_SECONDS = env_float("NOTIFY_HTTP_TIMEOUT_SECONDS", 5.0, 0.1)
+# Test sends a user may make in a minute (each is an audit entry); over it, 429. 0: no bound.
+NOTIFY_TEST_SENDS_PER_MINUTE = env_int("NOTIFY_TEST_SENDS_PER_MINUTE", 5, 0)
 
 # --- Celery: settings for at-least-once delivery
 # One variable chooses the broker (scheduler_site/broker.py); REDIS_URL is the broker when it is unset.

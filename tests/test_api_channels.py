@@ -100,10 +100,10 @@ def test_bad_channels_get_a_message_per_field(people, body, field):
 
 
 def test_users_who_are_not_staff_see_a_directory_and_change_nothing(people):
-    channel = Channel.objects.create(name="ops", kind="slack", config={"url": SLACK_URL})
+    channel = Channel.objects.create(name="ops", kind="slack", config={"url": SLACK_URL}, shared=True)
     owner = people.client(people.owner)
     listed = owner.get("/api/channels/").json()["results"]
-    assert listed == [{"id": channel.pk, "name": "ops", "kind": "slack", "enabled": True}]
+    assert listed == [{"id": channel.pk, "name": "ops", "kind": "slack", "enabled": True, "shared": True}]
     assert owner.get(f"/api/channels/{channel.pk}/").json() == listed[0]
     denied = [
         owner.post("/api/channels/", {"name": "mine", "kind": "slack", "config": {"url": SLACK_URL}}, format="json"),
@@ -181,7 +181,7 @@ def channel_writes(client, channel):
 
 def test_staff_without_the_channel_permissions_get_403_and_a_directory(people):
     bare_staff = people.staff.__class__.objects.create_user("bare-staff", is_staff=True)
-    channel = Channel.objects.create(name="ops", kind="slack", config={"url": SLACK_URL})
+    channel = Channel.objects.create(name="ops", kind="slack", config={"url": SLACK_URL}, shared=True)
     client = people.client(bare_staff)
 
     assert channel_writes(client, channel) == [403, 403, 403, 403]
@@ -189,14 +189,14 @@ def test_staff_without_the_channel_permissions_get_403_and_a_directory(people):
     assert denied.json()["detail"] == ("You may not create channels: that needs the notifications.add_channel "
                                        "permission (channels serve everyone's jobs).")
     assert client.get(f"/api/channels/{channel.pk}/").json() == {"id": channel.pk, "name": "ops", "kind": "slack",
-                                                                 "enabled": True}
+                                                                 "enabled": True, "shared": True}
     channel.refresh_from_db()
     assert list(Channel.objects.values_list("name", flat=True)) == ["ops"] and channel.enabled
 
 
 def test_each_permission_allows_its_own_action_to_a_user_who_is_not_staff(people, http_server, local_http_allowed):
     channel = Channel.objects.create(name="ops", kind="webhook", config={"url": f"{http_server.url}/in",
-                                                                         "secret": "k3y"})
+                                                                         "secret": "k3y"}, owner=people.owner)
     client = people.client(people.owner)
     grant_channel_permissions(people.owner, "view")
     assert client.get(f"/api/channels/{channel.pk}/").json()["config"] == {"url": f"{http_server.url}/in",
@@ -214,7 +214,8 @@ def test_each_permission_allows_its_own_action_to_a_user_who_is_not_staff(people
 
 
 def test_the_channels_page_follows_the_permissions(people, client, http_server, local_http_allowed):
-    channel = Channel.objects.create(name="ops hook", kind="webhook", config={"url": f"{http_server.url}/in"})
+    channel = Channel.objects.create(name="ops hook", kind="webhook", config={"url": f"{http_server.url}/in"},
+                                     owner=people.owner)
     bare_staff = people.staff.__class__.objects.create_user("bare-staff", is_staff=True)
     client.force_login(bare_staff)
     assert client.get("/channels/").status_code == 404

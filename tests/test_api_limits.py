@@ -20,7 +20,8 @@ def people(db):
 
 
 def make_limit(key="warehouse", max_running=1, **fields):
-    return Limit.objects.create(key=key, max_running=max_running, **fields)
+    """A shared limit, as every limit made before teams is (the migration)."""
+    return Limit.objects.create(key=key, max_running=max_running, **{"shared": True, **fields})
 
 
 def limited(name, key="warehouse", owner=None, **fields):
@@ -41,26 +42,28 @@ def test_staff_define_a_limit_and_the_trail_says_who(people):
     assert answer.status_code == 201, answer.json()
     assert answer.json() | {"id": None, "created_at": None, "updated_at": None} == {
         "id": None, "key": "warehouse", "max_running": 3, "max_starts_per_minute": 10, "description": "",
-        "running": 0, "waiting": 0, "jobs": 0, "created_at": None, "updated_at": None}
+        "owner": "staff", "group": None, "shared": False, "running": 0, "waiting": 0, "jobs": 0, "job_names": [],
+        "created_at": None, "updated_at": None}
     entry = AuditEntry.objects.get(subject=Subject.LIMIT)
     assert (entry.job_name, entry.action, entry.actor, entry.source) == ("warehouse", "create", people.staff, "api")
     assert entry.changes["max_running"] == [None, 3]
 
 
-def test_everyone_reads_limits_but_only_staff_change_them(people):
+def test_everyone_reads_shared_limits_but_only_staff_change_them(people):
     limit = make_limit()
     client = people.client(people.owner)
     assert client.get("/api/limits/").json()["results"][0]["key"] == "warehouse"
     assert client.get("/api/limits/warehouse/").json()["max_running"] == 1
-    for answer in (client.post("/api/limits/", {"key": "mine", "max_running": 5}, format="json"),
-                   client.patch("/api/limits/warehouse/", {"max_running": 50}, format="json"),
+    for answer in (client.patch("/api/limits/warehouse/", {"max_running": 50}, format="json"),
                    client.delete(f"/api/limits/{limit.pk}/")):
         assert answer.status_code == 403
-        assert "Only staff" in answer.json()["detail"]
+        assert "Only staff may change or delete a shared limit" in answer.json()["detail"]
     limit.refresh_from_db()
     assert limit.max_running == 1 and Limit.objects.count() == 1
     assert not AuditEntry.objects.filter(subject=Subject.LIMIT).exists()
     assert people.client(None).get("/api/limits/").status_code in (401, 403)
+    mine = client.post("/api/limits/", {"key": "mine", "max_running": 5}, format="json")
+    assert mine.status_code == 201 and mine.json()["owner"] == "owner"
 
 
 @pytest.mark.parametrize(("body", "field"), [

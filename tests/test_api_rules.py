@@ -20,7 +20,7 @@ def people():
 
 @pytest.fixture
 def channel():
-    return Channel.objects.create(name="ops", kind="email", config={"recipients": ["ops@example.com"]})
+    return Channel.objects.create(name="ops", kind="email", config={"recipients": ["ops@example.com"]}, shared=True)
 
 
 def test_staff_add_a_rule_for_a_tag(people, channel):

@@ -70,7 +70,7 @@ def expected_slots(start, end, closed=CLOSED, business_days=True, nth=None):
 
 def make_calendar(name="de-be", closed=CLOSED):
     return calendar_actions.create(Actor.command_line(), Calendar(
-        name=name, dates=[{"date": day.isoformat(), "label": label} for day, label in closed.items()]))
+        name=name, dates=[{"date": day.isoformat(), "label": label} for day, label in closed.items()], shared=True))
 
 
 def make_job(name, saved_at, schedule=NINE_IN_BERLIN, **fields):

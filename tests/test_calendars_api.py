@@ -69,9 +69,9 @@ def entries():
     return list(AuditEntry.objects.filter(subject=Subject.CALENDAR).order_by("id"))
 
 
-def test_staff_make_a_calendar_and_everybody_reads_it_by_id_or_name(people):
+def test_staff_make_a_shared_calendar_and_everybody_reads_it_by_id_or_name(people):
     staff = people.client(people.staff)
-    body = {"name": "office", "description": "Closures", "dates": [
+    body = {"name": "office", "description": "Closures", "shared": True, "dates": [
         "2026-12-31", {"date": "2026-12-24", "label": "Christmas Eve"}]}
 
     made = staff.post("/api/calendars/", body, format="json")
@@ -90,19 +90,20 @@ def test_staff_make_a_calendar_and_everybody_reads_it_by_id_or_name(people):
     assert entry.changes["dates"] == [0, 2]
 
 
-def test_only_staff_change_or_delete_and_nobody_reads_without_logging_in(people):
-    calendar = Calendar.objects.create(name="office", dates=[{"date": "2026-12-24", "label": "Christmas Eve"}])
+def test_only_staff_change_or_delete_a_shared_calendar_and_nobody_reads_without_logging_in(people):
+    calendar = Calendar.objects.create(name="office", dates=[{"date": "2026-12-24", "label": "Christmas Eve"}],
+                                       shared=True)
     for user in (people.owner, people.outsider, people.runner):
         client = people.client(user)
-        assert client.post("/api/calendars/", {"name": "mine"}, format="json").status_code == 403
         assert client.patch("/api/calendars/office/", {"dates": []}, format="json").status_code == 403
         assert client.delete("/api/calendars/office/").status_code == 403
         assert client.post("/api/calendars/office/import/", ICS, content_type="text/calendar").status_code == 403
     assert APIClient().get("/api/calendars/").status_code in (401, 403)
     calendar.refresh_from_db()
     assert calendar.dates == [{"date": "2026-12-24", "label": "Christmas Eve"}]
-    assert not Calendar.objects.filter(name="mine").exists()
     assert entries() == []
+    mine = people.client(people.owner).post("/api/calendars/", {"name": "mine"}, format="json")
+    assert mine.status_code == 201 and mine.json()["owner"] == "owner"
 
 
 def test_a_change_is_audited_with_the_dates_added_and_removed(people):
@@ -142,7 +143,7 @@ def test_bad_input_is_a_400_naming_the_field(people, body, field, words):
 
 def test_a_label_is_kept_as_text_and_shown_escaped_on_the_pages(people):
     label = '<img src=x onerror="alert(1)">'
-    made = people.client(people.staff).post("/api/calendars/", {"name": "office", "dates": [
+    made = people.client(people.staff).post("/api/calendars/", {"name": "office", "shared": True, "dates": [
         {"date": "2026-12-24", "label": label}]}, format="json")
     assert made.json()["dates"][0]["label"] == label
     page = browser(people.owner).get("/calendars/office/")
@@ -227,10 +228,10 @@ def test_a_file_that_is_not_a_calendar_is_a_400_and_changes_nothing(people, text
 
 
 def test_the_pages_list_calendars_and_let_staff_edit_and_import(people):
-    Calendar.objects.create(name="office", dates=[{"date": "2026-12-24", "label": "Christmas Eve"}])
+    Calendar.objects.create(name="office", dates=[{"date": "2026-12-24", "label": "Christmas Eve"}], shared=True)
     listed = browser(people.owner).get("/calendars/")
     assert listed.status_code == 200 and 'href="/calendars/office/"' in listed.content.decode()
-    assert 'id="new-calendar"' not in listed.content.decode()
+    assert 'id="new-calendar"' in listed.content.decode()  # a calendar of their own
     refused = browser(people.owner).post("/calendars/office/", {"name": "office", "dates": ""})
     assert refused.status_code == 403
     staff = browser(people.staff)
@@ -333,13 +334,14 @@ def test_a_file_defines_calendars_and_the_jobs_that_name_them(people):
     assert exported.index("calendars:") < exported.index("jobs:")
     assert "- name: de-be" in exported and "business_day_of_month: -1" in exported
 
-    # A user who may apply jobs reads calendars and may name them, but not change them.
+    # A user who may apply jobs reads shared calendars and may name them, but not change them.
+    Calendar.objects.update(shared=True)
     people.owner.user_permissions.add(Permission.objects.get(codename="add_job", content_type__app_label="jobs"))
     owner = people.client(people.owner)
     changed = FILE_WITH_CALENDARS.replace("- 2026-12-31", "- 2027-12-31").replace("month-end", "owners-job")
     refused = owner.post("/api/jobs-as-code/", {"text": changed}, format="json")
     assert refused.status_code == 400
-    assert any("Only staff may create, change or delete calendars" in error["message"]
+    assert any("Only staff may change or delete a shared calendar" in error["message"]
                for error in refused.json()["errors"]), refused.json()
     assert Calendar.objects.get(name="office").dates[-1]["date"] == "2026-12-31"
     kept = owner.post("/api/jobs-as-code/", {"text": FILE_WITH_CALENDARS.replace("month-end", "owners-job")},

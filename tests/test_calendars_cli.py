@@ -17,8 +17,8 @@ pytestmark = pytest.mark.timeout(300)
 def test_jobsctl_lists_shows_and_imports_calendars(jobsctl, tmp_path):
     staff = api_tokens.create(User.objects.create_user("ops", is_staff=True))[1]
     owner = api_tokens.create(User.objects.create_user("owner"))[1]
-    Calendar.objects.create(name="de-be", country="DE", subdivision="BE", dates=[{"date": "2026-12-24",
-                                                                                 "label": "Christmas Eve"}])
+    Calendar.objects.create(name="de-be", country="DE", subdivision="BE", shared=True,
+                            dates=[{"date": "2026-12-24", "label": "Christmas Eve"}])
     listed = jobsctl("calendars", "list", token=owner)
     assert listed.returncode == 0, listed.stderr
     assert "de-be" in listed.stdout and "DE-BE" in listed.stdout
@@ -32,7 +32,7 @@ def test_jobsctl_lists_shows_and_imports_calendars(jobsctl, tmp_path):
     (tmp_path / "bad.ics").write_text("not a calendar")
     bad = jobsctl("calendars", "import", "de-be", str(tmp_path / "bad.ics"), token=staff)
 
-    assert refused.returncode != 0 and "Only staff may" in refused.stderr
+    assert refused.returncode != 0 and "Only staff may change or delete a shared calendar" in refused.stderr
     assert imported.returncode == 0, imported.stderr
     assert "2026-06-15" in {item["date"] for item in json.loads(imported.stdout)["dates"]}
     assert bad.returncode != 0 and "Not an iCalendar (ICS) file" in bad.stderr

@@ -28,6 +28,8 @@ def test_staff_set_list_show_and_delete_a_limit(jobsctl, people):
     changed = jobsctl("limits", "set", "warehouse", "--max-starts-per-minute", "20", "--json", token=people["staff"])
     assert json.loads(changed.stdout)["max_starts_per_minute"] == 20
     assert Limit.objects.get(key="warehouse").max_running == 3
+    assert jobsctl("limits", "show", "warehouse", token=people["other"]).returncode == 3  # staff's own
+    Limit.objects.filter(key="warehouse").update(shared=True)  # as staff share one in the admin or the API
 
     listed = jobsctl("limits", "list", token=people["other"])
     assert lines(listed.stdout)[1].split() == ["warehouse", "0", "3", "20", "0", "0"]

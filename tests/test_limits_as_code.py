@@ -91,13 +91,14 @@ def test_a_job_naming_no_limit_and_bad_limits_are_errors_with_their_place(people
     assert not Limit.objects.exists() and not Job.objects.filter(name="load").exists()
 
 
-def test_limits_in_a_file_are_for_staff_to_change(people):
+def test_a_users_file_makes_their_own_limits_and_leaves_shared_ones_to_staff(people):
     people.owner.user_permissions.add(Permission.objects.get(codename="add_job", content_type__app_label="jobs"))
-    answer = apply(people.client(people.owner), FILE)
-    assert answer.status_code == 400
-    assert "limits: Only staff may create, change or delete limits" in texts(answer)[0]
-    assert not Limit.objects.exists()
-    apply(people.client(people.staff), FILE)
+    assert apply(people.client(people.owner), FILE).status_code == 200
+    assert Limit.objects.get(key="warehouse").owner == people.owner
+    Limit.objects.filter(key="warehouse").update(shared=True, owner=None)
+    changed = apply(people.client(people.owner), FILE.replace("max_running: 3", "max_running: 7"))
+    assert changed.status_code == 400
+    assert "Only staff may change or delete a shared limit" in texts(changed)[0]
     unchanged = FILE.replace("name: load", "name: load-mine")
     assert apply(people.client(people.owner), unchanged).status_code == 200
 

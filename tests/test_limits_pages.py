@@ -18,13 +18,13 @@ def people():
     return make_personas()
 
 
-def test_everyone_sees_the_limits_and_what_runs_under_them(people):
-    Limit.objects.create(key="warehouse", max_running=3, max_starts_per_minute=12)
+def test_everyone_sees_the_shared_limits_and_what_runs_under_them(people):
+    Limit.objects.create(key="warehouse", max_running=3, max_starts_per_minute=12, shared=True)
     page = browser(people.owner).get("/limits/")
     assert page.status_code == 200
     text = page.content.decode()
     assert "warehouse" in text and "0 of 3" in text and "at most 12" in text
-    assert "New limit" not in text and "/limits/warehouse/edit/" not in text
+    assert "/limits/warehouse/edit/" not in text
 
 
 def test_staff_create_change_and_delete_a_limit_with_entries(people):
@@ -46,14 +46,15 @@ def test_a_bad_value_is_shown_on_the_form_and_nothing_saved(people):
     assert not Limit.objects.exists()
 
 
-def test_others_may_not_change_limits(people):
-    Limit.objects.create(key="warehouse", max_running=3)
+def test_others_may_not_change_shared_limits(people):
+    Limit.objects.create(key="warehouse", max_running=3, shared=True)
     owner = browser(people.owner)
-    assert owner.post("/limits/new/", {"key": "mine", "max_running": "9"}).status_code == 403
     assert owner.post("/limits/warehouse/edit/", {"key": "warehouse", "max_running": "9"}).status_code == 403
     assert owner.post("/limits/warehouse/delete/").status_code == 403
     assert Limit.objects.get().max_running == 3
     assert browser(people.staff).get("/limits/").status_code == 200
+    assert owner.post("/limits/new/", {"key": "mine", "max_running": "9"}).status_code == 302
+    assert Limit.objects.get(key="mine").owner == people.owner
 
 
 def test_a_limit_named_by_a_job_is_not_deleted_from_the_page(people):

@@ -162,7 +162,7 @@ def test_staff_apply_channels_and_rules_through_the_api_and_never_read_the_secre
 
 def test_a_user_applies_rules_for_their_own_jobs_and_no_channels(people):
     people.owner.user_permissions.add(Permission.objects.get(codename="add_job", content_type__app_label="jobs"))
-    Channel.objects.create(name="ops-mail", kind="email", config={"recipients": ["ops@example.com"]})
+    Channel.objects.create(name="ops-mail", kind="email", config={"recipients": ["ops@example.com"]}, shared=True)
     save_job(Job(name="theirs", kind="callable", target="builtin.noop"))
     owner = people.client(people.owner)
     jobs = "jobs:\n- {name: nightly-report, kind: callable, target: builtin.noop, group: team}\n"

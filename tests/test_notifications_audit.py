@@ -50,18 +50,18 @@ def test_the_api_records_each_channel_change_with_its_secret_hidden(people):
 
     assert trail("channel") == [
         ("create", "ops", "staff", "api", {"name": [None, "ops"], "kind": [None, "slack"], "enabled": [None, True],
-                                           "config": [None, {"url": "•••"}]}),
+                                           "config": [None, {"url": "•••"}], "shared": [None, False]}),
         ("change", "ops", "staff", "api", {"enabled": [True, False],
                                            "config": [{"url": "•••"}, {"url": "••• (changed)"}]}),
         ("delete", "ops", "staff", "api", {"name": ["ops", None], "kind": ["slack", None], "enabled": [False, None],
-                                           "config": [{"url": "•••"}, None]}),
+                                           "config": [{"url": "•••"}, None], "shared": [False, None]}),
     ]
     assert AuditEntry.objects.get(action="create", subject="channel").actor == people.staff
     assert_no_secret()
 
 
 def test_the_api_records_a_users_rules(people):
-    channel = Channel.objects.create(name="ops", kind="email", config={"recipients": ["ops@example.com"]})
+    channel = Channel.objects.create(name="ops", kind="email", config={"recipients": ["ops@example.com"]}, shared=True)
     client = people.client(people.owner)
     rule = client.post("/api/rules/", {"channel": channel.pk, "events": ["failed"], "scope": "job",
                                        "job": people.job.pk}, format="json").json()

@@ -3,9 +3,11 @@ edit), delete. Every interface calls these (the admin, the pages, the API, ``job
 checks who may, makes the change, moves the next slot of the jobs that use the calendar, and writes
 its audit entry (subject ``calendar``, named by the calendar) in one transaction.
 
-Who may: everybody who is logged in reads calendars (a job of anyone's may name one); only staff
-(and the operator on the command line) create, change or delete them, since a calendar's change
-moves the slots of every job that uses it, whoever owns those jobs.
+Who may: a calendar is its maker's and, when given, their team's (``group``); staff may mark one
+``shared``. A user sees, and names in their jobs' ``calendars``, their own, their team's and the
+shared ones (``visible``); they change and delete their own and their team's. Staff (and the
+operator on the command line) change any: a shared calendar's change moves the slots of every job
+that uses it, whoever owns those jobs.
 """
 
 from django.core.exceptions import ValidationError
@@ -16,25 +18,40 @@ from audit import trail
 from audit.models import Action, Subject
 
 from ..definitions import calendars as definitions
-from ..models import Calendar
+from ..models import Calendar, Job
+from . import permissions
 from .jobs import ActionError
 
-STAFF_ONLY = "Only staff may create, change or delete calendars; everybody may read them and name them in jobs."
+STAFF_ONLY = ("Only staff may change or delete a shared calendar; yours and your team's are yours to change, and "
+              "everybody may name the shared ones in jobs.")
 SHOWN_DATES = 10  # dates named in an entry's detail
+OWNERSHIP = ("group", "shared")
 
 
-def may_edit(actor):
-    return actor.user is None or actor.user.is_staff or actor.user.is_superuser
+def visible(user):
+    """The calendars ``user`` (None: the operator) sees and may name in a job's ``calendars``."""
+    return permissions.owned_or_shared(Calendar.objects.all(), user)
 
 
-def _check(actor):
-    if not may_edit(actor):
+def may_edit(actor, calendar=None):
+    """Whether ``actor`` may change or delete ``calendar`` (None: make a new one)."""
+    return calendar is None or permissions.may_change_owned(actor.user, calendar)
+
+
+def _check(actor, calendar=None):
+    if not may_edit(actor, calendar):
         raise ActionError(STAFF_ONLY, ActionError.FORBIDDEN)
+
+
+def _check_ownership(actor, calendar, stored=None):
+    if errors := permissions.ownership_refusal(actor.user, calendar.group, calendar.shared, stored):
+        raise ActionError("; ".join(m for ms in errors.values() for m in ms), ActionError.INVALID, fields=errors)
 
 
 def snapshot(calendar):
     return {"name": calendar.name, "description": calendar.description, "country": calendar.country,
-            "subdivision": calendar.subdivision, "dates": list(calendar.dates or [])}
+            "subdivision": calendar.subdivision, "dates": list(calendar.dates or []),
+            "group": calendar.group.name if calendar.group_id else None, "shared": calendar.shared}
 
 
 def diff(before, after):
@@ -42,7 +59,7 @@ def diff(before, after):
     detail naming the dates added and removed."""
     before, after = before or {}, after or {}
     changes, detail = {}, []
-    for name in ("name", "description", "country", "subdivision"):
+    for name in ("name", "description", "country", "subdivision", *OWNERSHIP):
         if before.get(name) != after.get(name):
             changes[name] = [before.get(name), after.get(name)]
     old = {item["date"]: item.get("label", "") for item in before.get("dates") or []}
@@ -73,7 +90,12 @@ def _saved(calendar):
 
 
 def create(actor, calendar):
+    """Save a new calendar: the actor's (the command line's: staff's), and their team's when
+    ``group`` is given (one of the actor's groups)."""
     _check(actor)
+    _check_ownership(actor, calendar)
+    if calendar.owner_id is None and actor.user is not None:
+        calendar.owner = actor.user
     with transaction.atomic():
         _saved(calendar)
         changes, detail = diff(None, snapshot(calendar))
@@ -86,11 +108,12 @@ def create(actor, calendar):
 def edit(actor, calendar, values):
     """Set ``values`` ({field: value}) on a saved calendar and save it. A calendar used by jobs keeps
     its name (they name it): renaming one is refused."""
-    _check(actor)
     with transaction.atomic():
         stored = Calendar.objects.select_for_update().get(pk=calendar.pk)
+        _check(actor, stored)
         for name, value in values.items():
             setattr(calendar, name, value)
+        _check_ownership(actor, calendar, stored)
         if calendar.name != stored.name and (users := definitions.jobs_using(stored.name)):
             raise ActionError(f"The calendar {stored.name} is used by {len(users)} job(s): a job names its calendars, "
                               "so it cannot be renamed. Make a new calendar instead.", ActionError.CONFLICT,
@@ -106,7 +129,7 @@ def edit(actor, calendar, values):
 def import_ics(actor, calendar, data, replace=False):
     """Add the dates of an ICS file (``data``, bytes or text) to the calendar, or with ``replace``
     make them its only typed-in dates. A refused file changes nothing."""
-    _check(actor)
+    _check(actor, calendar)
     try:
         found = definitions.dates_from_ics(data)
     except ValidationError as exc:
@@ -116,12 +139,16 @@ def import_ics(actor, calendar, data, replace=False):
 
 
 def delete(actor, calendar):
-    _check(actor)
+    _check(actor, calendar)
     with transaction.atomic():
         users = definitions.jobs_using(calendar.name)
         if users:
-            names = sorted(job.name for job in users)
-            more = f" and {len(names) - 10} more" if len(names) > 10 else ""
+            seen = set(permissions.owned_or_shared(Job.objects.filter(pk__in=[job.pk for job in users]), actor.user)
+                       .values_list("pk", flat=True))
+            names = sorted(job.name for job in users if job.pk in seen)
+            hidden = len(users) - len(names)
+            more = (f" and {len(names) - 10} more" if len(names) > 10 else "") + \
+                (f" and {hidden} job(s) of others" if hidden else "")
             raise ActionError(f"The calendar {calendar.name} is used by the job(s) {', '.join(names[:10])}{more}: "
                               "take it out of them first.", ActionError.CONFLICT)
         changes, detail = diff(snapshot(calendar), None)

@@ -10,6 +10,7 @@ What a person can get wrong comes back as an ``ActionError`` with a message mean
 interface turns it into its own answer (a 400, 403 or 409, an admin message, a CommandError).
 """
 
+import copy
 import getpass
 import socket
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from audit.models import Action, Source, Subject
 from .. import lifecycle, parameters
 from ..access import secrets
 from ..definitions import jobs as definitions
-from ..models import Job, JobRun, RunTrigger
+from ..models import Calendar, Job, JobRun, Limit, RunTrigger
 from ..operations import backfill as backfills
 from ..timing import clock, schedules
 from . import permissions
@@ -82,7 +83,7 @@ class ActionError(Exception):
     """An action refused: ``kind`` says why (invalid input, forbidden, a conflict with other data),
     ``fields`` the messages per field of an invalid input."""
 
-    INVALID, FORBIDDEN, CONFLICT = "invalid", "forbidden", "conflict"
+    INVALID, FORBIDDEN, CONFLICT, THROTTLED = "invalid", "forbidden", "conflict", "throttled"
 
     def __init__(self, message, kind=INVALID, fields=None):
         super().__init__(message)
@@ -192,6 +193,41 @@ def backfill_runs_left(actor):
     return max(limit - made, 0)
 
 
+# --- what a job names: a limit and calendars the actor may use (theirs, their team's, shared)
+
+
+def _names_refusal(actor, job, stored=None):
+    """An ActionError naming ``limit_key`` or ``calendars`` when ``job`` names a limit or a calendar
+    the actor may not use, or None. Only what the change adds is checked (``stored``: the job before
+    it), so a job keeps what it named before. Another's answers as one that does not exist would."""
+    if actor.user is None or permissions.sees_everything(actor.user):
+        return None
+    errors = {}
+    key = job.limit_key
+    if key and key != getattr(stored, "limit_key", None) and isinstance(key, str) \
+            and not permissions.owned_or_shared(Limit.objects.filter(key=key), actor.user).exists():
+        errors["limit_key"] = [f"No limit has the key '{key[:100]}' that you may use: name your own limit, your "
+                               "team's, or a shared one (/api/limits/)."]
+    names = job.calendars if isinstance(job.calendars, list) else []
+    added = {name for name in names if isinstance(name, str)} - set(getattr(stored, "calendars", None) or [])
+    if added:
+        usable = set(permissions.owned_or_shared(Calendar.objects.filter(name__in=added), actor.user)
+                     .values_list("name", flat=True))
+        if unknown := sorted(added - usable):
+            shown = ", ".join(repr(name[:100]) for name in unknown[:5])
+            errors["calendars"] = [f"No calendar is named {shown} that you may use: name your own calendars, your "
+                                   "team's, or shared ones (/api/calendars/)."]
+    if not errors:
+        return None
+    return ActionError("; ".join(f"{name}: {' '.join(texts)}" for name, texts in errors.items()),
+                       ActionError.INVALID, fields=errors)
+
+
+def _check_names(actor, job, stored=None):
+    if refusal := _names_refusal(actor, job, stored):
+        raise refusal
+
+
 def _saved(job, schedule):
     try:
         return definitions.save_job(job, schedule)
@@ -209,6 +245,7 @@ def create(actor, job, schedule=None, detail=""):
     _check_interval(actor, schedule)
     if job.owner_id is None and actor.user is not None:
         job.owner = actor.user
+    _check_names(actor, job)
     with transaction.atomic():
         _check_jobs_quota(actor)
         _saved(job, schedule)
@@ -229,6 +266,7 @@ def edit(actor, job, values=None, schedule=None, detail=""):
         for name, value in values.items():
             setattr(job, name, value)
         _keep_streak(job, stored)
+        _check_names(actor, job, stored)
         if schedule is None:
             definitions.follow_spread(job, stored)
             definitions.restart_if_reenabled(job, stored.enabled)
@@ -271,6 +309,7 @@ def clone(actor, job):
         copy.pk = copy.id = None
         copy._state.adding = True
         copy.name, copy.enabled, copy.last_run = name, False, None
+        _check_names(actor, copy)
         _saved(copy, None)
         _record(actor, copy, Action.CREATE, changes=created(copy), detail=f"cloned from {job.name}")
     return copy
@@ -293,6 +332,14 @@ def _refusals(actor, kinds_of):
         except ActionError as exc:
             refused[index] = exc
     return refused
+
+
+def _with(job, values):
+    """``job`` as ``values`` would make it, without changing it."""
+    changed = copy.copy(job)
+    for name, value in values.items():
+        setattr(changed, name, value)
+    return changed
 
 
 def save_many(actor, new, changed, checked_fields=(), detail=""):
@@ -319,6 +366,9 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
                         if (exc := _interval_refusal(actor, schedule))})
         refused.update({("changed", i): exc for i, (job, _, schedule) in enumerate(changed)
                         if job.pk in stored and (exc := _interval_refusal(actor, schedule, stored[job.pk]))})
+        refused.update({("new", i): exc for i, (job, _) in enumerate(new) if (exc := _names_refusal(actor, job))})
+        refused.update({("changed", i): exc for i, (job, values, _) in enumerate(changed) if job.pk in stored
+                        and (exc := _names_refusal(actor, _with(job, values), stored[job.pk]))})
         if new and (over := _jobs_over_quota(actor, len(new))):
             refused.setdefault(("new", 0), over)  # the whole file is refused: said once
         if refused:

@@ -3,10 +3,11 @@ delete. Every interface calls these (the admin, the pages, the API, ``jobs apply
 ``jobs.actions.jobs.Actor``; each checks who may, makes the change and writes its audit entry
 (subject "limit"), in one transaction.
 
-A limit holds back the runs of every job that names it, whoever owns them: staff change limits
-(and the command line, which acts as the operator); everyone logged in may read them, to see what
-their runs wait for. A limit that jobs name is neither deleted nor renamed: those jobs would run
-unlimited, or wait for a key that no longer exists.
+A limit is its maker's and, when given, their team's (``group``); staff may mark one ``shared``.
+A user sees, and names in their jobs' ``limit_key``, their own limits, their team's and the
+shared ones (``visible``); they change and delete their own and their team's, staff any (and the
+command line, which acts as the operator). A limit that jobs name is neither deleted nor renamed:
+those jobs would run unlimited, or wait for a key that no longer exists.
 """
 
 from django.core.exceptions import ValidationError
@@ -20,21 +21,35 @@ from ..models import Job, Limit
 from . import permissions
 from .jobs import ActionError
 
-EDITABLE = ("key", "max_running", "max_starts_per_minute", "description")
-STAFF_ONLY = "Only staff may create, change or delete limits: a limit holds back every job that names it."
+EDITABLE = ("key", "max_running", "max_starts_per_minute", "description", "group", "shared")
+STAFF_ONLY = ("Only staff may change or delete a shared limit (it holds back every job that names it); "
+              "yours and your team's are yours to change.")
 
 
-def may_edit(actor):
-    return actor.user is None or permissions.sees_everything(actor.user)
+def visible(user):
+    """The limits ``user`` (None: the operator) sees and may name in a job's ``limit_key``."""
+    return permissions.owned_or_shared(Limit.objects.all(), user)
 
 
-def _check(actor):
-    if not may_edit(actor):
+def may_edit(actor, limit=None):
+    """Whether ``actor`` may change or delete ``limit`` (None: make a new one)."""
+    return limit is None or permissions.may_change_owned(actor.user, limit)
+
+
+def _check(actor, limit=None):
+    if not may_edit(actor, limit):
         raise ActionError(STAFF_ONLY, ActionError.FORBIDDEN)
 
 
+def _check_ownership(actor, limit, stored=None):
+    if errors := permissions.ownership_refusal(actor.user, limit.group, limit.shared, stored):
+        raise ActionError("; ".join(m for ms in errors.values() for m in ms), ActionError.INVALID, fields=errors)
+
+
 def snapshot(limit):
-    return {name: getattr(limit, name) for name in EDITABLE}
+    values = {name: getattr(limit, name) for name in EDITABLE}
+    values["group"] = limit.group.name if limit.group_id else None
+    return values
 
 
 def _diff(before, after):
@@ -57,20 +72,33 @@ def _saved(limit, update=False):
     return limit
 
 
-def named_by(key, count=5):
-    """Names of (some of) the jobs that name ``key``."""
-    return list(Job.objects.filter(limit_key=key).order_by("name").values_list("name", flat=True)[:count])
+def named_by(key, count=5, user=None):
+    """Names of (some of) the jobs that name ``key``, of those ``user`` (None: anyone) may see."""
+    jobs = Job.objects.filter(limit_key=key)
+    if user is not None:
+        jobs = permissions.owned_or_shared(jobs, user)
+    return list(jobs.order_by("name").values_list("name", flat=True)[:count])
 
 
-def _in_use(key, doing):
-    names = named_by(key)
-    if names:
-        raise ActionError(f"The limit {key} is named by the job(s) {', '.join(names)}: change their limit_key "
+def _in_use(actor, key, doing):
+    jobs = Job.objects.filter(limit_key=key)
+    count = jobs.count()
+    if count:
+        seen = permissions.owned_or_shared(jobs, actor.user)
+        names = list(seen.order_by("name").values_list("name", flat=True)[:5])
+        hidden = count - seen.count()
+        shown = ", ".join(names + ([f"{hidden} job(s) of others"] if hidden else []))
+        raise ActionError(f"The limit {key} is named by the job(s) {shown}: change their limit_key "
                           f"before you {doing} it.", ActionError.CONFLICT)
 
 
 def create_limit(actor, limit, detail=""):
+    """Save a new limit: the actor's (the command line's: staff's), and their team's when ``group``
+    is given (one of the actor's groups)."""
     _check(actor)
+    _check_ownership(actor, limit)
+    if limit.owner_id is None and actor.user is not None:
+        limit.owner = actor.user
     with transaction.atomic():
         _saved(limit)
         _record(actor, limit.key, Action.CREATE, _diff(None, snapshot(limit)), detail)
@@ -81,13 +109,14 @@ def edit_limit(actor, limit, values=None, detail=""):
     """Set ``values`` ({field: value}) on a saved limit and save it (``limit`` may carry its changes
     already, as the admin's form sets them); the entry's diff is against the row. Room a change
     makes is used at once (the waiting runs are woken when it commits)."""
-    _check(actor)
     with transaction.atomic():
         stored = Limit.objects.select_for_update().get(pk=limit.pk)
+        _check(actor, stored)
         for name, value in (values or {}).items():
             setattr(limit, name, value)
+        _check_ownership(actor, limit, stored)
         if limit.key != stored.key:
-            _in_use(stored.key, "rename")
+            _in_use(actor, stored.key, "rename")
         _saved(limit, update=True)
         if changes := _diff(snapshot(stored), snapshot(limit)):
             _record(actor, limit.key, Action.CHANGE, changes, detail)
@@ -96,8 +125,8 @@ def edit_limit(actor, limit, values=None, detail=""):
 
 
 def delete_limit(actor, limit, detail=""):
-    _check(actor)
+    _check(actor, limit)
     with transaction.atomic():
-        _in_use(limit.key, "delete")
+        _in_use(actor, limit.key, "delete")
         _record(actor, limit.key, Action.DELETE, _diff(snapshot(limit), None), detail)
         limit.delete()

@@ -1,6 +1,8 @@
 """Who sees which jobs, and who may do what to them.
 
-A user sees the jobs they own and those of their groups; staff see all. Runs follow their job.
+A Django group is a team. A user sees the jobs they own and those of their groups; staff see all.
+Runs follow their job. Limits, calendars, channels and rules follow the same rule, and those of
+them marked ``shared`` (by staff) are seen and used by everyone (``owned_or_shared``).
 Anything a user cannot see answers 404, never 403, so ids do not leak what exists.
 
 Command jobs run a shell command on the workers: creating, changing, running, pausing, resuming,
@@ -21,8 +23,9 @@ def sees_everything(user):
 
 
 def owned_or_shared(queryset, user):
-    """The rows of ``queryset`` (with ``owner`` and ``group``) that ``user`` may see."""
-    if sees_everything(user):
+    """The rows of ``queryset`` (with ``owner`` and ``group``, and maybe ``shared``) that ``user``
+    (None: the operator on the command line) may see and use."""
+    if user is None or sees_everything(user):
         return queryset
     # The groups as a list of ids, not a subquery: "owner = u OR group IN (1, 2)" is two index scans
     # the planner can estimate, where the subquery made it read every job, in each query of a page
@@ -30,7 +33,35 @@ def owned_or_shared(queryset, user):
     # Kept on the user for the request, as Django keeps its permissions (_perm_cache).
     if not hasattr(user, "_job_group_ids"):
         user._job_group_ids = list(user.groups.values_list("pk", flat=True))
-    return queryset.filter(Q(owner=user) | Q(group__in=user._job_group_ids))
+    mine = Q(owner=user) | Q(group__in=user._job_group_ids)
+    if any(field.name == "shared" for field in queryset.model._meta.concrete_fields):
+        mine |= Q(shared=True)
+    return queryset.filter(mine)
+
+
+def may_change_owned(user, row):
+    """Whether ``user`` (None: the operator) may change or delete ``row`` (a limit, a calendar, a
+    channel, a rule): staff any; others what they see that is not shared."""
+    if user is None or sees_everything(user):
+        return True
+    if getattr(row, "shared", False):
+        return False
+    return row.pk is None or owned_or_shared(type(row).objects.filter(pk=row.pk), user).exists()
+
+
+def ownership_refusal(user, group, shared, stored=None):
+    """Why ``user`` (None: the operator) may not give a row this ``group`` (a Group or None) and
+    ``shared`` flag, as {field: [message]}, or None. ``stored``: the row before the change (an
+    unchanged group or flag is never refused)."""
+    if user is None or sees_everything(user):
+        return None
+    errors = {}
+    if group is not None and group.pk != getattr(stored, "group_id", None) \
+            and not user.groups.filter(pk=group.pk).exists():
+        errors["group"] = [f"You are not in the group {group.name}: name one of your own groups (teams)."]
+    if shared and not getattr(stored, "shared", False):
+        errors["shared"] = ["Only staff may share something with everyone."]
+    return errors or None
 
 
 def visible_jobs(user):

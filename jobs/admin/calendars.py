@@ -23,7 +23,7 @@ class CalendarAdminForm(forms.ModelForm):
 
     class Meta:
         model = Calendar
-        fields = ["name", "description", "country", "subdivision", "dates"]
+        fields = ["name", "description", "country", "subdivision", "dates", "group", "shared"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -50,7 +50,9 @@ class CalendarAdmin(ThroughActions, admin.ModelAdmin):
     def edit(actor, calendar):
         calendar_actions.edit(actor, calendar, {})  # the form has set the fields on the calendar
     form = CalendarAdminForm
-    list_display = ("name", "description", "country", "subdivision", "date_count", "updated_at")
+    list_display = ("name", "description", "country", "subdivision", "date_count", "owner", "group", "shared",
+                    "updated_at")
+    readonly_fields = ("owner",)
     search_fields = ("name", "description")
 
     @admin.display(description="typed-in dates")
@@ -61,10 +63,13 @@ class CalendarAdmin(ThroughActions, admin.ModelAdmin):
         return calendar_actions.may_edit(actions.Actor.of_request(request, Source.ADMIN))
 
     def has_change_permission(self, request, obj=None):
-        return self.has_add_permission(request)
+        return calendar_actions.may_edit(actions.Actor.of_request(request, Source.ADMIN), obj)
 
     def has_delete_permission(self, request, obj=None):
-        return self.has_add_permission(request)
+        return self.has_change_permission(request, obj)
+
+    def get_queryset(self, request):
+        return calendar_actions.visible(request.user)
 
 
     def delete_view(self, request, object_id, extra_context=None):

@@ -14,10 +14,14 @@ from .through_actions import ThroughActions
 class LimitAdmin(ThroughActions, admin.ModelAdmin):
     create, edit, delete = (staticmethod(actions.create_limit), staticmethod(actions.edit_limit),
                             staticmethod(actions.delete_limit))
-    list_display = ("key", "max_running", "max_starts_per_minute", "running", "waiting", "jobs")
+    list_display = ("key", "max_running", "max_starts_per_minute", "running", "waiting", "jobs", "owner", "group",
+                    "shared")
     search_fields = ("key", "description")
-    fields = actions.EDITABLE
-    readonly_fields = ()
+    fields = (*actions.EDITABLE, "owner")
+    readonly_fields = ("owner",)
+
+    def get_queryset(self, request):
+        return actions.visible(request.user)
 
     @admin.display(description="running now")
     def running(self, limit):

@@ -1,6 +1,7 @@
 """The API's calendars: ``GET, POST /api/calendars/``; ``GET, PATCH, PUT, DELETE
 /api/calendars/<id or name>/``; ``POST /api/calendars/<id or name>/import/`` (an ICS file).
-Everybody logged in reads them; staff change them (``jobs.actions.calendars``)."""
+A user reads and names their own, their team's and the shared ones (another's answer 404) and
+changes their own and their team's; staff any (``jobs.actions.calendars``)."""
 
 import io
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ from rest_framework.response import Response
 from ..actions import calendars as actions
 from ..models import Calendar
 from ..models.calendar import normalised_dates
-from .serializers import field_errors
+from .serializers import OwnedSerializer, field_errors
 from .views import ApiViewSet, bool_param, text_param
 
 DATES_SCHEMA = {
@@ -43,15 +44,15 @@ class DatesField(serializers.JSONField):
             raise serializers.ValidationError(exc.message_dict["dates"]) from None
 
 
-class CalendarSerializer(serializers.ModelSerializer):
+class CalendarSerializer(OwnedSerializer):
     dates = DatesField(required=False)
     holidays = serializers.SerializerMethodField(
         help_text="The country's holidays this year and next (from the holidays package): dates of the calendar too.")
 
     class Meta:
         model = Calendar
-        fields = ["id", "name", "description", "dates", "country", "subdivision", "holidays", "revision",
-                  "created_at", "updated_at"]
+        fields = ["id", "name", "description", "dates", "country", "subdivision", "holidays", "owner", "group",
+                  "shared", "revision", "created_at", "updated_at"]
         read_only_fields = ["revision", "created_at", "updated_at"]
 
     @extend_schema_field({"type": "array", "items": {"type": "object", "properties": {
@@ -84,21 +85,23 @@ class ImportSerializer(serializers.Serializer):
 
 
 @extend_schema_view(
-    list=extend_schema(description="Every calendar, by name (everybody reads them).",
+    list=extend_schema(description="The calendars you may name (yours, your teams', the shared ones), by name.",
                        parameters=[OpenApiParameter("name", OpenApiTypes.STR, description="Exact name.")]),
-    create=extend_schema(description="Make a calendar (staff only): typed-in `dates`, and/or a `country` (and "
+    create=extend_schema(description="Make a calendar (yours; your team's with `group`; only staff set `shared`): "
+                                     "typed-in `dates`, and/or a `country` (and "
                                      "`subdivision`) whose public holidays of every year are its dates too."),
     retrieve=extend_schema(description="One calendar, by id or by name."),
-    partial_update=extend_schema(description="Change some fields (staff only). A calendar that jobs use keeps its "
+    partial_update=extend_schema(description="Change some fields (of yours or your team's; staff: any). A calendar that jobs use keeps its "
                                              "name."),
-    destroy=extend_schema(description="Delete a calendar (staff only) that no job uses (409 otherwise)."),
+    destroy=extend_schema(description="Delete a calendar (of yours or your team's; staff: any) that no job uses (409 "
+                                      "otherwise)."),
 )
 class CalendarViewSet(ApiViewSet, viewsets.ModelViewSet):
     serializer_class = CalendarSerializer
     lookup_value_regex = "[^/]+"
 
     def get_queryset(self):
-        found = Calendar.objects.all()
+        found = actions.visible(self.request.user)
         if self.action == "list" and "name" in self.request.query_params:
             found = found.filter(name=text_param(self.request.query_params, "name"))
         return found
@@ -137,7 +140,7 @@ class CalendarViewSet(ApiViewSet, viewsets.ModelViewSet):
                    parameters=[OpenApiParameter("replace", OpenApiTypes.BOOL,
                                                 description="Replace the typed-in dates (default: add to them).")],
                    responses={200: CalendarSerializer},
-                   description="Import an iCalendar (.ics) file's events as dates (staff only): all-day and "
+                   description="Import an iCalendar (.ics) file's events as dates (yours or your team's; staff: any): all-day and "
                                "several-day events as their dates, recurring events expanded from the start of last "
                                "year to five years on. Sent as multipart (`file`) or as the body (text/calendar). "
                                "A file that is too large, or not iCalendar, is a 400 on `file` and changes nothing.")
@@ -145,7 +148,7 @@ class CalendarViewSet(ApiViewSet, viewsets.ModelViewSet):
             parser_classes=[MultiPartParser, IcsParser, JSONParser])
     def import_ics(self, request, pk=None):
         calendar = self.get_object()
-        if not actions.may_edit(self.actor):
+        if not actions.may_edit(self.actor, calendar):
             raise actions.ActionError(actions.STAFF_ONLY, actions.ActionError.FORBIDDEN)
         upload = request.data.get("file") if hasattr(request.data, "get") else None
         if upload is None:

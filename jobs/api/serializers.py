@@ -78,6 +78,16 @@ class GroupField(serializers.SlugRelatedField):
         return super().to_internal_value(data)
 
 
+class OwnedSerializer(serializers.ModelSerializer):
+    """The fields of what a user owns and may share with a team (limits, calendars, channels, rules):
+    the owner is who made it; the group, when given, one of theirs (checked by the action)."""
+
+    owner = serializers.CharField(source="owner.username", read_only=True, allow_null=True,
+                                  help_text="Who made it (null: staff's).")
+    group = GroupField(slug_field="name", queryset=Group.objects.all(), required=False, allow_null=True,
+                       help_text="A group (team) of yours whose members may also see, use and change it.")
+
+
 @extend_schema_field(SCHEDULE_SCHEMA)
 class ScheduleField(serializers.Field):
     """The job's schedule as one object, read with ``schedule_of`` and checked with

@@ -53,12 +53,19 @@ class Conflict(APIException):
     default_code = "conflict"
 
 
+class TooMany(APIException):
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_code = "too_many"
+
+
 def api_error(exc):
-    """An ``actions.ActionError`` as the API's answer: 400 per field, 403 or 409 with its detail."""
+    """An ``actions.ActionError`` as the API's answer: 400 per field, 403, 409 or 429 with its detail."""
     if exc.kind == actions.ActionError.FORBIDDEN:
         return PermissionDenied(exc.message)
     if exc.kind == actions.ActionError.CONFLICT:
         return Conflict(exc.message)
+    if exc.kind == actions.ActionError.THROTTLED:
+        return TooMany(exc.message)
     return ValidationError(field_errors(DjangoValidationError(exc.fields)))
 
 

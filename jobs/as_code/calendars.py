@@ -34,7 +34,7 @@ def calendar_entry(calendar):
 
 
 def export_entries(actor):
-    return [calendar_entry(calendar) for calendar in Calendar.objects.order_by("name")]
+    return [calendar_entry(calendar) for calendar in actions.visible(actor.user).order_by("name")]
 
 
 @dataclass
@@ -89,7 +89,7 @@ def parse_entry(entry):
 
 def plan_calendars(entries, actor, prune, earlier):
     errors, changes, seen, unchanged = [], [], {}, 0
-    existing = {calendar.name: calendar for calendar in Calendar.objects.all()}
+    existing = {calendar.name: calendar for calendar in actions.visible(actor.user)}
     for entry in entries:
         name = entry.data.get("name") if isinstance(entry.data, dict) else None
         if isinstance(name, str) and name in seen:
@@ -111,11 +111,11 @@ def plan_calendars(entries, actor, prune, earlier):
             changes.append(Change(entry, calendar, values, changed))
         else:
             unchanged += 1
-    deletions = sorted((c for n, c in existing.items() if n not in seen), key=lambda c: c.name) if prune else []
+    deletions = sorted((c for n, c in existing.items() if n not in seen and actions.may_edit(actor, c)),
+                       key=lambda c: c.name) if prune else []
     plan = CalendarPlan(changes, deletions, unchanged)
-    if not actions.may_edit(actor) and not plan.is_empty:
-        errors += [f"{change.entry.where}: {actions.STAFF_ONLY}" for change in plan.changes]
-        errors += [f"calendars: - delete {calendar.name}: {actions.STAFF_ONLY}" for calendar in plan.deletions]
+    errors += [f"{change.entry.where}: {actions.STAFF_ONLY}" for change in plan.changes
+               if not change.is_new and not actions.may_edit(actor, change.calendar)]
     return plan, errors
 
 

@@ -4,8 +4,9 @@
 An entry is a limit of the API (``key``, ``max_running``, optional ``max_starts_per_minute`` and
 ``description``), checked by its serializer. Applying the file makes each limit match it (a field
 left out goes back to its default); with ``--prune`` a limit the file leaves out is deleted, unless
-a job still names it. Changing a limit is staff's (``jobs.actions.limits``); anyone may apply a file
-whose limits are as they are stored.
+a job still names it. A user's file holds the limits they see (their own, their team's, the shared
+ones), and changes and prunes their own and their team's (``jobs.actions.limits``); anyone may apply
+a file whose limits are as they are stored.
 """
 
 from dataclasses import dataclass
@@ -18,12 +19,21 @@ from ..models import Limit
 from . import files
 
 FIELDS = actions.EDITABLE
+# A field left out goes back to its default; who shares a limit (group, shared) is kept as it is.
 DEFAULTS = {"max_starts_per_minute": None, "description": ""}
 
 
 def export_limits(actor):
-    return [{name: getattr(limit, name) for name in FIELDS if name == "key" or name == "max_running"
-             or getattr(limit, name) != DEFAULTS[name]} for limit in Limit.objects.order_by("key")]
+    entries = []
+    for limit in actions.visible(actor.user).select_related("group").order_by("key"):
+        entry = {name: getattr(limit, name) for name in ("key", "max_running", *DEFAULTS)
+                 if getattr(limit, name) != DEFAULTS.get(name)}
+        if limit.group_id:
+            entry["group"] = limit.group.name
+        if limit.shared:
+            entry["shared"] = True
+        entries.append(entry)
+    return entries
 
 
 @dataclass
@@ -55,7 +65,7 @@ class LimitPlan(files.Plan):
 
 
 def plan_limits(entries, actor, prune, earlier):
-    existing = {limit.key: limit for limit in Limit.objects.all()}
+    existing = {limit.key: limit for limit in actions.visible(actor.user)}
     errors, changes, seen, unchanged = [], [], {}, 0
     for entry in entries:
         data = entry.data
@@ -84,14 +94,14 @@ def plan_limits(entries, actor, prune, earlier):
             continue
         changed = [(name, getattr(stored, name), value) for name, value in values.items()
                    if getattr(stored, name) != value]
+        if changed and not actions.may_edit(actor, stored):
+            errors.append(f"{entry.where}: {actions.STAFF_ONLY}")
         if changed:
             changes.append(LimitChange(entry, stored, values, changed))
         else:
             unchanged += 1
-    deletions = sorted((limit for key, limit in existing.items() if key not in seen), key=lambda lim: lim.key) \
-        if prune else []
-    if (changes or deletions) and not actions.may_edit(actor):
-        errors.append(f"limits: {actions.STAFF_ONLY}")
+    deletions = sorted((limit for key, limit in existing.items() if key not in seen and actions.may_edit(actor, limit)),
+                       key=lambda lim: lim.key) if prune else []
     return LimitPlan(changes, deletions, unchanged), errors
 
 

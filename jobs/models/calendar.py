@@ -22,6 +22,7 @@ from django.db import models
 from django.db.models import F
 
 from ..timing.calendars import DayRules
+from .fields import Shareable
 
 NAME_PATTERN = r"^(?![0-9]+\Z)[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z"  # never only digits: the API takes an id or a name
 NAME_RULE = ("Letters, digits, '.', '_' and '-', starting with a letter or a digit, not only digits, at most 100 "
@@ -98,7 +99,7 @@ def dates_from_text(text):
     return found
 
 
-class Calendar(models.Model):
+class Calendar(Shareable):
     name = models.CharField(
         max_length=100, unique=True, validators=[RegexValidator(NAME_PATTERN, NAME_RULE)],
         help_text=f"How jobs name it (their 'calendars'). {NAME_RULE}",

@@ -1,5 +1,6 @@
 """The fields the models share."""
 
+from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 
@@ -16,3 +17,25 @@ class CountField(models.PositiveIntegerField):
         # The same column as PositiveIntegerField: migrations see no change (and SQLite no table rebuild).
         name, _, args, kwargs = super().deconstruct()
         return name, "django.db.models.PositiveIntegerField", args, kwargs
+
+
+class Owned(models.Model):
+    """Whose a row is (a team is a Django group): its ``owner``, who made it (none: staff's, such as
+    what the command line makes), and its ``group``, the team it is also shared with. A user sees and
+    uses what is theirs, their team's, or (where the model has it) ``shared`` (jobs.actions.permissions)."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                              help_text="Who made it (empty: staff's).")
+    group = models.ForeignKey("auth.Group", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                              help_text="The team it belongs to as well (one of its owner's groups).")
+
+    class Meta:
+        abstract = True
+
+
+class Shareable(Owned):
+    shared = models.BooleanField(default=False,
+                                 help_text="Seen and used by everyone (only staff set it); changed by staff only.")
+
+    class Meta:
+        abstract = True

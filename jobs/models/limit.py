@@ -6,14 +6,14 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from .fields import CountField
+from .fields import CountField, Shareable
 
 KEY_MAX_LENGTH = 100
 MAX_RUNNING = 100_000
 MAX_STARTS_PER_MINUTE = 10_000  # the claim keeps the last minute's starts in the row (``recent_starts``)
 
 
-class Limit(models.Model):
+class Limit(Shareable):
     key = models.SlugField(
         max_length=KEY_MAX_LENGTH, unique=True,
         help_text="What jobs name in their limit_key: letters, digits, - and _ (such as warehouse).")

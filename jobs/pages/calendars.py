@@ -1,5 +1,6 @@
-"""The calendars' pages: the list, and one calendar with its dates (and, for staff, its form, an
-ICS upload and delete). Each change goes through ``jobs.actions.calendars``."""
+"""The calendars' pages: the list of those a user may name (theirs, their team's, the shared ones),
+and one calendar with its dates (and, for who may change it, its form, an ICS upload and delete).
+Each change goes through ``jobs.actions.calendars``."""
 
 from datetime import UTC, datetime
 
@@ -18,11 +19,11 @@ from .common import actor, page, refused_is_forbidden
 FIELDS = ("name", "description", "country", "subdivision")
 
 
-def _calendar(name):
+def _calendar(request, name):
     if "\x00" in name:
         raise Http404
     try:
-        return Calendar.objects.get(name=name)
+        return actions.visible(request.user).get(name=name)
     except Calendar.DoesNotExist:
         raise Http404 from None
 
@@ -49,14 +50,14 @@ def calendar_list(request):
             messages.success(request, f"Calendar {calendar.name} made.")
             return redirect("pages:calendar", name=calendar.name)
     return page(request, "pages/calendars.html", {
-        "calendars": Calendar.objects.all(), "may_edit": actions.may_edit(actor(request)),
+        "calendars": actions.visible(request.user), "may_edit": actions.may_edit(actor(request)),
         "values": values, "errors": errors, "other_errors": errors.get(NON_FIELD_ERRORS, [])}, "calendars")
 
 
 @login_required
 @refused_is_forbidden
 def calendar_detail(request, name):
-    calendar = _calendar(name)
+    calendar = _calendar(request, name)
     values = {name: getattr(calendar, name) for name in FIELDS}
     values["dates"] = dates_text(calendar.dates)
     errors = {}
@@ -79,7 +80,7 @@ def calendar_detail(request, name):
     year = datetime.now(UTC).year
     return page(request, "pages/calendar.html", {
         "calendar": calendar, "values": values, "errors": errors, "other_errors": errors.get(NON_FIELD_ERRORS, []),
-        "may_edit": actions.may_edit(actor(request)),
+        "may_edit": actions.may_edit(actor(request), calendar),
         "holidays": calendar.holidays_in(year) + calendar.holidays_in(year + 1) if calendar.country else [],
         "years": (year, year + 1)}, "calendars")
 
@@ -88,7 +89,7 @@ def calendar_detail(request, name):
 @require_POST
 @refused_is_forbidden
 def calendar_import(request, name):
-    calendar = _calendar(name)
+    calendar = _calendar(request, name)
     upload = request.FILES.get("file")
     if upload is None:
         messages.error(request, "Choose an .ics file to import.")
@@ -109,7 +110,7 @@ def calendar_import(request, name):
 @require_POST
 @refused_is_forbidden
 def calendar_delete(request, name):
-    calendar = _calendar(name)
+    calendar = _calendar(request, name)
     try:
         actions.delete(actor(request), calendar)
     except actions.ActionError as exc:

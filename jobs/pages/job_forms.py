@@ -29,7 +29,7 @@ from rest_framework.settings import api_settings
 from .. import kinds
 from ..access import secrets
 from ..actions import jobs as actions
-from ..actions.permissions import guarded_kinds, may_run_command_jobs, sees_everything, visible_jobs
+from ..actions.permissions import guarded_kinds, may_run_command_jobs, owned_or_shared, sees_everything, visible_jobs
 from ..api.serializers import JobSerializer, ScheduleField, field_errors
 from ..definitions import fields as job_fields
 from ..definitions import jobs as definitions
@@ -335,7 +335,7 @@ def make_field(name, values, errors, request):
     elif name == "timezone":
         made.options = timezone_names()
     elif name == "limit_key":
-        made.options = list(Limit.objects.values_list("key", flat=True)[:1000])
+        made.options = list(owned_or_shared(Limit.objects.all(), request.user).values_list("key", flat=True)[:1000])
     elif name == "every_seconds":
         made.widget = "number"
     elif name == "schedule_type":

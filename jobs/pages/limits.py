@@ -1,15 +1,18 @@
-"""The limits page: every limit shared across jobs, with how many runs of its jobs run and wait
-now (for everyone logged in: a user sees what their runs wait for); staff create, change and
-delete limits here, through ``jobs.actions.limits`` (which writes the audit entry)."""
+"""The limits page: the limits a user may name (theirs, their team's, the shared ones), with how
+many runs of their jobs run and wait now, and the names of the jobs naming each that the user can
+see (others' are counted, not named). A user creates limits, and changes and deletes their own and
+their team's here; staff any; through ``jobs.actions.limits`` (which writes the audit entry)."""
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
 from ..actions import limits as actions
+from ..actions import permissions
 from ..actions.jobs import ActionError
 from ..lifecycle import limits
 from ..models import Job, Limit
@@ -24,18 +27,24 @@ class LimitForm(forms.ModelForm):
         fields = actions.EDITABLE
         widgets = {"description": forms.Textarea(attrs={"rows": 2})}
 
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if user is not None and not permissions.sees_everything(user):
+            self.fields["group"].queryset = Group.objects.filter(user=user)
+            del self.fields["shared"]
+
 
 @login_required
 def limit_list(request):
-    shown = list(Limit.objects.all()[:SHOWN])
+    acting = actor(request)
+    shown = list(actions.visible(request.user)[:SHOWN])
     for limit in shown:
         limit.running = limits.running_count(limit.key)
         limit.waiting = limits.waiting(limit.key).count()
-        limit.job_names = actions.named_by(limit.key, count=10)
+        limit.job_names = actions.named_by(limit.key, count=10, user=request.user)
         limit.job_count = Job.objects.filter(limit_key=limit.key).count()
-    may_edit = actions.may_edit(actor(request))
-    return page(request, "pages/limits.html", {"limits": shown, "may_edit": may_edit,
-                                               "form": LimitForm() if may_edit else None}, "limits")
+        limit.may_edit = actions.may_edit(acting, limit)
+    return page(request, "pages/limits.html", {"limits": shown, "form": LimitForm(user=request.user)}, "limits")
 
 
 @login_required
@@ -43,10 +52,10 @@ def limit_list(request):
 def limit_edit(request, key=None):
     """The form of a new limit (``key`` None) or of the limit of ``key``."""
     acting = actor(request)
-    if not actions.may_edit(acting):
+    limit = get_object_or_404(actions.visible(request.user), key=key) if key is not None else None
+    if not actions.may_edit(acting, limit):
         raise PermissionDenied(actions.STAFF_ONLY)
-    limit = get_object_or_404(Limit, key=key) if key is not None else None
-    form = LimitForm(request.POST if request.method == "POST" else None, instance=limit)
+    form = LimitForm(request.POST if request.method == "POST" else None, instance=limit, user=request.user)
     if request.method == "POST" and form.is_valid():
         try:
             if limit is None:
@@ -67,7 +76,7 @@ def limit_edit(request, key=None):
 @require_POST
 @refused_is_forbidden
 def limit_delete(request, key):
-    limit = get_object_or_404(Limit, key=key)
+    limit = get_object_or_404(actions.visible(request.user), key=key)
     try:
         actions.delete_limit(actor(request), limit)
     except ActionError as exc:

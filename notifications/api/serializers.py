@@ -6,7 +6,8 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from jobs.actions.permissions import sees_everything, visible_jobs
+from jobs.actions.permissions import owned_or_shared, sees_everything, visible_jobs
+from jobs.api.serializers import OwnedSerializer
 from jobs.definitions.jobs import contains_nul
 from jobs.models import Job
 
@@ -33,12 +34,13 @@ class ConfigField(serializers.JSONField):
     pass
 
 
-class ChannelSerializer(serializers.ModelSerializer):
+class ChannelSerializer(OwnedSerializer):
     config = ConfigField(required=False)
 
     class Meta:
         model = Channel
-        fields = ["id", "name", "kind", "config", "enabled", "last_error", "disabled_reason", "created_at"]
+        fields = ["id", "name", "kind", "config", "enabled", "owner", "group", "shared", "last_error",
+                  "disabled_reason", "created_at"]
         read_only_fields = ["last_error", "disabled_reason", "created_at"]
 
     def to_representation(self, channel):
@@ -77,7 +79,7 @@ class ChannelDirectorySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Channel
-        fields = ["id", "name", "kind", "enabled"]
+        fields = ["id", "name", "kind", "enabled", "shared"]
         read_only_fields = fields
 
 
@@ -86,15 +88,18 @@ class ChannelTestSerializer(serializers.Serializer):
     detail = serializers.CharField()
 
 
-class RuleSerializer(serializers.ModelSerializer):
+class RuleSerializer(OwnedSerializer):
     events = serializers.ListField(child=serializers.ChoiceField(choices=RULE_EVENTS), allow_empty=False)
     channel_name = serializers.CharField(source="channel.name", read_only=True)
     job_name = serializers.CharField(source="job.name", read_only=True, allow_null=True)
 
     class Meta:
         model = Rule
-        fields = ["id", "channel", "channel_name", "events", "scope", "tag", "job", "job_name", "enabled"]
+        fields = ["id", "channel", "channel_name", "events", "scope", "tag", "job", "job_name", "enabled", "owner",
+                  "group", "paused_reason"]
+        read_only_fields = ["paused_reason"]
         extra_kwargs = {
+            "channel": {"help_text": "The channel's id: one of yours, your team's, or a shared one."},
             "job": {"help_text": "The job's id, with scope job (a job you can see)."},
             "tag": {"help_text": "The tag, with scope tag."},
         }
@@ -104,7 +109,10 @@ class RuleSerializer(serializers.ModelSerializer):
         request = self.context.get("request")
         user = getattr(request, "user", None)
         if "job" in self.fields:  # the schema is also built without a user
-            self.fields["job"].queryset = visible_jobs(user) if user and user.is_authenticated else Job.objects.none()
+            known = user and user.is_authenticated
+            self.fields["job"].queryset = visible_jobs(user) if known else Job.objects.none()
+            self.fields["channel"].queryset = owned_or_shared(Channel.objects.all(), user) if known \
+                else Channel.objects.none()
 
     def validate_events(self, events):
         return list(dict.fromkeys(events))

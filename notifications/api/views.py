@@ -1,11 +1,13 @@
 """Channels and rules in the API.
 
-Channels serve everyone's jobs, so they follow the model permissions (``notifications.actions``):
-``add_channel`` to create one, ``change_channel`` to change or test one, ``delete_channel`` to
-delete one, ``view_channel`` or ``change_channel`` to read its configuration (secrets masked) and
-errors; other users see a directory (id, name, kind, enabled) to point their rules at. Staff manage
-every rule; another user manages the rules of the jobs they can see (scope job), and sees only
-those. Every change goes through ``notifications.actions``, which writes the audit entry.
+Channels follow the model permissions (``notifications.actions``): ``add_channel`` to create one,
+``change_channel`` to change or test one, ``delete_channel`` to delete one, ``view_channel`` or
+``change_channel`` to read its configuration (secrets masked) and errors; other users see a
+directory (id, name, kind, enabled, shared) to point their rules at. A user who is not staff sees
+only their own channels, their team's and the shared ones, and changes only their own and their
+team's. Staff manage every rule; another user manages their own rules, their team's and the rules
+of the jobs they can see (scope job), and sees only those. Every change goes through
+``notifications.actions``, which writes the audit entry.
 """
 
 from drf_spectacular.types import OpenApiTypes
@@ -14,11 +16,10 @@ from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from jobs.actions.permissions import sees_everything, visible_jobs
 from jobs.api.views import ApiViewSet, int_param
 
 from .. import actions
-from ..models import Channel, Rule, RuleScope
+from ..models import Channel, Rule
 from .serializers import ChannelDirectorySerializer, ChannelSerializer, ChannelTestSerializer, RuleSerializer
 
 # The permission (notifications.<name>_channel) each action on channels needs.
@@ -40,7 +41,8 @@ CHANNEL_PERMISSIONS = {"create": "add", "update": "change", "partial_update": "c
                                       "(notifications.delete_channel)."),
 )
 class ChannelViewSet(ApiViewSet, viewsets.ModelViewSet):
-    queryset = Channel.objects.order_by("name", "id")
+    def get_queryset(self):
+        return actions.visible_channels(self.request.user).order_by("name", "id")
 
     def get_serializer_class(self):
         if getattr(self, "swagger_fake_view", False) or actions.may(self.actor, "view"):
@@ -72,12 +74,15 @@ class ChannelViewSet(ApiViewSet, viewsets.ModelViewSet):
 
 @extend_schema_view(
     list=extend_schema(
-        description="Rules: all of them for staff; for other users, the rules of the jobs they can see.",
+        description="Rules: all of them for staff; for other users, their own, their team's and the rules of the jobs "
+                    "they can see. `paused_reason` says why the service paused one (a permanent error of a channel "
+                    "not the rule owner's, caused by what the rule sent): fix it, then set `enabled` again.",
         parameters=[OpenApiParameter("channel", OpenApiTypes.INT, description="A channel's id."),
                     OpenApiParameter("job", OpenApiTypes.INT, description="A job's id.")],
     ),
-    create=extend_schema(description="Add a rule. Users who are not staff add rules for one of their jobs "
-                                     "(scope job) on an existing channel."),
+    create=extend_schema(description="Add a rule (yours; your team's with `group`). Users who are not staff add "
+                                     "rules for one of their jobs (scope job) on a channel of theirs, their team's, "
+                                     "or a shared one."),
 )
 class RuleViewSet(ApiViewSet, viewsets.ModelViewSet):
     serializer_class = RuleSerializer
@@ -85,10 +90,7 @@ class RuleViewSet(ApiViewSet, viewsets.ModelViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return Rule.objects.none()
-        rules = Rule.objects.select_related("channel", "job").order_by("id")
-        user = self.request.user
-        if not sees_everything(user):
-            rules = rules.filter(scope=RuleScope.JOB, job__in=visible_jobs(user))
+        rules = actions.visible_rules(self.request.user).select_related("channel", "job").order_by("id")
         params = self.request.query_params
         if "channel" in params:
             rules = rules.filter(channel_id=int_param(params, "channel"))

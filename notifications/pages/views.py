@@ -1,9 +1,11 @@
 """The notification channels page: for holders of notifications.view_channel or change_channel (a
-test message needs change_channel); to anyone else it does not exist (404), as pages answer for
-what a user may not see."""
+test message needs change_channel, and a channel of theirs or their team's: staff any); to anyone
+else it does not exist (404), as pages answer for what a user may not see. A user who is not staff
+sees their own channels, their team's and the shared ones."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
@@ -13,7 +15,6 @@ from jobs.actions.jobs import Actor
 from jobs.pages.views import page
 
 from .. import actions, channels
-from ..models import Channel
 
 
 def actor_allowed(request, permission):
@@ -26,7 +27,10 @@ def actor_allowed(request, permission):
 @login_required
 def channel_list(request):
     actor = actor_allowed(request, "view")
-    return page(request, "pages/channels.html", {"channels": Channel.objects.order_by("name"),
+    shown = list(actions.visible_channels(request.user).order_by("name"))
+    for channel in shown:
+        channel.may_test = actions.may(actor, "change") and actions.may_change_channel(actor, channel)
+    return page(request, "pages/channels.html", {"channels": shown,
                                                  "kinds": channels.kinds().values(),
                                                  "may_test": actions.may(actor, "change")}, "channels")
 
@@ -35,6 +39,11 @@ def channel_list(request):
 @require_POST
 def channel_test(request, pk):
     actor = actor_allowed(request, "change")
-    sent, text = actions.send_test(actor, get_object_or_404(Channel, pk=pk))
+    try:
+        sent, text = actions.send_test(actor, get_object_or_404(actions.visible_channels(request.user), pk=pk))
+    except actions.ActionError as exc:
+        if exc.kind == actions.ActionError.FORBIDDEN:
+            raise PermissionDenied(exc.message) from None
+        sent, text = False, exc.message  # over NOTIFY_TEST_SENDS_PER_MINUTE: said on the page
     (messages.success if sent else messages.error)(request, text)
     return redirect("notification-pages:channels")
