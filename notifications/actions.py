@@ -99,6 +99,8 @@ def edit_channel(actor, channel, values=None, detail=""):
         stored = Channel.objects.select_for_update().get(pk=channel.pk)
         for name, value in (values or {}).items():
             setattr(channel, name, value)
+        if refused := channel_secrets.moved(stored.kind, stored.config, channel.kind, channel.config):
+            raise ActionError(f"config: {refused}", fields={"config": [refused]})
         if channel.enabled and not stored.enabled:
             channel.disabled_reason = ""  # enabled again by a person: the reason no longer holds
         if channel.kind == stored.kind and channel_secrets.same_secrets(channel.kind, stored.config, channel.config):

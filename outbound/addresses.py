@@ -1,7 +1,7 @@
 """Which addresses an outbound request may reach.
 
 Everything that is not a public unicast address is refused: loopback, private, link-local (cloud
-metadata at 169.254.169.254 among them), shared (100.64.0.0/10), multicast, reserved, unspecified,
+metadata at 169.254.169.254 among them), IPv6 site-local (fec0::/10), shared (100.64.0.0/10), multicast, reserved, unspecified,
 and the few metadata services that sit on public addresses. An IPv6 address that carries an IPv4
 one (mapped, 6to4, NAT64) is judged by the IPv4 address inside it.
 """
@@ -76,6 +76,8 @@ def refusal(ip, allowed=()):
         return "a cloud metadata address"
     if ip.is_private:
         return "a private address"
+    if getattr(ip, "is_site_local", False):  # fec0::/10: deprecated (RFC 3879), yet Python calls it global
+        return "a site-local address"
     if ip.is_reserved or not ip.is_global:
         return "not a public address"
     return None
