@@ -231,3 +231,26 @@ def test_moving_a_webhook_keeping_its_signing_secret_is_refused(people, manager,
     sent, _ = send_test_notification(webhook)
     assert sent and origin.hits == []
     assert [signed_with(hit, "a-new-signing-secret") for hit in elsewhere.hits] == [True]
+
+
+def test_the_admin_refuses_the_move_on_the_secret_field(client, people, hook, origin, elsewhere):
+    from django.contrib.auth.models import User
+
+    from ..test_admin import change_data
+
+    root = User.objects.create_superuser("root")
+    client.force_login(root)
+    url = f"/admin/jobs/job/{hook.pk}/change/"
+    data = change_data(0, name="hook", kind="http", target=f"{elsewhere.url}/steal", group=people.team.pk,
+                       owner=people.owner.pk, schedule_type="manual", cron="", timezone="",
+                       secret_environment="{}", secret_http_headers=json.dumps({"Authorization": secrets.MASK}))
+    response = client.post(url, data)
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors == {"secret_http_headers": [
+        moved_message(f"http://127.0.0.2:{origin.port}", f"http://127.0.0.3:{elsewhere.port}")]}
+    hook.refresh_from_db()
+    assert hook.target == f"{origin.url}/hook"
+    data["secret_http_headers"] = json.dumps({"Authorization": NEW_SECRET})
+    assert client.post(url, data).status_code == 302
+    call(hook)
+    assert [hit["headers"]["Authorization"] for hit in elsewhere.hits] == [NEW_SECRET]
