@@ -154,3 +154,12 @@ def test_a_site_local_ipv6_address_is_refused(people, host):
     assert response.status_code == 400
     assert response.json()["target"] == [f"{host.strip('[]')} is a site-local address; outbound requests may not "
                                           "reach it."]
+
+
+@pytest.mark.parametrize("host", ["[3fff::1]", "192.0.0.8", "192.88.99.1"])
+def test_other_ranges_iana_marks_not_global_are_refused(people, host):
+    response = people.api(people.owner).post("/api/jobs/", {
+        "name": "not-global", "kind": "http", "target": f"http://{host}/"}, format="json")
+    assert response.status_code == 400
+    assert response.json()["target"] == [f"{host.strip('[]')} is not a public address; outbound requests may not "
+                                          "reach it."]
