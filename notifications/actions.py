@@ -157,6 +157,8 @@ def edit_channel(actor, channel, values=None, detail=""):
         for name, value in (values or {}).items():
             setattr(channel, name, value)
         _check_ownership(actor, channel, stored)
+        if refused := channel_secrets.moved(stored.kind, stored.config, channel.kind, channel.config):
+            raise ActionError(f"config: {refused}", fields={"config": [refused]})
         if channel.enabled and not stored.enabled:
             channel.disabled_reason = ""  # enabled again by a person: the reason no longer holds
         if channel.kind == stored.kind and channel_secrets.same_secrets(channel.kind, stored.config, channel.config):

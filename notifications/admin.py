@@ -39,6 +39,9 @@ class ChannelForm(forms.ModelForm):
         if unknown:
             self.add_error("config", [f"{key}: there is no stored value to keep; give the value itself."
                                       for key in unknown])
+        elif self.instance.pk and (refused := channel_secrets.moved(
+                self.instance.kind, stored, cleaned.get("kind"), config)):
+            self.add_error("config", refused)
         cleaned["config"] = config
         return cleaned
 

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from cryptography.fernet import InvalidToken
 from django.core.exceptions import ValidationError
 
+import outbound
 from jobs.access import secrets as job_secrets
 
 from . import channels
@@ -115,6 +116,24 @@ def kept(kind, new, stored):
         else:
             config[key] = stored[key]
     return config, unknown
+
+
+def moved(stored_kind, stored, kind, new):
+    """A sentence when a change keeps a stored secret value (the stored token itself: a value given
+    again is sealed anew) while the channel's kind or the origin of its URL changes: a secret stays
+    bound to where it was given (a webhook's signing secret to its host). None otherwise."""
+    stored, new = stored if isinstance(stored, dict) else {}, new if isinstance(new, dict) else {}
+    kept = [key for key in secret_keys(kind) if is_sealed(new.get(key)) and new.get(key) == stored.get(key)]
+    if not kept:
+        return None
+    if stored_kind != kind:
+        change = f"The channel's kind changed from {stored_kind} to {kind}"
+    else:
+        before, after = (outbound.origin(config.get("url")) for config in (stored, new))
+        if before == after:
+            return None
+        change = f"The URL moved from {before or stored.get('url')} to {after or new.get('url')}"
+    return f"{change}; give {', '.join(kept)} again (or clear it) to send it there."
 
 
 def same_secrets(kind, old, new):

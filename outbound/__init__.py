@@ -10,9 +10,9 @@ way, and caps the time and the size of the answer.
 from .addresses import literal_address, parse_networks, refusal
 from .client import Policy, Response, fetch
 from .errors import Refused, RequestFailed, TimedOut, TooLarge, UnsafeRequest
-from .urls import check_url, split_url
+from .urls import check_url, origin, split_url
 
 __all__ = [
     "Policy", "Refused", "RequestFailed", "Response", "TimedOut", "TooLarge", "UnsafeRequest", "check_url",
-    "fetch", "literal_address", "parse_networks", "refusal", "split_url",
+    "fetch", "literal_address", "origin", "parse_networks", "refusal", "split_url",
 ]

@@ -1,7 +1,8 @@
 """Which addresses an outbound request may reach.
 
 Everything that is not a public unicast address is refused: loopback, private, link-local (cloud
-metadata at 169.254.169.254 among them), shared (100.64.0.0/10), multicast, reserved, unspecified,
+metadata at 169.254.169.254 among them), IPv6 site-local (fec0::/10), shared (100.64.0.0/10),
+multicast, reserved, unspecified, the few ranges IANA marks not global that ``ipaddress`` misses,
 and the few metadata services that sit on public addresses. An IPv6 address that carries an IPv4
 one (mapped, 6to4, NAT64) is judged by the IPv4 address inside it.
 """
@@ -15,6 +16,13 @@ METADATA = (
     ipaddress.ip_network("fd00:ec2::254/128"),  # AWS IMDS over IPv6 (private too; named for the reader)
 )
 NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# Ranges IANA marks not globally reachable that this Python's ipaddress still calls global.
+NOT_GLOBAL = (
+    ipaddress.ip_network("fec0::/10"),  # site-local, deprecated (RFC 3879)
+    ipaddress.ip_network("3fff::/20"),  # documentation (RFC 9637)
+    ipaddress.ip_network("192.0.0.0/24"),  # IETF protocol assignments (RFC 6890)
+    ipaddress.ip_network("192.88.99.0/24"),  # 6to4 relay anycast, deprecated (RFC 7526)
+)
 
 
 def parse_networks(entries):
@@ -76,6 +84,10 @@ def refusal(ip, allowed=()):
         return "a cloud metadata address"
     if ip.is_private:
         return "a private address"
+    if getattr(ip, "is_site_local", False):  # fec0::/10: deprecated (RFC 3879), yet Python calls it global
+        return "a site-local address"
+    if any(ip.version == net.version and ip in net for net in NOT_GLOBAL):
+        return "not a public address"
     if ip.is_reserved or not ip.is_global:
         return "not a public address"
     return None

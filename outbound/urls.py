@@ -45,6 +45,18 @@ def split_url(url):
     return Target(parts.scheme, parts.hostname, port or DEFAULT_PORTS[parts.scheme], path)
 
 
+def origin(url):
+    """Where ``url`` sends a request, as "scheme://host:port" (the host in lower case, the default
+    port written out), or None when it is no http(s) URL: secret values given for one origin are
+    bound to it."""
+    try:
+        target = split_url(url)
+    except Refused:
+        return None
+    host = f"[{target.host}]" if ":" in target.host else target.host
+    return f"{target.scheme}://{host.lower()}:{target.port}"
+
+
 def check_url(url, allowed=()):
     """Refused when ``url`` is not a plain http(s) URL or names a refused address literally.
     A name is only resolved when the request is made (``fetch``)."""

@@ -74,6 +74,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "scheduler_site.body_cap.BodyCap",  # before anything reads a body (the CSRF check parses forms)
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -330,9 +331,15 @@ JOBS_MAX_BACKFILL_RUNS_PER_DAY = env_int("JOBS_MAX_BACKFILL_RUNS_PER_DAY", 1000,
 # request body up to DATA_UPLOAD_MAX_MEMORY_SIZE, raised to let such a file through.
 JOBS_AS_CODE_MAX_BYTES = env_int("JOBS_AS_CODE_MAX_BYTES", 2 * 1024 * 1024, 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(2_621_440, JOBS_AS_CODE_MAX_BYTES + 64 * 1024)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
 JOBS_SLOT_REPORT_MAX_SLOTS = env_int("JOBS_SLOT_REPORT_MAX_SLOTS", 1000, 1)
+# The slots one on-time report may walk one by one (days with a clock change); beyond, a 400.
+JOBS_REPORT_MAX_SLOTS = env_int("JOBS_REPORT_MAX_SLOTS", 50000, 1)
 # The largest ICS file a calendar imports (docs/guide/calendars.md).
 JOBS_CALENDAR_ICS_MAX_BYTES = env_int("JOBS_CALENDAR_ICS_MAX_BYTES", 256 * 1024, 1024)
+# The largest request body any page or API call reads (a larger one is a 413 before it is read).
+REQUEST_BODY_MAX_BYTES = env_int("REQUEST_BODY_MAX_BYTES", max(DATA_UPLOAD_MAX_MEMORY_SIZE,
+                                                               JOBS_CALENDAR_ICS_MAX_BYTES + 64 * 1024), 1024)
 JOBS_SLOT_CHECK_SECONDS = env_int("JOBS_SLOT_CHECK_SECONDS", 600, 0)  # 0: no periodic check
 JOBS_COMMAND_USER = env_str("JOBS_COMMAND_USER", "nobody")
 JOBS_COMMANDS_AS_ROOT = env_bool("JOBS_COMMANDS_AS_ROOT", False)

@@ -67,8 +67,11 @@ def test_a_webhook_secret_can_be_kept_replaced_or_removed(people):
     staff = people.client(people.staff)
     channel = Channel.objects.create(name="hook", kind="webhook", config={"url": "https://a.example/h", "secret": "one"})
     path = f"/api/channels/{channel.pk}/"
-    staff.patch(path, {"config": {"url": "https://b.example/h", "secret": MASK}}, format="json")
-    assert opened_config(channel) == {"url": "https://b.example/h", "secret": "one"}
+    staff.patch(path, {"config": {"url": "https://a.example/other", "secret": MASK}}, format="json")
+    assert opened_config(channel) == {"url": "https://a.example/other", "secret": "one"}
+    # Kept, the secret stays with its host (tests/security/test_secret_binding.py).
+    moved = staff.patch(path, {"config": {"url": "https://b.example/h", "secret": MASK}}, format="json")
+    assert moved.status_code == 400
     staff.patch(path, {"config": {"url": "https://b.example/h", "secret": "two"}}, format="json")
     assert opened_config(channel)["secret"] == "two"
     staff.patch(path, {"config": {"url": "https://b.example/h"}}, format="json")

@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from jobs import lifecycle, parameters
+from jobs.actions.permissions import visible_jobs
 from jobs.models import JobRun, RunStatus, RunTrigger
 
 from .models import (
@@ -141,7 +142,7 @@ def stop_steps(wf_run, reason):
 def advance(wf_run):
     """Start the waiting steps whose upstreams are all done, skip those an upstream failure rules
     out, and end the workflow run when no step is left to run. The caller holds the row lock."""
-    wf_run = WorkflowRun.objects.select_related("workflow").get(pk=wf_run.pk)
+    wf_run = WorkflowRun.objects.select_related("workflow__owner", "triggered_by").get(pk=wf_run.pk)
     if wf_run.is_terminal:
         return
     workflow = wf_run.workflow
@@ -181,6 +182,8 @@ def _finish_step(step, status, reason, now):
 
 
 def _start_step(step, wf_run, now):
+    if refused := _out_of_sight(step, wf_run):
+        return _finish_step(step, StepStatus.SKIPPED, refused, now)
     try:
         values = parameters.resolve(step.job.parameters, step.node.params)
     except ValidationError as exc:  # the job's parameters changed since the workflow was saved
@@ -197,6 +200,18 @@ def _start_step(step, wf_run, now):
         return False
     step.status, step.run = StepStatus.ACTIVE, run
     return True
+
+
+def _out_of_sight(step, wf_run):
+    """Why the step's job may not run for this workflow run, or None: its owner and the user who
+    started it must still be active and see the job as each step starts (they may have left the
+    job's group, or the job been moved to another, since the workflow was saved or started)."""
+    for user in {wf_run.workflow.owner, wf_run.triggered_by} - {None}:
+        if not user.is_active:
+            return f"{user.get_username()}, for whom it runs, is no longer active"
+        if not visible_jobs(user).filter(pk=step.job_id).exists():
+            return f"{user.get_username()}, for whom it runs, may no longer see the job {step.job.name}"
+    return None
 
 
 class AlreadyStarted(Exception):

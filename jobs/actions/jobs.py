@@ -27,6 +27,7 @@ from audit.models import Action, Source, Subject
 
 from .. import lifecycle, parameters
 from ..access import secrets
+from ..definitions import bound_secrets
 from ..definitions import jobs as definitions
 from ..models import Calendar, Job, JobRun, Limit, RunTrigger
 from ..operations import backfill as backfills
@@ -265,6 +266,7 @@ def edit(actor, job, values=None, schedule=None, detail=""):
         _check_interval(actor, schedule, stored)
         for name, value in values.items():
             setattr(job, name, value)
+        _check_bound_secrets(stored, job)
         _keep_streak(job, stored)
         _check_names(actor, job, stored)
         if schedule is None:
@@ -276,6 +278,11 @@ def edit(actor, job, values=None, schedule=None, detail=""):
         if changes := diff(snapshot(stored), snapshot(job)):
             _record(actor, job, Action.CHANGE, changes=changes, detail=detail)
     return job
+
+
+def _check_bound_secrets(stored, job):
+    if refused := bound_secrets.refusals(stored, job):
+        raise ActionError.invalid(ValidationError(refused))
 
 
 def _keep_streak(job, stored):
@@ -378,9 +385,14 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
             if job.owner_id is None and actor.user is not None:
                 job.owner = actor.user
             items.append((job, schedule))
-        for job, values, schedule in changed:
+        for i, (job, values, _) in enumerate(changed):
             for name, value in values.items():
                 setattr(job, name, value)
+            if moved := bound_secrets.refusals(stored[job.pk], job):
+                refused[("changed", i)] = ActionError.invalid(ValidationError(moved))
+        if refused:
+            return refused
+        for job, values, schedule in changed:
             update_fields.update(values)
             _keep_streak(job, stored[job.pk])
             if schedule is None:

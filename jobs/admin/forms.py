@@ -6,6 +6,7 @@ from django.utils.dateparse import parse_datetime
 
 from ..access import secrets
 from ..actions.permissions import COMMAND_JOBS_DENIED, guarded_kinds, may_run_command_jobs, queue_refusal
+from ..definitions import bound_secrets
 from ..definitions.jobs import apply_schedule, parse_schedule, schedule_of
 from ..models import Job, ScheduleType
 
@@ -94,6 +95,13 @@ class JobAdminForm(forms.ModelForm):
             for field, messages in exc.message_dict.items():
                 self.add_error("schedule_type" if field == "schedule" else field, messages)
         return cleaned
+
+    def _post_clean(self):
+        super()._post_clean()
+        if self.instance.pk:  # the form has set its values on the instance: compared with the row
+            stored = Job.objects.filter(pk=self.instance.pk).first()
+            for name, message in (bound_secrets.refusals(stored, self.instance) if stored else {}).items():
+                self.add_error(name if name in self.fields else None, message)
 
     def schedule_needs_applying(self):
         if not self.instance.pk:

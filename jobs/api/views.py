@@ -313,7 +313,8 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
     @action(detail=True, methods=["get"], renderer_classes=reports.RENDERERS)
     def report(self, request, pk=None):
         job = self.get_object()
-        return reports.respond(request, job_report(job, reports.days_of(request.query_params)), f"job-{job.pk}")
+        report = reports.made(job_report, job, reports.days_of(request.query_params))
+        return reports.respond(request, report, f"job-{job.pk}")
 
     @extend_schema(
         request=None, responses=operator.WhySerializer,

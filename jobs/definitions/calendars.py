@@ -21,6 +21,8 @@ ICS_YEARS_AHEAD = 5
 # Occurrences a file may expand to over the window, counted before expanding (recurring_ical_events
 # takes about 0.25 ms an occurrence here: 10,000 is a few seconds at worst).
 MAX_OCCURRENCES = 10000
+# Days of events a file may cover in all (a several-day event counts each of its days in the window).
+MAX_DAYS_TOUCHED = 100000
 ONE_MICROSECOND = timedelta(microseconds=1)
 
 
@@ -33,8 +35,9 @@ def _refuse(message):
     return ValidationError({"file": [message]})
 
 
-def _days_of(event):
-    """The dates an event occupies."""
+def _days_of(event, window_first, window_last):
+    """The dates an event occupies within [window_first, window_last] (an event from the year 1 to
+    9999 is the window's days, not 3.65 million)."""
     start = event.get("DTSTART")
     start = start.dt if start is not None else None
     if start is None:
@@ -51,7 +54,8 @@ def _days_of(event):
     else:
         last = (end - timedelta(days=1)) if isinstance(end, date) and end > start else start
         last = last.date() if isinstance(last, datetime) else last
-    first = start.date() if isinstance(start, datetime) else start
+    first = max(start.date() if isinstance(start, datetime) else start, window_first)
+    last = min(last, window_last)
     return [first + timedelta(days=n) for n in range((last - first).days + 1)]
 
 
@@ -120,11 +124,15 @@ def dates_from_ics(data, today=None):
     if parsed.name != "VCALENDAR":
         raise _refuse("Not an iCalendar (ICS) file: it does not start with BEGIN:VCALENDAR.")
     first, last = ics_window(today or datetime.now(UTC).date())
-    found = {}
+    found, touched = {}, 0
     try:
         _check_rules(parsed, first, last)
         for event in recurring_ical_events.of(parsed).between(first, last + timedelta(days=1)):
-            days = _days_of(event)
+            days = _days_of(event, first, last)
+            touched += len(days)
+            if touched > MAX_DAYS_TOUCHED:
+                raise _refuse(f"The file's events cover more than {MAX_DAYS_TOUCHED} days from {first} to {last} "
+                              "(several-day events counted for each of their days).")
             label = " ".join(str(event.get("SUMMARY", "")).split())[:MAX_LABEL]
             for day in days:
                 if first <= day <= last:

@@ -58,6 +58,10 @@ def no_options():
     return []
 
 
+def no_destination(job):
+    return None
+
+
 def never(job):
     return False
 
@@ -82,6 +86,9 @@ class JobKindSpec:
     # Of those, the ones whose values are secrets (stored encrypted, write-only, jobs.access.secrets; the
     # audit trail and `jobs show` give their keys only).
     secret_fields: tuple = ()
+    # destination(job): where the job's secret values are sent ("https://host:443"), or None when
+    # they stay on the worker; secret values given for one destination are bound to it.
+    destination: Callable = no_destination
     # Whether creating, changing, running or cancelling a job of this kind needs the
     # jobs.run_command_jobs permission (it runs code of the job's author on the workers).
     needs_permission: bool = False

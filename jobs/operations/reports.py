@@ -9,10 +9,11 @@ and measure. The expected slots come from the schedule itself (the job's *curren
 day by day in the job's zone, from when the job was created or its schedule last changed, outside
 the times the audit trail says it was paused or disabled (as the slot report counts them), on the days its
 calendars and business days leave open. A day
-whose wall clock does not jump is counted from the cron fields alone; a day with a DST change (or
-a part of a day) walks its slots (``Job.slots_between``).
+whose wall clock does not jump is counted from the cron fields alone, a part of one too (its wall
+times of day); a day with a DST change walks its slots (``Job.slots_between``).
 """
 
+import bisect
 import csv
 import functools
 import io
@@ -36,6 +37,28 @@ MAX_JOBS = 2000  # jobs a tag's or a group's report adds up
 MAX_SLOTS_A_DAY = 86400  # an every-second interval
 
 
+class ReportTooLarge(Exception):
+    """A report that would walk more slots one by one than JOBS_REPORT_MAX_SLOTS allows."""
+
+
+class SlotBudget:
+    """The slots one report may walk one by one (a croniter step each: the days with a clock
+    change), JOBS_REPORT_MAX_SLOTS in all; the other days are counted from the cron fields."""
+
+    def __init__(self, days):
+        self.left, self.days = settings.JOBS_REPORT_MAX_SLOTS, days
+
+    def walk(self, job, lo, hi):
+        slots = job.slots_between(lo, hi, min(MAX_SLOTS_A_DAY, self.left))
+        if len(slots) > self.left:
+            raise ReportTooLarge(
+                f"narrow the report: over {self.days} days its jobs' schedules have more than "
+                f"{settings.JOBS_REPORT_MAX_SLOTS} slots on days with a clock change, walked one by one "
+                "(JOBS_REPORT_MAX_SLOTS): ask for fewer days or fewer jobs.")
+        self.left -= len(slots)
+        return len(slots)
+
+
 def job_report(job, days, now=None):
     return _report([job], days, now or timezone.now()) | {"job": job.pk, "name": job.name}
 
@@ -52,8 +75,10 @@ def _report(jobs, days, now):
     counts = _day_counts(jobs, before, today)
     expected = defaultdict(int)
     changed, timelines = schedule_changes_at([job.pk for job in jobs]), EnabledTimeline.of_jobs(jobs)
+    budget = SlotBudget(days)
     for job in jobs:
-        for day, number in expected_by_day(job, first, today, now, changed.get(job.pk), timelines[job.pk]).items():
+        for day, number in expected_by_day(job, first, today, now, changed.get(job.pk), timelines[job.pk],
+                                           budget).items():
             expected[day] += number
     in_flight = (JobRun.objects.filter(job__in=jobs, trigger=RunTrigger.SCHEDULE, status__in=ACTIVE_STATUSES,
                                        scheduled_for__gte=datetime.combine(first, time(), UTC) - timedelta(days=1))
@@ -142,11 +167,13 @@ def _day(day, expected, measures):
 # --- the slots a schedule expected
 
 
-def expected_by_day(job, first, last, now, changed_at=None, timeline=None):
+def expected_by_day(job, first, last, now, changed_at=None, timeline=None, budget=None):
     """{day: slots} of the job's schedule on the days [first, last] of its zone, up to the scheduler's
     grace before ``now``, while the job was enabled and had its current schedule, on the days its
     calendars and business days leave open. ``changed_at`` (when its slots last changed) and
-    ``timeline`` (``EnabledTimeline``): read by the caller for many jobs at once, else here."""
+    ``timeline`` (``EnabledTimeline``): read by the caller for many jobs at once, else here;
+    ``budget``: the report's ``SlotBudget`` (ReportTooLarge past it)."""
+    budget = budget or SlotBudget(None)
     if timeline is None:
         changed_at, timeline = schedule_changed_at(job), EnabledTimeline(job)
     zone = day_counts.zone_of(_zone(job))
@@ -162,16 +189,17 @@ def expected_by_day(job, first, last, now, changed_at=None, timeline=None):
             next_day = wall_instant(datetime.combine(day + timedelta(days=1), time()), zone)
             part_end = min(hi, next_day)
             if rules is None or not rules.why_closed(day):
-                found[day] += _slots_in(job, zone, day, lo, part_end, whole=part_end - lo == timedelta(days=1))
+                found[day] += _slots_in(job, zone, day, lo, part_end, part_end - lo == timedelta(days=1), budget)
             lo, day = part_end, day + timedelta(days=1)
     return found
 
 
-def _slots_in(job, zone, day, lo, hi, whole):
+def _slots_in(job, zone, day, lo, hi, whole, budget):
     if job.schedule_type == ScheduleType.CRON:
         if whole:
             return cron_slots_on(job.cron_expression, day)
-        return len(job.slots_between(lo, hi, MAX_SLOTS_A_DAY))
+        counted = _cron_slots_between(job, zone, lo, hi)
+        return counted if counted is not None else budget.walk(job, lo, hi)
     if job.schedule_type == ScheduleType.INTERVAL:
         every = job.every_seconds
         anchor = job.next_run_at or job.created_at or lo
@@ -180,6 +208,44 @@ def _slots_in(job, zone, day, lo, hi, whole):
     if job.schedule_type == ScheduleType.ONCE:
         return int(lo <= job.clocked.clocked_time < hi)
     return 0
+
+
+def _cron_slots_between(job, zone, lo, hi):
+    """The job's slots in [lo, hi) (a part of one day) counted from its cron fields, as wall times of
+    day moved by its spread; None when a day they fall on has a clock change (then they are walked).
+    Walking a part of a day is a croniter step a slot: 1,440 for an every-minute job."""
+    offset = job.spread_offset
+    lo, hi, total = lo - offset, hi - offset, 0
+    day = lo.astimezone(zone).date()
+    while lo < hi:
+        start = wall_instant(datetime.combine(day, time()), zone)
+        end = wall_instant(datetime.combine(day + timedelta(days=1), time()), zone)
+        if end - start != timedelta(days=1):
+            return None
+        part_end = min(hi, end)
+        total += cron_slots_within(job.cron_expression, day, (lo - start).total_seconds(),
+                                   (part_end - start).total_seconds())
+        lo, day = part_end, day + timedelta(days=1)
+    return total
+
+
+def cron_slots_within(expression, day, lo_seconds, hi_seconds):
+    """The slots of ``expression`` on ``day`` (a day without a clock change) whose wall time, in
+    seconds since midnight, is in [lo_seconds, hi_seconds)."""
+    if not cron_slots_on(expression, day):
+        return 0
+    minutes = _minutes_of_day(expression)
+    return (bisect.bisect_left(minutes, math.ceil(hi_seconds / 60))
+            - bisect.bisect_left(minutes, math.ceil(lo_seconds / 60)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _minutes_of_day(expression):
+    """The minutes of a day (0 to 1439) the expression's minute and hour fields name, in order."""
+    minutes, hours, *_ = croniter(expression).expanded
+    minutes = range(60) if minutes == ["*"] else minutes
+    hours = range(24) if hours == ["*"] else hours
+    return sorted(hour * 60 + minute for hour in hours for minute in minutes)
 
 
 @functools.lru_cache(maxsize=65536)

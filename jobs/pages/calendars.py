@@ -4,11 +4,14 @@ Each change goes through ``jobs.actions.calendars``."""
 
 from datetime import UTC, datetime
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import NON_FIELD_ERRORS
-from django.http import Http404
+from django.http import Http404, HttpResponse
+from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import redirect
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from ..actions import calendars as actions
@@ -85,11 +88,31 @@ def calendar_detail(request, name):
         "years": (year, year + 1)}, "calendars")
 
 
+def _too_large(request):
+    """A 413 for an upload larger than an ICS file may be (with room for the form), before it is read."""
+    limit = settings.JOBS_CALENDAR_ICS_MAX_BYTES
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = limit + 64 * 1024 + 1
+    if length <= limit + 64 * 1024:
+        return None
+    return HttpResponse(f"Nothing was imported: the upload is {length} bytes; an ICS file is at most {limit} "
+                        "(JOBS_CALENDAR_ICS_MAX_BYTES).\n", status=413, content_type="text/plain")
+
+
+@csrf_exempt  # checked below, once the user may import: the check parses the form, the file with it
 @login_required
 @require_POST
 @refused_is_forbidden
 def calendar_import(request, name):
     calendar = _calendar(request, name)
+    if not actions.may_edit(actor(request), calendar):
+        raise actions.ActionError(actions.STAFF_ONLY, actions.ActionError.FORBIDDEN)
+    if refused := _too_large(request):
+        return refused
+    if refused := CsrfViewMiddleware(lambda request: None).process_view(request, None, (), {}):
+        return refused
     upload = request.FILES.get("file")
     if upload is None:
         messages.error(request, "Choose an .ics file to import.")

@@ -70,7 +70,14 @@ def tag_or_group_report(request):
     else:
         raise Http404("Give a tag or a group.")
     chosen = list(chosen[:reports.MAX_JOBS])
+    try:
+        report = reports.jobs_report(chosen, days)
+    except reports.ReportTooLarge as exc:
+        refused = page(request, "pages/report.html", {"title": title, "refused": str(exc), "days": days,
+                                                      "windows": reports.WINDOWS, "query": urlencode(query)}, "jobs")
+        refused.status_code = 400
+        return refused
     return page(request, "pages/report.html", {
-        **context(reports.jobs_report(chosen, days), days), "title": title, "jobs_in_report": chosen,
+        **context(report, days), "title": title, "jobs_in_report": chosen,
         "query": urlencode(query), "csv": f"/api/reports/?{urlencode({**query, 'days': days, 'format': 'csv'})}"},
         "jobs")

@@ -47,12 +47,13 @@ def validate_cron(expression):
             f"A cron expression has 5 fields (minute hour day month weekday), got {len(fields)}."
         )
     expression = spread.resolve(expression, "")  # H: any job's numbers are as valid as this one's
+    shown = expression if len(expression) <= 100 else f"{expression[:100]}…"  # not thousands of digits back
     if not croniter.is_valid(expression):
-        raise ValidationError(f"'{expression}' is not a valid cron expression.")
+        raise ValidationError(f"'{shown}' is not a valid cron expression.")
     try:
         next_cron_slot(expression, "UTC", datetime.now(UTC))
     except (ValueError, KeyError, CroniterError):
-        raise ValidationError(f"'{expression}' never matches a date.") from None
+        raise ValidationError(f"'{shown}' never matches a date.") from None
 
 
 def validate_timezone(name):

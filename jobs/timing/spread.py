@@ -31,7 +31,9 @@ def offset_seconds(name, spread):
 
 FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 28), ("month", 1, 12), ("day of week", 0, 6))
 # Day of month: 1-28 as in Jenkins, so a hashed day is in every month.
-HASHED = re.compile(r"^H(?:\((\d+)-(\d+)\))?(?:/(\d+))?$")
+# At most 4 digits a number: a longer one is no minute, hour or day (and Python refuses to read a
+# number of more than 4,300 digits).
+HASHED = re.compile(r"^H(?:\((\d{1,4})-(\d{1,4})\))?(?:/(\d{1,4}))?$")
 
 
 def uses_hash(expression):
@@ -43,7 +45,9 @@ def _resolve_item(item, index, key):
     title, low, high = FIELDS[index]
     match = HASHED.match(item.upper())
     if not match:
-        raise ValidationError(f"'{item}' in the {title} field: H is written H, H(a-b), H/n or H(a-b)/n.")
+        shown = item if len(item) <= 40 else f"{item[:40]}…"
+        raise ValidationError(f"'{shown}' in the {title} field: H is written H, H(a-b), H/n or H(a-b)/n, "
+                              "each number of at most 4 digits.")
     first, last, step = match.groups()
     if first is not None:
         first, last = int(first), int(last)

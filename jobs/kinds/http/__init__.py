@@ -67,6 +67,10 @@ def validate(job):
         raise ValidationError(errors)
 
 
+def destination(job):
+    return outbound.origin(placeholders.checkable_url(job.target)) if isinstance(job.target, str) else None
+
+
 def execute(context):
     job = context.job
     try:
@@ -137,7 +141,7 @@ def result_text(result):
 KIND = JobKindSpec(
     name="http", label="HTTP call", execute=execute, validate=validate,
     fields=("http_method", "http_headers", "secret_http_headers", "http_body", "http_ok_statuses"),
-    secret_fields=("secret_http_headers",),
+    secret_fields=("secret_http_headers",), destination=destination,
     field_options={"http_method": sorted(METHODS)}, result_title="Response", result_text=result_text,
     when_empty={"http_ok_statuses": "any 2xx"},
 )
