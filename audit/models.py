@@ -2,9 +2,11 @@
 changed."""
 
 from django.conf import settings
-from django.db import models
+from django.db import models, router, transaction
 from django.db.models import Q
 from django.utils import timezone
+
+from . import chain
 
 
 class Action(models.TextChoices):
@@ -18,6 +20,12 @@ class Action(models.TextChoices):
     BACKFILL = "backfill", "backfill"
     RERUN = "rerun", "rerun"
     ROTATE = "rotate", "rotate secrets"
+    # Who came and went, their tokens, and the trail's own upkeep (issue 44's audit of everything).
+    LOGIN = "login", "log in"
+    LOGIN_FAILED = "login_failed", "failed login"
+    LOGOUT = "logout", "log out"
+    REVOKE = "revoke", "revoke"
+    PRUNE = "prune", "prune the trail"
 
 
 class Subject(models.TextChoices):
@@ -30,6 +38,11 @@ class Subject(models.TextChoices):
     SECRETS = "secrets", "secrets"
     LIMIT = "limit", "limit"
     CALENDAR = "calendar", "calendar"
+    # Entries about a person (logins, their groups and permissions) or a token name the user.
+    USER = "user", "user"
+    GROUP = "group", "group"
+    TOKEN = "token", "API token"
+    TRAIL = "trail", "the audit trail"
 
 
 class Source(models.TextChoices):
@@ -38,6 +51,15 @@ class Source(models.TextChoices):
     API = "api", "API"
     CLI = "cli", "command line"
     SYSTEM = "system", "the service"  # what the service did by itself (auto-pause), no person
+
+
+class AuditEntryQuerySet(models.QuerySet):
+    def bulk_create(self, objs, *args, **kwargs):
+        """Appends ``objs`` in order, chained (``audit.chain``)."""
+        objs = list(objs)
+        with transaction.atomic(using=self.db):
+            chain.link(objs, AuditEntry.locked_tail(self.db))
+            return super().bulk_create(objs, *args, **kwargs)
 
 
 class AuditEntry(models.Model):
@@ -56,6 +78,11 @@ class AuditEntry(models.Model):
     changes = models.JSONField(default=dict, blank=True, help_text="{field: [old, new]}")
     run = models.ForeignKey("jobs.JobRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     detail = models.CharField(max_length=255, blank=True)
+    # The hash chain (audit.chain): set when the entry is appended, never by hand.
+    prev_hash = models.CharField(max_length=64, blank=True, editable=False)
+    hash = models.CharField(max_length=64, blank=True, editable=False)
+
+    objects = AuditEntryQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -72,6 +99,21 @@ class AuditEntry(models.Model):
             # Retention: AuditEntry.objects.filter(created_at__lt=before), and the admin's list.
             models.Index(fields=["created_at"], name="audit_created_idx"),
         ]
+
+    def save(self, *args, **kwargs):
+        """A new entry is appended at the chain's tail; an entry once written is not changed."""
+        if not self._state.adding:
+            raise ValueError("An audit entry is never changed once written.")
+        using = kwargs.get("using") or router.db_for_write(type(self))
+        with transaction.atomic(using=using):
+            chain.link([self], AuditEntry.locked_tail(using))
+            super().save(*args, **kwargs)
+
+    @classmethod
+    def locked_tail(cls, using):
+        """The newest entry's hash ("" for the first), holding the tail until the transaction ends."""
+        chain.lock(using)
+        return cls.objects.using(using).order_by("-id").values_list("hash", flat=True).first() or ""
 
     def __str__(self):
         return f"{self.actor_name} {self.action} {self.subject} {self.job_name} ({self.source})"
