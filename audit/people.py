@@ -72,10 +72,10 @@ def _diff(before, after):
 
 def user_saving(sender, instance, raw=False, update_fields=None, **kwargs):
     instance._audit_before = None
-    if raw or instance.pk is None or (update_fields is not None and set(update_fields) <= {"last_login"}):
+    if raw or (update_fields is not None and set(update_fields) <= {"last_login"}):
         return  # a login's last_login is the login's entry, not a change
-    instance._audit_before = (sender.objects.filter(pk=instance.pk).values(*USER_FIELDS).first()
-                              if not instance._state.adding else {})
+    instance._audit_before = ({} if instance._state.adding
+                              else sender.objects.filter(pk=instance.pk).values(*USER_FIELDS).first() or {})
 
 
 def user_saved(sender, instance, created, raw=False, **kwargs):
