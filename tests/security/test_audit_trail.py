@@ -254,3 +254,27 @@ def test_concurrent_appends_leave_one_valid_chain():
     prevs = list(AuditEntry.objects.values_list("prev_hash", flat=True))
     assert len(set(prevs)) == len(prevs)  # no two entries follow the same one
     assert verify().startswith(f"OK: {before + threads * each} entries")
+
+
+@pytest.mark.timeout(300)
+def test_jobsctl_audit_shows_a_team_only_its_own_entries(jobsctl):
+    team_a, team_b = Group.objects.create(name="team-a"), Group.objects.create(name="team-b")
+    alice, bob = User.objects.create_user("alice"), User.objects.create_user("bob")
+    alice.groups.add(team_a)
+    bob.groups.add(team_b)
+    job = save_job(Job(name="a-report", kind="callable", target="builtin.noop", owner=alice, group=team_a),
+                   {"type": "manual"})
+    trail.record(job, "pause", Source.API, user=alice, actor_name="alice")
+    keys = {user.username: access.create(user)[1] for user in (alice, bob)}
+
+    mine = jobsctl("audit", "--subject", "job", token=keys["alice"])
+    rows = [line.split() for line in mine.stdout.splitlines() if line.strip()]
+    assert mine.returncode == 0, mine.stderr
+    assert rows[0] == ["WHEN", "SUBJECT", "NAME", "ACTION", "ACTOR", "SOURCE", "DETAIL"]
+    assert [row[3:] for row in rows[1:]] == [["job", "a-report", "pause", "alice", "api", "-"]]
+    theirs = jobsctl("audit", token=keys["bob"])
+    assert theirs.returncode == 0 and "bob" in theirs.stdout
+    assert "a-report" not in theirs.stdout and "alice" not in theirs.stdout
+    assert jobsctl("audit", "--subject", "job", token=keys["bob"]).stdout == "No entries.\n"
+    bad = jobsctl("audit", "--action", "explode", token=keys["bob"])
+    assert bad.returncode == 6 and "action" in bad.stderr, bad.stderr
