@@ -37,12 +37,21 @@ def digest(entry, prev_hash):
     return hashlib.sha256(canonical(entry, prev_hash)).hexdigest()
 
 
-def lock(using):
-    """Hold the tail until this transaction ends (call inside ``transaction.atomic``)."""
+def locked_tail(using, table):
+    """The newest entry's hash ("" for none), holding the tail until this transaction ends (call
+    inside ``transaction.atomic``)."""
     connection = connections[using]
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK])
+    tail = f"SELECT hash FROM {table} ORDER BY id DESC LIMIT 1"
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # One round trip, two statements: the tail is read by a statement of its own, whose
+            # snapshot (READ COMMITTED) is taken once the lock is held, so it sees the last holder's commit.
+            cursor.execute(f"SELECT pg_advisory_xact_lock({LOCK}); {tail}")
+            cursor.nextset()
+        else:
+            cursor.execute(tail)
+        row = cursor.fetchone()
+    return row[0] if row else ""
 
 
 def link(entries, prev_hash):

@@ -57,7 +57,7 @@ class AuditEntryQuerySet(models.QuerySet):
     def bulk_create(self, objs, *args, **kwargs):
         """Appends ``objs`` in order, chained (``audit.chain``)."""
         objs = list(objs)
-        with transaction.atomic(using=self.db):
+        with transaction.atomic(using=self.db, savepoint=False):
             chain.link(objs, AuditEntry.locked_tail(self.db))
             return super().bulk_create(objs, *args, **kwargs)
 
@@ -105,15 +105,15 @@ class AuditEntry(models.Model):
         if not self._state.adding:
             raise ValueError("An audit entry is never changed once written.")
         using = kwargs.get("using") or router.db_for_write(type(self))
-        with transaction.atomic(using=using):
+        # No savepoint of its own (two round trips): an entry that fails fails the caller's transaction.
+        with transaction.atomic(using=using, savepoint=False):
             chain.link([self], AuditEntry.locked_tail(using))
             super().save(*args, **kwargs)
 
     @classmethod
     def locked_tail(cls, using):
         """The newest entry's hash ("" for the first), holding the tail until the transaction ends."""
-        chain.lock(using)
-        return cls.objects.using(using).order_by("-id").values_list("hash", flat=True).first() or ""
+        return chain.locked_tail(using, cls._meta.db_table)
 
     def __str__(self):
         return f"{self.actor_name} {self.action} {self.subject} {self.job_name} ({self.source})"
