@@ -1,5 +1,6 @@
 """The audit trail: who did what to which job, workflow, channel or rule, when, from where, and what
-changed."""
+changed; who logged in, made or revoked a token, changed a user, a group or a permission. Entries
+are hash-chained (``audit.chain``)."""
 
 from django.conf import settings
 from django.db import models, router, transaction

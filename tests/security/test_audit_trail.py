@@ -278,3 +278,22 @@ def test_jobsctl_audit_shows_a_team_only_its_own_entries(jobsctl):
     assert jobsctl("audit", "--subject", "job", token=keys["bob"]).stdout == "No entries.\n"
     bad = jobsctl("audit", "--action", "explode", token=keys["bob"])
     assert bad.returncode == 6 and "action" in bad.stderr, bad.stderr
+
+
+def test_a_membership_changed_from_the_groups_side_or_cleared_is_recorded_for_each_user(people):
+    start = AuditEntry.objects.order_by("-id").values_list("id", flat=True).first()
+    people.others.user_set.add(people.owner, people.teammate)
+    people.others.user_set.clear()  # the outsider, the owner and the teammate leave "others"
+    people.owner.groups.clear()
+    people.team.permissions.add(Permission.objects.get(codename="run_command_jobs"))
+    people.team.permissions.clear()
+
+    changes = [(e.subject, e.job_name, e.changes) for e in AuditEntry.objects.filter(id__gt=start).order_by("id")]
+    assert sorted(changes[:2]) == [("user", "owner", {"groups": [["team"], ["others", "team"]]}),
+                                   ("user", "teammate", {"groups": [["team"], ["others", "team"]]})]
+    assert sorted(changes[2:5]) == [("user", "outsider", {"groups": [["others"], []]}),
+                                    ("user", "owner", {"groups": [["others", "team"], ["team"]]}),
+                                    ("user", "teammate", {"groups": [["others", "team"], ["team"]]})]
+    assert changes[5:] == [("user", "owner", {"groups": [["team"], []]}),
+                           ("group", "team", {"permissions": [[], ["jobs.run_command_jobs"]]}),
+                           ("group", "team", {"permissions": [["jobs.run_command_jobs"], []]})]
