@@ -81,6 +81,10 @@ def verify(entries, anchor=None):
         if previous is None and first_id is not None and entry.pk < first_id:
             continue
         expected = head if previous is not None else anchor_hash
+        if not entry.hash:
+            return Verdict(False, count, head, f"unchained: entry #{entry.pk} has no hash (written by a process of "
+                                               "the previous release during an upgrade? the next entry appended "
+                                               "chains it)")
         if entry.prev_hash != expected:
             where = (f"between entry #{previous.pk} and entry #{entry.pk}" if previous is not None
                      else f"before entry #{entry.pk}, the first one")

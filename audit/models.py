@@ -79,9 +79,11 @@ class AuditEntry(models.Model):
     changes = models.JSONField(default=dict, blank=True, help_text="{field: [old, new]}")
     run = models.ForeignKey("jobs.JobRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     detail = models.CharField(max_length=255, blank=True)
-    # The hash chain (audit.chain): set when the entry is appended, never by hand.
-    prev_hash = models.CharField(max_length=64, blank=True, editable=False)
-    hash = models.CharField(max_length=64, blank=True, editable=False)
+    # The hash chain (audit.chain): set when the entry is appended, never by hand. The database's
+    # default is for the previous release's processes during an upgrade (``locked_tail`` chains
+    # what they wrote).
+    prev_hash = models.CharField(max_length=64, blank=True, editable=False, default="", db_default="")
+    hash = models.CharField(max_length=64, blank=True, editable=False, default="", db_default="")
 
     objects = AuditEntryQuerySet.as_manager()
 
@@ -114,7 +116,19 @@ class AuditEntry(models.Model):
     @classmethod
     def locked_tail(cls, using):
         """The newest entry's hash ("" for the first), holding the tail until the transaction ends."""
-        return chain.locked_tail(using, cls._meta.db_table)
+        tail = chain.locked_tail(using, cls._meta.db_table)
+        if tail:
+            return tail
+        # An empty trail, or entries the previous release wrote unchained during an upgrade: chain
+        # them now, after the last chained one.
+        unchained = list(cls.objects.using(using).filter(hash="").order_by("id"))
+        if not unchained:
+            return ""
+        before = (cls.objects.using(using).filter(id__lt=unchained[0].pk).exclude(hash="").order_by("-id")
+                  .values_list("hash", flat=True).first() or "")
+        chain.link(unchained, before)
+        cls.objects.using(using).bulk_update(unchained, ["prev_hash", "hash"], batch_size=2000)
+        return unchained[-1].hash
 
     def __str__(self):
         return f"{self.actor_name} {self.action} {self.subject} {self.job_name} ({self.source})"

@@ -37,12 +37,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='auditentry',
             name='hash',
-            field=models.CharField(blank=True, editable=False, max_length=64),
+            field=models.CharField(blank=True, db_default='', default='', editable=False, max_length=64),
         ),
         migrations.AddField(
             model_name='auditentry',
             name='prev_hash',
-            field=models.CharField(blank=True, editable=False, max_length=64),
+            field=models.CharField(blank=True, db_default='', default='', editable=False, max_length=64),
         ),
         migrations.AlterField(
             model_name='auditentry',

@@ -297,3 +297,16 @@ def test_a_membership_changed_from_the_groups_side_or_cleared_is_recorded_for_ea
     assert changes[5:] == [("user", "owner", {"groups": [["team"], []]}),
                            ("group", "team", {"permissions": [[], ["jobs.run_command_jobs"]]}),
                            ("group", "team", {"permissions": [["jobs.run_command_jobs"], []]})]
+
+
+def test_an_entry_written_unchained_during_an_upgrade_is_chained_by_the_next_append(people, owned_job):
+    # As a process of the previous release writes it while the new one is rolled out: no hash.
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {AuditEntry._meta.db_table} (job_name, subject, action, actor_name, source, "
+                       "remote_addr, created_at, changes, detail) VALUES ('owners-job', 'job', 'pause', 'owner', "
+                       "'api', '', %s, '{}', '')", [timezone.now()])
+    old = AuditEntry.objects.order_by("-id").first()
+    with pytest.raises(CommandError, match=rf"unchained: entry #{old.pk} has no hash"):
+        verify()
+    people.api(people.owner).post(f"/api/jobs/{owned_job.pk}/resume/")
+    assert verify().startswith(f"OK: {AuditEntry.objects.count()} entries")
