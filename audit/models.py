@@ -101,6 +101,9 @@ class AuditEntry(models.Model):
             models.Index(fields=["job", "-created_at"], name="audit_job_recent_idx"),
             # Retention: AuditEntry.objects.filter(created_at__lt=before), and the admin's list.
             models.Index(fields=["created_at"], name="audit_created_idx"),
+            # What a user who is not staff may read of the trail besides their jobs' entries: their
+            # workflows' and their own (scheduler_site.audit_api.visible_entries).
+            models.Index(fields=["subject", "job_name"], name="audit_subject_name_idx"),
         ]
 
     def save(self, *args, **kwargs):

@@ -62,5 +62,9 @@ class Migration(migrations.Migration):
             model_name='auditentry',
             constraint=models.CheckConstraint(condition=models.Q(('subject__in', ['job', 'workflow', 'channel', 'rule', 'secrets', 'limit', 'calendar', 'user', 'group', 'token', 'trail'])), name='audit_subject_valid'),
         ),
+        migrations.AddIndex(
+            model_name='auditentry',
+            index=models.Index(fields=['subject', 'job_name'], name='audit_subject_name_idx'),
+        ),
         migrations.RunPython(chain_existing, migrations.RunPython.noop),
     ]
