@@ -12,7 +12,7 @@ class AuditEntryAdmin(admin.ModelAdmin):
     search_fields = ("job_name", "actor_name", "remote_addr")
     date_hierarchy = "created_at"
     fields = ("created_at", "subject", "job", "job_name", "action", "actor", "actor_name", "source", "remote_addr", "run",
-              "detail", "changes")
+              "detail", "changes", "prev_hash", "hash")
     readonly_fields = fields
     list_select_related = ("job",)
 

@@ -6,11 +6,45 @@ The trail knows nothing of what a job is: the caller gives the changes as {field
 (``client_address``: the client behind the trusted proxies).
 """
 
+import contextvars
+from contextlib import contextmanager
+
 from django.conf import settings
 
 import outbound
 
 from .models import Action, AuditEntry, Source, Subject
+
+SYSTEM = "system"  # the actor of a change no person is known to have made (a migration, a shell)
+
+_request = contextvars.ContextVar("audit_request", default=None)
+
+
+@contextmanager
+def during(request):
+    """Changes made by signal handlers (users, groups, permissions) while this runs are the
+    request's user's (``audit.middleware``)."""
+    token = _request.set(request)
+    try:
+        yield
+    finally:
+        _request.reset(token)
+
+
+def source_of(request):
+    path = getattr(request, "path", "") or ""
+    return Source.ADMIN if path.startswith("/admin/") else Source.API if path.startswith("/api/") else Source.PAGE
+
+
+def current_actor():
+    """(user, name, source, address) of whoever is acting now: the request's user, else "system"."""
+    request = _request.get()
+    if request is None:
+        return None, SYSTEM, Source.SYSTEM, ""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return None, SYSTEM, source_of(request), client_address(request)
+    return user, user.get_username(), source_of(request), client_address(request)
 
 
 def client_address(request):

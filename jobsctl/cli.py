@@ -303,6 +303,22 @@ def runs(ctx, as_json, job, status, since, limit, values):
 
 
 @command()
+@click.option("--subject", help="Only entries about this: job, workflow, user, token, group, ...")
+@click.option("--actor", help="Only what this user did ('system': the service).")
+@click.option("--action", help="Only this action: create, change, login, login_failed, revoke, ...")
+@click.option("--since", help="Since: 30m, 1h, 2d, or an ISO 8601 time.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1), help="How many, newest first.")
+def audit(ctx, as_json, subject, actor, action, since, limit):
+    """The audit trail, newest first: what you may see (staff: everything)."""
+    params = {"subject": subject, "actor": actor, "action": action, "since": since and since_param(since)}
+    found = ctx.api.get_all("/api/audit/", {k: v for k, v in params.items() if v is not None}, limit=limit)
+    if as_json:
+        output.emit_json(found)
+    else:
+        click.echo(output.audit_table(found) if found else "No entries.")
+
+
+@command()
 @click.argument("run_id", required=False, type=int)
 @click.option("--job", help="Follow this job's newest run instead.")
 @click.option("--timeout", default=3600.0, show_default=True, type=click.FloatRange(min=0),

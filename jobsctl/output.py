@@ -117,3 +117,9 @@ def switched(answer, as_json, paused):
         click.echo(f"Paused {answer['name']}.")
     else:
         click.echo(f"Resumed {answer['name']}; next run {when(answer['next_run_at'])}.")
+
+
+def audit_table(entries):
+    return table(["WHEN", "SUBJECT", "NAME", "ACTION", "ACTOR", "SOURCE", "DETAIL"], [
+        (when(entry["created_at"]), entry["subject"], entry["name"], entry["action"], entry["actor"], entry["source"],
+         entry["detail"] or ", ".join(entry["changes"]) or "-") for entry in entries])

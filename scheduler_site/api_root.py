@@ -17,12 +17,14 @@ ROUTES = {
     "workflow-runs": "workflows-api:workflow-run-list",
     "channels": "notifications-api:channel-list",
     "rules": "notifications-api:rule-list",
+    "audit": "audit-list",
     "schema": "api-schema",
 }
 
 
 class ApiRoot(APIView):
-    """The job scheduler's API: jobs, runs, jobs as code, workflows, notification channels and rules."""
+    """The job scheduler's API: jobs, runs, jobs as code, workflows, notification channels and rules,
+    and the audit trail."""
 
     @extend_schema(exclude=True)
     def get(self, request, format=None):

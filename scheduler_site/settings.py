@@ -80,6 +80,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Names the request's user in the trail's entries about users, groups and permissions.
+    "audit.middleware.ActorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last: turns a login that django-axes refused (locked out) into its 429 answer.
@@ -372,6 +374,8 @@ JOBS_RETENTION_DAYS = env_int("JOBS_RETENTION_DAYS", 30, 1)
 JOBS_RETENTION_MIN_RUNS = env_int("JOBS_RETENTION_MIN_RUNS", 100, 1)
 JOBS_RETENTION_BATCH = env_int("JOBS_RETENTION_BATCH", 2000, 1)
 JOBS_RETENTION_INTERVAL_SECONDS = env_float("JOBS_RETENTION_INTERVAL_SECONDS", 3600.0, 0)
+# The audit trail's entries are kept this long, whatever the runs' retention (the same pass prunes them).
+AUDIT_RETENTION_DAYS = env_int("AUDIT_RETENTION_DAYS", 365, 1)
 # The pages' figures: ends of runs the scheduler leader folds per statement (at most 10 a tick).
 JOBS_ROLLUP_BATCH = env_int("JOBS_ROLLUP_BATCH", 5000, 1)
 # Also store a django-celery-results row per run attempt (the run and attempt rows already hold it all).

@@ -9,6 +9,7 @@ from rest_framework.permissions import IsAuthenticated
 from jobs.metrics.views import metrics_view
 
 from .api_root import ApiRoot
+from .audit_api import AuditViewSet
 
 _swagger = SpectacularSwaggerView.as_view(url_name="api-schema", permission_classes=[IsAuthenticated])
 
@@ -27,6 +28,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="api-schema"),
     path("api/docs/", api_docs, name="api-docs"),
     path("api/", ApiRoot.as_view(), name="api-root"),
+    path("api/audit/", AuditViewSet.as_view({"get": "list"}), name="audit-list"),
     path("api/", include("jobs.api.urls")),
     path("api/", include("workflows.api.urls")),
     path("api/", include("notifications.api.urls")),

@@ -9,13 +9,13 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.test import Client, RequestFactory
 from django.urls import reverse
 
-from audit.models import AuditEntry
 from jobs.actions import jobs as actions
 from jobs.actions.jobs import ActionError, Actor
 from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus
 
 from .api_personas import make_personas
+from .work_trail import work_entries
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +40,7 @@ def hourly(name, **fields):
 
 def entries():
     return [(e.action, e.job_name, e.actor_name, e.source, e.remote_addr, e.detail)
-            for e in AuditEntry.objects.order_by("created_at", "id")]
+            for e in work_entries().order_by("created_at", "id")]
 
 
 def test_each_action_writes_one_entry_naming_its_actor(people):
@@ -72,8 +72,8 @@ def test_each_action_writes_one_entry_naming_its_actor(people):
         ("delete", "made (copy)", "owner", "api", address, ""),
     ]
     assert len(found.created) == 2 and not Job.objects.filter(name="made (copy)").exists()
-    assert AuditEntry.objects.get(action="change").changes == {"max_retries": [0, 2]}
-    assert set(AuditEntry.objects.values_list("actor", flat=True)) == {people.owner.pk}
+    assert work_entries().get(action="change").changes == {"max_retries": [0, 2]}
+    assert set(work_entries().values_list("actor", flat=True)) == {people.owner.pk}
     run.refresh_from_db()
     assert (run.status, run.reason) == (RunStatus.CANCELLED, "Cancelled by owner from the API")
 
@@ -101,7 +101,7 @@ def test_an_action_and_its_entry_are_saved_together_or_not_at_all(people):
 
     job.refresh_from_db()
     assert job.enabled and not job.runs.exists() and Job.objects.count() == 2
-    assert not AuditEntry.objects.exists()
+    assert not work_entries().exists()
 
 
 def test_a_command_job_is_refused_to_who_may_not_manage_one_and_nothing_changes(people):
@@ -128,7 +128,7 @@ def test_a_command_job_is_refused_to_who_may_not_manage_one_and_nothing_changes(
     assert (shell.target, shell.enabled, people.job.kind) == ("echo hi", True, "callable")
     assert list(Job.objects.order_by("name").values_list("name", flat=True)) == ["nightly-report", "shell"]
     assert JobRun.objects.get().status == RunStatus.QUEUED
-    assert not AuditEntry.objects.exists()
+    assert not work_entries().exists()
     # A holder of run_command_jobs may, and so may the command line, which runs on a host of the
     # service (its settings, its database).
     assert actions.run_now(actor_of(people.runner), shell).job == shell
@@ -145,7 +145,7 @@ def test_an_invalid_change_names_the_field_and_saves_nothing(people):
     assert "No registered function named 'no.such.function'" in invalid.value.message
     people.job.refresh_from_db()
     assert (people.job.target, people.job.max_retries) == ("builtin.echo", 0)
-    assert not AuditEntry.objects.exists()
+    assert not work_entries().exists()
 
 
 def test_each_interface_answers_a_refusal_its_own_way_and_writes_no_entry(people):
@@ -161,7 +161,7 @@ def test_each_interface_answers_a_refusal_its_own_way_and_writes_no_entry(people
     assert page.post(f"/jobs/{shell.pk}/backfill/", {"from": "2026-11-20T00:00", "to": "2026-11-20T02:00"}
                      ).status_code == 403
 
-    assert not AuditEntry.objects.exists() and not shell.runs.exists()
+    assert not work_entries().exists() and not shell.runs.exists()
     shell.refresh_from_db()
     assert shell.enabled
 
@@ -190,4 +190,4 @@ def test_the_admin_answers_a_refusal_with_a_message_and_changes_nothing(client):
     assert [str(m) for m in listing.context["messages"]] == [actions.COMMAND_JOBS_DENIED]
     shell.refresh_from_db()
     assert (shell.enabled, shell.target) == (True, "echo hi")
-    assert not AuditEntry.objects.exists()
+    assert not work_entries().exists()

@@ -10,7 +10,7 @@ import pytest
 import time_machine
 from django.contrib.auth.models import User
 
-from audit.models import Action, AuditEntry
+from audit.models import Action
 from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobAttempt, JobHourCounts, JobRun
 from jobs.operations import forecast as forecasts
@@ -18,6 +18,7 @@ from jobs.timing import spread
 
 from . import dst_oracle
 from .api_personas import browser, make_personas
+from .work_trail import work_entries
 
 # Noon UTC the day before clocks in Europe/Berlin jump from 02:00 to 03:00 (01:00 UTC on 29 March).
 NOW = datetime(2026, 3, 28, 12, 0, 20, tzinfo=UTC)
@@ -190,7 +191,7 @@ def test_staff_spread_every_job_of_a_peak_minute_from_the_page(fleet):
                                                                "spread": "300"})
     assert done.status_code == 302
     assert set(Job.objects.filter(spread=300).values_list("name", flat=True)) == expected
-    assert AuditEntry.objects.filter(action=Action.CHANGE).count() == len(
+    assert work_entries().filter(action=Action.CHANGE).count() == len(
         [name for name in expected if Job.objects.get(name=name).spread == 300])
 
 
@@ -229,7 +230,7 @@ def test_staff_spread_the_chosen_jobs_in_one_audited_action(fleet):
     for job in Job.objects.filter(pk__in=before):
         assert job.spread == 600
         assert job.next_run_at == before[job.pk] + timedelta(seconds=spread.offset_seconds(job.name, 600))
-    entries = AuditEntry.objects.filter(action=Action.CHANGE, job__in=jobs)
+    entries = work_entries().filter(action=Action.CHANGE, job__in=jobs)
     assert sorted(e.job_id for e in entries) == sorted(before)
     assert all(e.changes["spread"] == [0, 600] and e.actor == fleet.staff and "forecast" in e.detail for e in entries)
     # The minute is no longer a peak of three: the jobs' slots are where the forecast says they are.
@@ -250,7 +251,7 @@ def test_a_bad_spread_request_gets_a_400_and_changes_nothing(fleet, body, field)
     answer = fleet.client(fleet.staff).post("/api/forecast/spread/", body, format="json")
     assert answer.status_code == 400, answer.content
     assert field in answer.json()
-    assert not Job.objects.filter(spread=600).exists() and not AuditEntry.objects.filter(action=Action.CHANGE).exists()
+    assert not Job.objects.filter(spread=600).exists() and not work_entries().filter(action=Action.CHANGE).exists()
 
 
 def test_only_staff_may_spread_even_their_own_jobs(fleet):
@@ -260,7 +261,7 @@ def test_only_staff_may_spread_even_their_own_jobs(fleet):
         answer = fleet.client(user).post("/api/forecast/spread/", {"jobs": mine, "spread": 600}, format="json")
         assert answer.status_code == 403
     assert dict(Job.objects.values_list("pk", "spread")) == spreads
-    assert not AuditEntry.objects.filter(action=Action.CHANGE).exists()
+    assert not work_entries().filter(action=Action.CHANGE).exists()
 
 
 def test_staff_without_the_command_permission_may_not_spread_a_command_job(fleet):

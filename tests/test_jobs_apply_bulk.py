@@ -11,11 +11,13 @@ from django.core.management import CommandError, call_command
 from django.db import DatabaseError
 from django_celery_beat.models import CrontabSchedule
 
-from audit.models import Action, AuditEntry
+from audit.models import Action
 from jobs.as_code import files as as_code
 from jobs.definitions import jobs as definitions
 from jobs.definitions.jobs import save_job
 from jobs.models import Job
+
+from .work_trail import work_entries
 
 pytestmark = pytest.mark.django_db
 
@@ -62,7 +64,7 @@ def test_it_creates_every_job_with_its_schedule_rows_and_one_audit_entry(tmp_pat
     assert jobs["job-01"].next_run_at is not None and jobs["job-02"].next_run_at is None
     assert jobs["job-04"].tags == ["nightly"] and jobs["job-05"].tags == []
     # One entry for the jobs created, naming them (each job's values are its row).
-    created = AuditEntry.objects.get()
+    created = work_entries().get()
     assert (created.action, created.detail, created.source) == (Action.CREATE, f"jobs apply: {COUNT} job(s) created",
                                                                  "cli")
     assert created.changes == {"created": [f"job-{i:02d}" for i in range(COUNT)]}
@@ -71,10 +73,10 @@ def test_it_creates_every_job_with_its_schedule_rows_and_one_audit_entry(tmp_pat
 
 def test_a_second_apply_changes_nothing_and_an_update_touches_only_the_changed_jobs(tmp_path):
     apply(write(tmp_path, [entry(i) for i in range(COUNT)]))
-    before, entries = state(), AuditEntry.objects.count()
+    before, entries = state(), work_entries().count()
 
     assert apply(write(tmp_path, [entry(i) for i in range(COUNT)]))[0] == [f"= unchanged: {COUNT}", "no changes"]
-    assert state() == before and AuditEntry.objects.count() == entries
+    assert state() == before and work_entries().count() == entries
 
     changed = [entry(i, max_retries=2) if i % 10 == 0 else entry(i) for i in range(COUNT)]
     changed[1]["schedule"] = {"type": "interval", "every_seconds": 120}
@@ -85,7 +87,7 @@ def test_a_second_apply_changes_nothing_and_an_update_touches_only_the_changed_j
     assert {name for name in after if after[name] != before[name]} == {"job-00", "job-01", "job-10", "job-20"}
     assert after["job-10"][1] == before["job-10"][1]  # its schedule did not change: nor did its next slot
     assert Job.objects.get(name="job-01").every_seconds == 120
-    assert AuditEntry.objects.get(action=Action.CHANGE, job__name="job-10").changes == {"max_retries": [0, 2]}
+    assert work_entries().get(action=Action.CHANGE, job__name="job-10").changes == {"max_retries": [0, 2]}
 
 
 def test_prune_deletes_the_missing_jobs_with_an_audit_entry_each(tmp_path):
@@ -95,7 +97,7 @@ def test_prune_deletes_the_missing_jobs_with_an_audit_entry_each(tmp_path):
 
     assert out[-1] == "applied: 0 created, 0 updated, 5 deleted."
     assert Job.objects.count() == COUNT - 5
-    assert sorted(AuditEntry.objects.filter(action=Action.DELETE).values_list("job_name", flat=True)) == [
+    assert sorted(work_entries().filter(action=Action.DELETE).values_list("job_name", flat=True)) == [
         f"job-{i}" for i in range(COUNT - 5, COUNT)]
 
 
@@ -123,7 +125,7 @@ def test_an_error_on_save_names_the_entry_and_nothing_is_saved(tmp_path, monkeyp
     line = Path(path).read_text().splitlines().index("- name: job-14") + 1
     assert f"line {line}: jobs[14] (name: job-14): target: No registered function named 'no.such.function'" in str(
         error.value)
-    assert not Job.objects.exists() and not AuditEntry.objects.exists()
+    assert not Job.objects.exists() and not work_entries().exists()
 
 
 def test_a_users_file_cannot_take_the_name_of_a_job_they_do_not_see(tmp_path):
@@ -149,4 +151,4 @@ def test_when_the_database_refuses_the_bulk_save_the_one_by_one_path_applies_the
 
     assert out[-1] == "applied: 3 created, 0 updated, 0 deleted."
     assert sorted(Job.objects.values_list("name", flat=True)) == ["job-00", "job-01", "job-02"]
-    assert AuditEntry.objects.filter(action=Action.CREATE).count() == 3  # one each, by actions.create
+    assert work_entries().filter(action=Action.CREATE).count() == 3  # one each, by actions.create

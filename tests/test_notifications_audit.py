@@ -8,11 +8,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from audit.models import AuditEntry
 from notifications.models import Channel, Rule
 
 from .api_personas import make_personas
 from .test_notifications_support import grant_channel_permissions
+from .work_trail import work_entries
 
 pytestmark = pytest.mark.django_db
 
@@ -29,11 +29,11 @@ def people():
 
 def trail(subject):
     return [(e.action, e.job_name, e.actor_name, e.source, e.changes)
-            for e in AuditEntry.objects.filter(subject=subject).order_by("created_at", "id")]
+            for e in work_entries().filter(subject=subject).order_by("created_at", "id")]
 
 
 def assert_no_secret():
-    text = json.dumps(list(AuditEntry.objects.values_list("changes", "detail")))
+    text = json.dumps(list(work_entries().values_list("changes", "detail")))
     tokens = [c.config["url"] for c in Channel.objects.filter(kind="slack")]
     for secret in ("very-secret-token", "another-secret-token", *tokens):
         assert secret not in text
@@ -56,7 +56,7 @@ def test_the_api_records_each_channel_change_with_its_secret_hidden(people):
         ("delete", "ops", "staff", "api", {"name": ["ops", None], "kind": ["slack", None], "enabled": [False, None],
                                            "config": [{"url": "•••"}, None], "shared": [False, None]}),
     ]
-    assert AuditEntry.objects.get(action="create", subject="channel").actor == people.staff
+    assert work_entries().get(action="create", subject="channel").actor == people.staff
     assert_no_secret()
 
 
@@ -93,7 +93,7 @@ def test_the_admin_records_channels_and_rules(client):
                                                          ("delete", "ops", "root", "admin")]
     assert [entry[:4] for entry in trail("rule")] == [("create", "all jobs -> ops", "root", "admin")]
     assert trail("rule")[0][4]["events"] == [None, ["failed", "lost"]]
-    assert AuditEntry.objects.get(subject="channel", action="delete").detail == "with its 1 rule(s)"
+    assert work_entries().get(subject="channel", action="delete").detail == "with its 1 rule(s)"
     assert_no_secret()
 
 
@@ -107,7 +107,7 @@ def test_a_jobs_file_records_what_it_applies_and_prunes(tmp_path, monkeypatch):
     path.write_text("jobs: []\nchannels: []\nrules: []\n")
     call_command("jobs", "apply", str(path), "--prune", stdout=StringIO())
 
-    entries = AuditEntry.objects.order_by("id")
+    entries = work_entries().order_by("id")
     assert [(e.subject, e.action, e.source, e.detail) for e in entries] == [
         ("channel", "create", "cli", "jobs apply"), ("rule", "create", "cli", "jobs apply"),
         ("rule", "delete", "cli", "jobs apply --prune"), ("channel", "delete", "cli", "jobs apply --prune")]

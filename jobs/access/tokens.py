@@ -7,8 +7,8 @@ for anyone. Refused tokens count as failed logins in django-axes (under the name
 client address that sends LOGIN_FAILURE_LIMIT of them is refused (429) for LOGIN_LOCKOUT_MINUTES,
 even with a good token.
 
-Tokens are not in the audit trail (its subjects are jobs, workflows, channels, rules and secrets):
-making and revoking one is logged instead (logger ``jobs.tokens``), with the prefix, never the key.
+Making and revoking a token is in the audit trail (``jobs.actions.tokens``, which the pages, the API
+and ``manage.py tokens`` call) and logged (logger ``jobs.tokens``), with the prefix, never the key.
 """
 
 import logging
@@ -58,7 +58,7 @@ def of_user(user):
 
 def revoke(prefix, user=None):
     """Revoke the token named by ``prefix``, its key's first 15 characters (or the whole key), and
-    ``user``'s only if given: how many were."""
+    ``user``'s only if given: [(its prefix, its user's name)] of those revoked."""
     tokens = AuthToken.objects.filter(token_key=prefix.strip()[:CONSTANTS.TOKEN_KEY_LENGTH])
     if user is not None:
         tokens = tokens.filter(user=user)
@@ -66,7 +66,7 @@ def revoke(prefix, user=None):
     tokens.delete()
     for prefix, username in revoked:
         log.info("API token %s of %s revoked", prefix, username)
-    return len(revoked)
+    return revoked
 
 
 class TokenAuthentication(auth.TokenAuthentication):

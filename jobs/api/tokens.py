@@ -11,7 +11,11 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit.models import Source
+
 from ..access import tokens
+from ..actions import tokens as token_actions
+from ..actions.jobs import Actor
 
 
 class TokenScheme(OpenApiAuthenticationExtension):
@@ -44,6 +48,6 @@ class TokenList(APIView):
 class TokenDetail(APIView):
     @extend_schema(responses={204: None}, summary="Revoke one of your API tokens")
     def delete(self, request, prefix):
-        if not tokens.revoke(prefix, request.user):
+        if not token_actions.revoke(Actor.of_request(request, Source.API), prefix, request.user):
             raise NotFound(f"You have no token {prefix}.")
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -70,8 +70,8 @@ def prune(now=None, batch_size=None, dry_run=False, jobs=None):
         for job in jobs:
             report.jobs += 1
             _prune_job(job, now, batch_size, dry_run, report)
-    if full_pass and not dry_run:  # the audit trail is kept as long as runs are, by the global policy
-        report.audit_entries = audit_retention.prune(now - timedelta(days=settings.JOBS_RETENTION_DAYS))
+    if full_pass and not dry_run:  # the audit trail has a retention of its own
+        report.audit_entries = audit_retention.prune(now - timedelta(days=settings.AUDIT_RETENTION_DAYS))
     report.seconds = time.monotonic() - started
     return report
 

@@ -8,10 +8,12 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from audit import trail
-from audit.models import AuditEntry, Source
+from audit.models import Source
 from jobs.models import Job, JobRun
 from notifications.models import Channel, Rule
 from workflows.models import Workflow, WorkflowRun
+
+from ..work_trail import work_entries
 
 
 @pytest.fixture
@@ -29,7 +31,7 @@ def state(objects):
     job = Job.objects.get(pk=objects["job"].pk)
     return (job.description, job.enabled, job.next_run_at, JobRun.objects.count(), JobRun.objects.get(
         pk=objects["run"].pk).status, Workflow.objects.get().enabled, WorkflowRun.objects.count(),
-        AuditEntry.objects.count(), Channel.objects.get().enabled)
+        work_entries().count(), Channel.objects.get().enabled)
 
 
 API_ATTEMPTS = [

@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
-from audit.models import AuditEntry
 from jobs.models import Job
 
 from ..conftest import REPO
+from ..work_trail import work_entries
 
 PROXY = {"REMOTE_ADDR": "127.0.0.1"}
 
@@ -58,7 +58,7 @@ def test_the_audit_trail_records_the_client_behind_a_trusted_proxy(people, setti
     client = people.api(people.owner)
     client.post("/api/jobs/", {"name": "j", "kind": "callable", "target": "builtin.noop"}, format="json",
                 HTTP_X_FORWARDED_FOR="198.51.100.4, 203.0.113.9", **PROXY)
-    assert AuditEntry.objects.get().remote_addr == "203.0.113.9"
+    assert work_entries().get().remote_addr == "203.0.113.9"
 
 
 @pytest.fixture

@@ -1,12 +1,14 @@
 """manage.py tokens list [USER] | create USER [--days N] | revoke PREFIX [--user USER]
 
 API tokens (``Authorization: Token <key>``, for the API and jobsctl): a key is printed once, when it
-is made; only its hash is kept (jobs.access.tokens)."""
+is made; only its hash is kept (jobs.access.tokens). Making and revoking one is in the audit trail."""
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from jobs.access import tokens
+from jobs.actions import tokens as token_actions
+from jobs.actions.jobs import Actor
 
 from .jobs import table
 
@@ -41,14 +43,14 @@ class Command(BaseCommand):
             if options["days"] is not None and options["days"] < 0:
                 raise CommandError("--days must be 0 (never expires) or more.")
             try:
-                token, key = tokens.create(user, options["days"])
+                token, key = token_actions.create(Actor.command_line(), user, options["days"])
             except tokens.TooManyTokens as refused:
                 raise CommandError(str(refused)) from None
             self.stdout.write(key)
             self.stderr.write(f"A token for {user.get_username()}, expires {when(token.expiry)}. The key is shown "
                               "this once: keep it in JOBSCTL_TOKEN or jobsctl's config file.")
         elif action == "revoke":
-            if not tokens.revoke(options["prefix"], user):
+            if not token_actions.revoke(Actor.command_line(), options["prefix"], user):
                 raise CommandError(f"No token starts with {options['prefix']!r}"
                                    f"{' for ' + user.get_username() if user else ''}.")
             self.stdout.write(f"Revoked {options['prefix']}.")
