@@ -41,6 +41,8 @@ CHANNEL_PERMISSIONS = {"create": "add", "update": "change", "partial_update": "c
                                       "(notifications.delete_channel)."),
 )
 class ChannelViewSet(ApiViewSet, viewsets.ModelViewSet):
+    queryset = Channel.objects.none()  # the schema's model; each request reads get_queryset
+
     def get_queryset(self):
         return actions.visible_channels(self.request.user).order_by("name", "id")
 

@@ -9,12 +9,12 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from audit.models import AuditEntry
 from jobs.definitions.jobs import save_job
 from jobs.models import Calendar, Job, Limit
 from notifications.models import Channel, Rule
 
 from ..test_notifications_support import grant_channel_permissions
+from ..work_trail import work_entries
 
 WEBHOOK = {"url": "https://example.invalid/hook"}
 
@@ -57,7 +57,7 @@ def state():
             list(Calendar.objects.order_by("name").values_list("name", "dates", "shared")),
             list(Channel.objects.order_by("name").values_list("name", "enabled", "shared")),
             list(Rule.objects.order_by("id").values_list("channel__name", "events", "enabled")),
-            AuditEntry.objects.count())
+            work_entries().count())
 
 
 def paths(objects):
@@ -158,7 +158,7 @@ def test_only_staff_share_and_a_group_must_be_the_users_own(people, outsider, ur
         answer = client.post(url, {**body, **extra}, format="json")
         assert answer.status_code == 400, (extra, answer.content)
         assert field in answer.json(), (extra, answer.json())
-    assert not AuditEntry.objects.exists()
+    assert not work_entries().exists()
     made = client.post(url, {**body, "group": "others"}, format="json")
     assert made.status_code == 201, made.json()
     assert (made.json()["owner"], made.json()["group"], made.json()["shared"]) == ("outsider", "others", False)
