@@ -30,6 +30,7 @@ class Subject(models.TextChoices):
     SECRETS = "secrets", "secrets"
     LIMIT = "limit", "limit"
     CALENDAR = "calendar", "calendar"
+    QUOTA = "quota", "team quota"
 
 
 class Source(models.TextChoices):

@@ -53,12 +53,21 @@ class Conflict(APIException):
     default_code = "conflict"
 
 
+class TooMany(APIException):
+    """Over a quota of runs (``jobs.actions.quotas``): the detail names it and its value."""
+
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_code = "too_many_runs"
+
+
 def api_error(exc):
-    """An ``actions.ActionError`` as the API's answer: 400 per field, 403 or 409 with its detail."""
+    """An ``actions.ActionError`` as the API's answer: 400 per field, 403, 409 or 429 with its detail."""
     if exc.kind == actions.ActionError.FORBIDDEN:
         return PermissionDenied(exc.message)
     if exc.kind == actions.ActionError.CONFLICT:
         return Conflict(exc.message)
+    if exc.kind == actions.ActionError.TOO_MANY:
+        return TooMany(exc.message)
     return ValidationError(field_errors(DjangoValidationError(exc.fields)))
 
 
