@@ -260,4 +260,5 @@ def test_bad_quotas_are_400_naming_the_field(people):
     made = staff.post("/api/quotas/", {"team": "team"}, format="json")
     assert staff.post("/api/quotas/", {"team": "team"}, format="json").status_code == 400  # one row per team
     for body, field in BAD_QUOTAS[:8]:
-        assert staff.patch(f"/api/quotas/{made.json()['id']}/", body, format="json").status_code == 400, body
+        response = staff.patch(f"/api/quotas/{made.json()['id']}/", body, format="json")
+        assert response.status_code == 400 and list(response.json()) == [field], body
