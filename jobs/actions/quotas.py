@@ -18,8 +18,9 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
+from django.db.models.functions import Now
 
 from audit import trail
 from audit.models import Action, Subject
@@ -44,16 +45,18 @@ def _hold(actor):
     get_user_model().objects.select_for_update().filter(pk=actor.user.pk).exists()
 
 
-def _team_quota(group):
-    """The team's quotas, its row locked (two members are counted one after the other), or None."""
+def _team_quota(group, lock=True):
+    """The team's quotas, or None; ``lock``: its row locked, so two members are counted one after the
+    other (runs are not: at worst two members' runs pass the team's quota by one each, at no cost)."""
     if group is None:
         return None
-    return TeamQuota.objects.select_for_update().select_related("group").filter(group=group).first()
+    found = TeamQuota.objects.filter(group=group).order_by()
+    return next(iter((found.select_for_update() if lock else found)[:1]), None)
 
 
 def _count_to(queryset, limit):
     """How many rows, counted up to ``limit``: a LIMIT keeps the count cheap however many there are."""
-    return queryset[:limit].count()
+    return queryset.order_by()[:limit].count()
 
 
 # --- what is held: jobs and workflows
@@ -184,35 +187,77 @@ def runs_refusal(actor, group=None, adding=1):
     """None, or the error (TOO_MANY: a 429) when ``adding`` more runs started by the actor, of a job
     or workflow of the team ``group``, would pass a quota of runs: started in the last hour
     (JOBS_MAX_RUNS_PER_HOUR_PER_USER) or in flight (JOBS_MAX_RUNS_IN_FLIGHT_PER_USER), the user's or
-    the team's. Each count reads an index and stops at the quota (``_count_to``)."""
+    the team's.
+
+    Every run now pays for this, so it is one statement (two when the team has quotas of runs), each
+    count read from an index and stopping at its quota. Nothing is locked: two runs started at the
+    same moment may pass a quota by one, which costs less than making each run now of a user wait
+    for the other."""
     if not has_quotas(actor):
         return None
-    user, since = actor.user, clock.now() - timedelta(hours=1)
+    user, since = actor.user, Now() - timedelta(hours=1)
     per_hour, in_flight = settings.JOBS_MAX_RUNS_PER_HOUR_PER_USER, settings.JOBS_MAX_RUNS_IN_FLIGHT_PER_USER
-    if per_hour or in_flight:
-        _hold(actor)
-    # run_triggered_by_recent_idx: (triggered_by, created_at), the user's runs of the last hour.
-    if per_hour and (started := _count_to(JobRun.objects.filter(triggered_by=user, created_at__gte=since),
-                                          per_hour)) + adding > per_hour:
+    team = TeamQuota.objects.filter(group=group)
+    started, flying, team_hour, team_flight = _read([
+        # run_triggered_by_recent_idx (triggered_by, created_at): the user's runs of the last hour.
+        _count(JobRun.objects.filter(triggered_by=user, created_at__gte=since), per_hour or None),
+        # run_active_idx: the runs not ended, whoever's.
+        _count(JobRun.objects.filter(Q(job__owner=user) | Q(triggered_by=user), status__in=ACTIVE_STATUSES),
+               in_flight or None),
+        *((_value(team.values_list("max_runs_per_hour")), _value(team.values_list("max_runs_in_flight")))
+          if group is not None else (None, None))])
+    if per_hour and started + adding > per_hour:
         return _too_many(f"You started {started} run(s) in the last hour; at most {per_hour} per hour "
                          "(JOBS_MAX_RUNS_PER_HOUR_PER_USER).")
-    # run_active_idx: the runs not ended, whoever's.
-    if in_flight and (flying := _count_to(JobRun.objects.filter(Q(job__owner=user) | Q(triggered_by=user),
-                                                                status__in=ACTIVE_STATUSES), in_flight)) + adding > in_flight:
+    if in_flight and flying + adding > in_flight:
         return _too_many(f"{flying} run(s) of your jobs or started by you have not ended; at most {in_flight} at once "
                          "(JOBS_MAX_RUNS_IN_FLIGHT_PER_USER).")
-    quota = _team_quota(group)
-    if quota is None:
+    if team_hour is None and team_flight is None:
         return None
-    if (limit := quota.max_runs_per_hour) is not None and (started := _count_to(JobRun.objects.filter(
-            triggered_by__in=group.user_set.all(), job__group=group, created_at__gte=since), limit)) + adding > limit:
+    started, flying = _read([
+        _count(JobRun.objects.filter(triggered_by__in=_members(group),
+                                     job__group=group, created_at__gte=since), team_hour),
+        _count(JobRun.objects.filter(job__group=group, status__in=ACTIVE_STATUSES), team_flight)])
+    if team_hour is not None and started + adding > team_hour:
         return _too_many(f"The team {group.name}'s members started {started} run(s) of its jobs in the last hour; "
-                         f"at most {limit} per hour (its team quota max_runs_per_hour).")
-    if (limit := quota.max_runs_in_flight) is not None and (flying := _count_to(JobRun.objects.filter(
-            job__group=group, status__in=ACTIVE_STATUSES), limit)) + adding > limit:
-        return _too_many(f"{flying} run(s) of the team {group.name}'s jobs have not ended; at most {limit} at once "
+                         f"at most {team_hour} per hour (its team quota max_runs_per_hour).")
+    if team_flight is not None and flying + adding > team_flight:
+        return _too_many(f"{flying} run(s) of the team {group.name}'s jobs have not ended; at most {team_flight} at once "
                          "(its team quota max_runs_in_flight).")
     return None
+
+
+def _members(group):
+    """The ids of the team's members, from the (user, group) table alone."""
+    return get_user_model().groups.through.objects.filter(group=group).values("user_id")
+
+
+def _count(queryset, limit):
+    """``queryset``'s rows counted up to ``limit`` (a LIMIT keeps it cheap however many there are);
+    nothing to count without a limit (None)."""
+    return None if limit is None else ("count", queryset.order_by().values("pk")[:limit])
+
+
+def _value(queryset):
+    """The one value of a one-field ``values_list``, or None without a row."""
+    return "value", queryset.order_by()[:1]
+
+
+def _read(parts):
+    """The values of ``parts`` (``_count``, ``_value`` or None) in one statement: one round trip."""
+    selects, params = [], []
+    for part in parts:
+        if part is None:
+            selects.append("NULL")
+            continue
+        how, queryset = part
+        sql, more = queryset.query.get_compiler(using=queryset.db).as_sql()
+        selects.append(f"(SELECT COUNT(*) FROM ({sql}) AS counted)" if how == "count" else f"({sql})")
+        params.extend(more)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT " + ", ".join(selects), params)
+        return [0 if value is None and part is not None and part[0] == "count" else value
+                for value, part in zip(cursor.fetchone(), parts, strict=True)]
 
 
 def _too_many(message):
