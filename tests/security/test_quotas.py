@@ -262,3 +262,30 @@ def test_bad_quotas_are_400_naming_the_field(people):
     for body, field in BAD_QUOTAS[:8]:
         response = staff.patch(f"/api/quotas/{made.json()['id']}/", body, format="json")
         assert response.status_code == 400 and list(response.json()) == [field], body
+
+
+def test_the_command_line_as_a_user_is_held_to_the_runs_quota(people, owned_job, settings):
+    settings.JOBS_MAX_RUNS_PER_HOUR_PER_USER = 1
+    call_command("jobs", "--as", "owner", "run", "owners-job", stdout=StringIO())
+
+    with pytest.raises(CommandError, match=r"at most 1 per hour \(JOBS_MAX_RUNS_PER_HOUR_PER_USER\)"):
+        call_command("jobs", "--as", "owner", "run", "owners-job", stdout=StringIO())
+
+    call_command("jobs", "run", "owners-job", stdout=StringIO())  # the operator has no quota
+    assert JobRun.objects.count() == 2
+
+
+def test_staff_set_a_teams_quotas_in_the_admin_and_each_change_is_audited(people, admin_client):
+    form = {"group": people.team.pk, "max_jobs": "1", "max_workflows": "", "max_runs_per_hour": "",
+            "max_runs_in_flight": ""}
+
+    assert admin_client.post("/admin/jobs/teamquota/add/", form).status_code == 302
+    quota = TeamQuota.objects.get()
+    assert admin_client.post(f"/admin/jobs/teamquota/{quota.pk}/change/", {**form, "max_jobs": "0"}).status_code == 302
+
+    assert TeamQuota.objects.get().max_jobs == 0
+    assert [(e.action, e.changes) for e in AuditEntry.objects.filter(subject="quota").order_by("pk")] == [
+        ("create", {"max_jobs": [None, 1]}), ("change", {"max_jobs": [1, 0]})]
+    refused = people.api(people.teammate).post("/api/jobs/", new_job("any", group="team"), format="json")
+    assert refused.status_code == 400
+    assert "may have at most 0 (its team quota max_jobs)" in refused.json()["non_field_errors"][0]
