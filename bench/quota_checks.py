@@ -4,8 +4,9 @@ the last hour, their runs in flight, and their team's two counts, on a database 
 The database is filled with --jobs jobs of 50 users of one team (which has every team quota set, so
 every count is made), and --runs runs over 30 days: most scheduled, one in ten started by a person
 (the measured user's among them, --recent in the last hour), --active of them not ended. Then the
-check is made --calls times, each in its own transaction as run now makes it; the figures are the
-time of one check (its queries included), and the plans of its counts.
+check is made --calls times, inside a transaction as run now makes it; the figures are the
+time of one check (its statements included) with the user's quotas alone and with a team's, and
+the plans of the statements.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/scheduler_bench_quotas .venv/bin/python bench/quota_checks.py
 
@@ -13,6 +14,7 @@ Needs a database it may fill (it migrates it and empties its jobs and runs).
 """
 
 import argparse
+import os
 import random
 import statistics
 import time
@@ -78,43 +80,30 @@ def main():
     call_command("migrate", verbosity=0)
     user, team = fill(options.jobs, options.runs, options.recent, options.active)
     actor = Actor(user, Source.API, "127.0.0.1", user.username)
-    with transaction.atomic(), CaptureQueriesContext(connection) as queries:
-        assert quotas.runs_refusal(actor, team) is None
-    times = []
-    for _ in range(options.calls):
-        with transaction.atomic():
-            start = time.perf_counter()
-            quotas.runs_refusal(actor, team)
-            times.append((time.perf_counter() - start) * 1000)
-    times.sort()
-    spent = {}
-
-    def timed(execute, sql, params, many, context):
-        start = time.perf_counter()
-        try:
-            return execute(sql, params, many, context)
-        finally:
-            spent.setdefault(" ".join(sql.split()), []).append((time.perf_counter() - start) * 1000)
-
-    with connection.execute_wrapper(timed):
-        for _ in range(100):
-            with transaction.atomic():
-                quotas.runs_refusal(actor, team)
-    print(f"{JobRun.objects.count()} runs, {options.calls} checks of run now's quotas, {len(queries)} queries each:")
-    print(f"  mean {statistics.fmean(times):.3f} ms, p50 {times[len(times) // 2]:.3f} ms, "
-          f"p95 {times[int(len(times) * 0.95)]:.3f} ms, max {times[-1]:.3f} ms")
-    for sql, each in spent.items():
-        print(f"  {statistics.median(each):.3f} ms (median) {sql[:100]}… {sql[-80:]}")
+    for label, group in (("the user's quotas (a job of no team, or of a team without quotas of runs)", None),
+                         ("and the team's (a job of a team with quotas of runs)", team)):
+        with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+            assert quotas.runs_refusal(actor, group) is None
+        times, cpu = [], time.process_time()
+        with transaction.atomic():  # run now's transaction: the checks' cost, not BEGIN's and COMMIT's
+            for _ in range(options.calls):
+                start = time.perf_counter()
+                quotas.runs_refusal(actor, group)
+                times.append((time.perf_counter() - start) * 1000)
+        cpu = (time.process_time() - cpu) / options.calls * 1000
+        times.sort()
+        print(f"{JobRun.objects.count()} runs, {options.calls} checks of {label}: {len(queries)} statement(s) each; "
+              f"mean {statistics.fmean(times):.3f} ms, p50 {times[len(times) // 2]:.3f} ms, "
+              f"p95 {times[int(len(times) * 0.95)]:.3f} ms; this process's CPU {cpu:.3f} ms a check")
     baseline = []
-    for _ in range(options.calls):
-        with transaction.atomic(), connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        for _ in range(options.calls):
             start = time.perf_counter()
-            for _ in range(len(queries)):
-                cursor.execute("SELECT 1")
+            cursor.execute("SELECT 1")
             baseline.append((time.perf_counter() - start) * 1000)
     baseline.sort()
-    print(f"  beside {len(queries)} queries SELECT 1 in a transaction: mean {statistics.fmean(baseline):.3f} ms, "
-          f"p50 {baseline[len(baseline) // 2]:.3f} ms")
+    print(f"beside: SELECT 1, p50 {baseline[len(baseline) // 2]:.3f} ms, p95 {baseline[int(len(baseline) * 0.95)]:.3f} ms "
+          f"(the machine's round trip now); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     with connection.cursor() as cursor:
         for query in queries.captured_queries:
             if "COUNT" not in query["sql"]:

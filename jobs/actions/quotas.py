@@ -13,20 +13,20 @@ Staff, superusers and the command line without ``--as`` have no quotas; a settin
 empty field) turns one off. Each refusal names the quota and its value.
 """
 
+import functools
 from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import connection, transaction
-from django.db.models import Q
-from django.db.models.functions import Now
 
 from audit import trail
 from audit.models import Action, Subject
 
+from ..choices import ACTIVE_PHASES
 from ..definitions import jobs as definitions
-from ..models import ACTIVE_STATUSES, JobRun, RunTrigger, TeamQuota
+from ..models import ACTIVE_STATUSES, Job, JobRun, RunTrigger, TeamQuota
 from ..timing import clock, schedules
 from . import permissions
 from .errors import ActionError
@@ -45,18 +45,11 @@ def _hold(actor):
     get_user_model().objects.select_for_update().filter(pk=actor.user.pk).exists()
 
 
-def _team_quota(group, lock=True):
-    """The team's quotas, or None; ``lock``: its row locked, so two members are counted one after the
-    other (runs are not: at worst two members' runs pass the team's quota by one each, at no cost)."""
+def _team_quota(group):
+    """The team's quotas, its row locked (two members are counted one after the other), or None."""
     if group is None:
         return None
-    found = TeamQuota.objects.filter(group=group).order_by()
-    return next(iter((found.select_for_update() if lock else found)[:1]), None)
-
-
-def _count_to(queryset, limit):
-    """How many rows, counted up to ``limit``: a LIMIT keeps the count cheap however many there are."""
-    return queryset.order_by()[:limit].count()
+    return TeamQuota.objects.filter(group=group).order_by().select_for_update().first()
 
 
 # --- what is held: jobs and workflows
@@ -189,23 +182,16 @@ def runs_refusal(actor, group=None, adding=1):
     (JOBS_MAX_RUNS_PER_HOUR_PER_USER) or in flight (JOBS_MAX_RUNS_IN_FLIGHT_PER_USER), the user's or
     the team's.
 
-    Every run now pays for this, so it is one statement (two when the team has quotas of runs), each
-    count read from an index and stopping at its quota. Nothing is locked: two runs started at the
-    same moment may pass a quota by one, which costs less than making each run now of a user wait
-    for the other."""
+    Every run now pays for this: one statement (two when the team has quotas of runs), each count
+    read from an index and stopping at its quota, its text written once (``_run_counts``). Nothing
+    is locked: two runs started at the same moment may pass a quota by one, which costs less than
+    making each run now of a user wait for the other."""
     if not has_quotas(actor):
         return None
-    user, since = actor.user, Now() - timedelta(hours=1)
     per_hour, in_flight = settings.JOBS_MAX_RUNS_PER_HOUR_PER_USER, settings.JOBS_MAX_RUNS_IN_FLIGHT_PER_USER
-    team = TeamQuota.objects.filter(group=group)
-    started, flying, team_hour, team_flight = _read([
-        # run_triggered_by_recent_idx (triggered_by, created_at): the user's runs of the last hour.
-        _count(JobRun.objects.filter(triggered_by=user, created_at__gte=since), per_hour or None),
-        # run_active_idx: the runs not ended, whoever's.
-        _count(JobRun.objects.filter(Q(job__owner=user) | Q(triggered_by=user), status__in=ACTIVE_STATUSES),
-               in_flight or None),
-        *((_value(team.values_list("max_runs_per_hour")), _value(team.values_list("max_runs_in_flight")))
-          if group is not None else (None, None))])
+    started, flying, team_hour, team_flight = _run_counts(
+        "user", [actor.user.pk, per_hour, *ACTIVE_PHASES, *_ACTIVE, actor.user.pk, actor.user.pk, in_flight,
+                 getattr(group, "pk", None), getattr(group, "pk", None)])
     if per_hour and started + adding > per_hour:
         return _too_many(f"You started {started} run(s) in the last hour; at most {per_hour} per hour "
                          "(JOBS_MAX_RUNS_PER_HOUR_PER_USER).")
@@ -214,10 +200,8 @@ def runs_refusal(actor, group=None, adding=1):
                          "(JOBS_MAX_RUNS_IN_FLIGHT_PER_USER).")
     if team_hour is None and team_flight is None:
         return None
-    started, flying = _read([
-        _count(JobRun.objects.filter(triggered_by__in=_members(group),
-                                     job__group=group, created_at__gte=since), team_hour),
-        _count(JobRun.objects.filter(job__group=group, status__in=ACTIVE_STATUSES), team_flight)])
+    started, flying = _run_counts("team", [group.pk, group.pk, team_hour or 0, *ACTIVE_PHASES, *_ACTIVE,
+                                           group.pk, team_flight or 0])
     if team_hour is not None and started + adding > team_hour:
         return _too_many(f"The team {group.name}'s members started {started} run(s) of its jobs in the last hour; "
                          f"at most {team_hour} per hour (its team quota max_runs_per_hour).")
@@ -227,37 +211,40 @@ def runs_refusal(actor, group=None, adding=1):
     return None
 
 
-def _members(group):
-    """The ids of the team's members, from the (user, group) table alone."""
-    return get_user_model().groups.through.objects.filter(group=group).values("user_id")
+_ACTIVE = sorted(str(status) for status in ACTIVE_STATUSES)
 
 
-def _count(queryset, limit):
-    """``queryset``'s rows counted up to ``limit`` (a LIMIT keeps it cheap however many there are);
-    nothing to count without a limit (None)."""
-    return None if limit is None else ("count", queryset.order_by().values("pk")[:limit])
+@functools.cache
+def _run_statement(which, vendor):
+    """The text of run now's counts, made once: building them through the ORM cost more than running
+    them. Each count stops at its LIMIT, the quota (0: off). ``phase IN`` reads run_active_idx (the
+    runs not ended, whoever's; ``status IN`` as the status lookups add it, jobs.models.run); the runs
+    started since an hour ago by the database's clock (jobs.timing.clock; SQLite's is the host's)
+    read run_triggered_by_recent_idx (triggered_by, created_at)."""
+    runs, jobs, quotas = JobRun._meta.db_table, Job._meta.db_table, TeamQuota._meta.db_table
+    since = ("STATEMENT_TIMESTAMP() - INTERVAL '1 hour'" if vendor == "postgresql"
+             else "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-1 hour')")
+    members = get_user_model().groups.through._meta.db_table
+    active = (f"r.phase IN ({', '.join(['%s'] * len(ACTIVE_PHASES))}) "
+              f"AND r.status IN ({', '.join(['%s'] * len(_ACTIVE))})")
+    if which == "user":
+        return (f"SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM {runs} WHERE triggered_by_id = %s AND created_at >= {since} "
+                f"LIMIT %s) AS started), "
+                f"(SELECT COUNT(*) FROM (SELECT 1 FROM {runs} r INNER JOIN {jobs} j ON j.id = r.job_id WHERE {active} "
+                f"AND (j.owner_id = %s OR r.triggered_by_id = %s) LIMIT %s) AS flying), "
+                f"(SELECT max_runs_per_hour FROM {quotas} WHERE group_id = %s), "
+                f"(SELECT max_runs_in_flight FROM {quotas} WHERE group_id = %s)")
+    return (f"SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM {runs} r INNER JOIN {jobs} j ON j.id = r.job_id "
+            f"WHERE r.triggered_by_id IN (SELECT user_id FROM {members} WHERE group_id = %s) AND r.created_at >= {since} "
+            f"AND j.group_id = %s LIMIT %s) AS started), "
+            f"(SELECT COUNT(*) FROM (SELECT 1 FROM {runs} r INNER JOIN {jobs} j ON j.id = r.job_id WHERE {active} "
+            f"AND j.group_id = %s LIMIT %s) AS flying)")
 
 
-def _value(queryset):
-    """The one value of a one-field ``values_list``, or None without a row."""
-    return "value", queryset.order_by()[:1]
-
-
-def _read(parts):
-    """The values of ``parts`` (``_count``, ``_value`` or None) in one statement: one round trip."""
-    selects, params = [], []
-    for part in parts:
-        if part is None:
-            selects.append("NULL")
-            continue
-        how, queryset = part
-        sql, more = queryset.query.get_compiler(using=queryset.db).as_sql()
-        selects.append(f"(SELECT COUNT(*) FROM ({sql}) AS counted)" if how == "count" else f"({sql})")
-        params.extend(more)
+def _run_counts(which, params):
     with connection.cursor() as cursor:
-        cursor.execute("SELECT " + ", ".join(selects), params)
-        return [0 if value is None and part is not None and part[0] == "count" else value
-                for value, part in zip(cursor.fetchone(), parts, strict=True)]
+        cursor.execute(_run_statement(which, connection.vendor), params)
+        return cursor.fetchone()
 
 
 def _too_many(message):
