@@ -7,7 +7,8 @@ command-job permission, makes the change and writes its audit entry, once, in on
 Finding the job (and answering 404 for one the user cannot see) is the interface's part.
 
 What a person can get wrong comes back as an ``ActionError`` with a message meant for them; each
-interface turns it into its own answer (a 400, 403 or 409, an admin message, a CommandError).
+interface turns it into its own answer (a 400, 403, 409 or 429, an admin message, a CommandError).
+The quotas of users who are not staff and of teams are counted in ``quotas``.
 """
 
 import getpass

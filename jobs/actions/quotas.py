@@ -10,7 +10,8 @@ whichever interface acts (the actions call these).
   by them, and the same for a team's jobs. Over one: ``ActionError.TOO_MANY``, a 429.
 
 Staff, superusers and the command line without ``--as`` have no quotas; a setting of 0 (or a team's
-empty field) turns one off. Each refusal names the quota and its value.
+empty field) turns one off. Each refusal names the quota and its value. Staff set a team's quotas
+with ``save_team_quota`` (the admin, ``/api/quotas/``), which writes the audit entry.
 """
 
 import functools
