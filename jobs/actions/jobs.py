@@ -180,11 +180,10 @@ def clone(actor, job):
     quotas.check_bounds(actor, job)
     with transaction.atomic():
         copy = Job.objects.get(pk=job.pk)
-        if actor.user is not None:
-            copy.owner = actor.user
-            if copy.group_id is not None and not (actor.sees_everything
-                                                  or actor.user.groups.filter(pk=copy.group_id).exists()):
-                copy.group = None
+        copy.owner = actor.user  # the command line without --as: no one's (staff's), as create makes them
+        if copy.group_id is not None and not (actor.sees_everything
+                                              or actor.user.groups.filter(pk=copy.group_id).exists()):
+            copy.group = None
         quotas.check_held(actor, Job, group=copy.group)
         name, n = f"{job.name} (copy)", 1
         while Job.objects.filter(name=name).exists():
