@@ -40,6 +40,7 @@ class Subject(models.TextChoices):
     SECRETS = "secrets", "secrets"
     LIMIT = "limit", "limit"
     CALENDAR = "calendar", "calendar"
+    QUOTA = "quota", "team quota"
     # Entries about a person (logins, their groups and permissions) or a token name the user.
     USER = "user", "user"
     GROUP = "group", "group"

@@ -185,7 +185,7 @@ def delete_channel(actor, channel, detail=""):
 def send_test(actor, channel):
     """Send a test message through the channel now: (sent, a sentence saying what happened). Each
     is an audit entry; a user may send at most NOTIFY_TEST_SENDS_PER_MINUTE a minute (else
-    ActionError THROTTLED), whatever the channel."""
+    ActionError TOO_MANY), whatever the channel."""
     _check_channel(actor, "change", channel)
     with transaction.atomic():
         if actor.user is not None:
@@ -196,7 +196,7 @@ def send_test(actor, channel):
                                                created_at__gte=timezone.now() - timedelta(minutes=1)).count()
             if per_minute and recent >= per_minute:
                 raise ActionError(f"At most {per_minute} test sends a minute (NOTIFY_TEST_SENDS_PER_MINUTE): try "
-                                  "again in a minute.", ActionError.THROTTLED)
+                                  "again in a minute.", ActionError.TOO_MANY)
         _record(actor, Subject.CHANNEL, channel.name, Action.TEST_SEND, detail="a test notification")
     sent, text = send_test_notification(channel)
     return sent, text

@@ -13,6 +13,7 @@ ROUTES = {
     "calendars": "api:calendar-list",
     "forecast": "api:forecast",
     "limits": "api:limit-list",
+    "quotas": "api:quota-list",
     "workflows": "workflows-api:workflow-list",
     "workflow-runs": "workflows-api:workflow-run-list",
     "channels": "notifications-api:channel-list",

@@ -329,6 +329,17 @@ JOBS_BACKFILL_MAX_SLOTS = env_int("JOBS_BACKFILL_MAX_SLOTS", 1000, 1)
 JOBS_MAX_JOBS_PER_USER = env_int("JOBS_MAX_JOBS_PER_USER", 1000, 0)
 JOBS_MIN_INTERVAL_SECONDS_NON_STAFF = env_int("JOBS_MIN_INTERVAL_SECONDS_NON_STAFF", 60, 0)
 JOBS_MAX_BACKFILL_RUNS_PER_DAY = env_int("JOBS_MAX_BACKFILL_RUNS_PER_DAY", 1000, 0)
+# Workflows owned; runs started in any hour (run now, backfill, workflow runs and re-runs); runs in
+# flight (not ended) of the user's jobs or started by them. Over a quota of runs the API answers 429.
+JOBS_MAX_WORKFLOWS_PER_USER = env_int("JOBS_MAX_WORKFLOWS_PER_USER", 100, 0)
+JOBS_MAX_RUNS_PER_HOUR_PER_USER = env_int("JOBS_MAX_RUNS_PER_HOUR_PER_USER", 1000, 0)
+JOBS_MAX_RUNS_IN_FLIGHT_PER_USER = env_int("JOBS_MAX_RUNS_IN_FLIGHT_PER_USER", 100, 0)
+# Bounds of a job's fields for users who are not staff: retries, timeout and SLA, priority (0-9),
+# and the shortest first retry backoff.
+JOBS_MAX_RETRIES_NON_STAFF = env_int("JOBS_MAX_RETRIES_NON_STAFF", 10, 0)
+JOBS_MAX_TIMEOUT_SECONDS_NON_STAFF = env_int("JOBS_MAX_TIMEOUT_SECONDS_NON_STAFF", 3600, 1)
+JOBS_MAX_PRIORITY_NON_STAFF = env_int("JOBS_MAX_PRIORITY_NON_STAFF", 5, 0)
+JOBS_MIN_RETRY_BACKOFF_SECONDS_NON_STAFF = env_float("JOBS_MIN_RETRY_BACKOFF_SECONDS_NON_STAFF", 1.0, 0)
 # The largest jobs-as-code file the API takes (a larger request is answered 413); Django reads a
 # request body up to DATA_UPLOAD_MAX_MEMORY_SIZE, raised to let such a file through.
 JOBS_AS_CODE_MAX_BYTES = env_int("JOBS_AS_CODE_MAX_BYTES", 2 * 1024 * 1024, 1024)

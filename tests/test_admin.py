@@ -186,6 +186,7 @@ def test_it_clones_a_job_as_a_disabled_copy(admin_client):
 
     copy = Job.objects.get(name="report (copy)")
     assert copy.enabled is False
+    assert copy.owner.username == "admin"  # the clone is the actor's (make_job's job is no one's)
     assert (copy.kwargs, copy.cron_expression, str(copy.crontab.timezone)) == ({"x": 1}, "0 6 * * *", "Asia/Tokyo")
     assert Job.objects.filter(name="report (copy 2)").exists()
     assert Job.objects.get(name="report").enabled is True

@@ -9,6 +9,7 @@ test and each operation is driven with its Hypothesis strategy here."""
 
 import pytest
 import schemathesis
+from django.contrib.auth.models import Group
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections, transaction
 from hypothesis import HealthCheck, given, settings
@@ -18,7 +19,7 @@ from schemathesis.checks import not_a_server_error
 
 from jobs.access import tokens as api_tokens
 from jobs.definitions.jobs import save_job
-from jobs.models import Job, JobRun
+from jobs.models import Job, JobRun, TeamQuota
 from notifications.models import Channel, Rule
 from scheduler_site.wsgi import application
 from workflows.definitions import parse_graph, save_workflow
@@ -64,8 +65,9 @@ def test_it_never_answers_a_staff_request_with_a_server_error(in_test_transactio
     # A closed local port: a channel's test call fails at once, and nothing leaves the machine.
     channel = Channel.objects.create(name="schema-channel", kind="webhook", config={"url": "http://127.0.0.1:9/"})
     rule = Rule.objects.create(channel=channel, events=["failed"], scope="job", job=job)
+    quota = TeamQuota.objects.create(group=Group.objects.create(name="schema-team"), max_jobs=10)
     ids = {"/api/runs/": run.pk, "/api/workflows/": workflow.pk, "/api/workflow-runs/": workflow_run.pk,
-           "/api/channels/": channel.pk, "/api/rules/": rule.pk}
+           "/api/channels/": channel.pk, "/api/rules/": rule.pk, "/api/quotas/": quota.pk}
     schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application, headers=staff_headers)
     failures = []
     for result in schema.get_all_operations():

@@ -12,6 +12,7 @@ from django.db import transaction
 
 from audit import trail
 from audit.models import Action, Subject
+from jobs.actions import quotas
 from jobs.actions.jobs import ActionError, may_run_command_jobs
 from jobs.actions.permissions import guarded_kinds
 from jobs.definitions import jobs as job_definitions
@@ -76,11 +77,13 @@ def _saved(workflow, schedule, graph):
 
 def create(actor, workflow, schedule=None, graph=None):
     """Save a new workflow (``graph``: ``definitions.parse_graph``'s output); its owner is the actor
-    unless one is given."""
+    unless one is given. It counts against their quotas, as jobs do (``jobs.actions.quotas``)."""
     _check_graph(actor, graph)
+    quotas.check_interval(actor, schedule, noun="workflows")
     if workflow.owner_id is None and actor.user is not None:
         workflow.owner = actor.user
     with transaction.atomic():
+        quotas.check_held(actor, Workflow, group=workflow.group)
         _saved(workflow, schedule, graph)
         _record(actor, workflow, Action.CREATE, changes=diff(None, snapshot(workflow)))
     return workflow
@@ -94,9 +97,12 @@ def change(actor, workflow, values=None, schedule=None, graph=None):
                   .select_related("crontab", "interval", "clocked", "owner", "group").get(pk=workflow.pk))
         _check(actor, stored)
         _check_graph(actor, graph)
+        quotas.check_interval(actor, schedule, stored, noun="workflows")
         before = snapshot(stored)
         for name, value in (values or {}).items():
             setattr(workflow, name, value)
+        if workflow.group_id != stored.group_id:
+            quotas.check_team_held(actor, Workflow, workflow.group)
         if schedule is None:
             job_definitions.restart_if_reenabled(workflow, stored.enabled)
         _saved(workflow, schedule, graph)
@@ -119,6 +125,7 @@ def run_now(actor, workflow):
     """A manual run of the workflow: its steps without upstreams are queued at once."""
     _check(actor, workflow)
     with transaction.atomic():
+        quotas.check_runs(actor, workflow.group)
         wf_run = progress.start(workflow, user=actor.user)
         _record(actor, workflow, Action.RUN_NOW, detail=f"workflow run #{wf_run.pk}")
     return wf_run
@@ -157,6 +164,7 @@ def rerun(actor, wf_run):
     """A new workflow run that keeps the steps of ``wf_run`` that succeeded and runs the rest."""
     _check(actor, wf_run.workflow)
     with transaction.atomic():
+        quotas.check_runs(actor, wf_run.workflow.group)
         try:
             new_run = progress.rerun(wf_run, user=actor.user)
         except progress.NotRerunnable as exc:

@@ -7,18 +7,18 @@ command-job permission, makes the change and writes its audit entry, once, in on
 Finding the job (and answering 404 for one the user cannot see) is the interface's part.
 
 What a person can get wrong comes back as an ``ActionError`` with a message meant for them; each
-interface turns it into its own answer (a 400, 403 or 409, an admin message, a CommandError).
+interface turns it into its own answer (a 400, 403, 409 or 429, an admin message, a CommandError).
+The quotas of users who are not staff and of teams are counted in ``quotas``.
 """
 
 import copy
 import getpass
 import socket
+from collections import Counter
+from copy import copy as shallow_copy
 from dataclasses import dataclass
-from datetime import timedelta
 
-from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import ProtectedError
 
@@ -29,10 +29,10 @@ from .. import lifecycle, parameters
 from ..access import secrets
 from ..definitions import bound_secrets
 from ..definitions import jobs as definitions
-from ..models import Calendar, Job, JobRun, Limit, RunTrigger
+from ..models import Calendar, Job, Limit
 from ..operations import backfill as backfills
-from ..timing import clock, schedules
-from . import permissions
+from . import permissions, quotas
+from .errors import ActionError
 from .snapshot import created, diff, snapshot
 
 COMMAND_JOBS_DENIED = permissions.COMMAND_JOBS_DENIED
@@ -80,26 +80,6 @@ def _os_user():
         return "unknown (OS user)"
 
 
-class ActionError(Exception):
-    """An action refused: ``kind`` says why (invalid input, forbidden, a conflict with other data),
-    ``fields`` the messages per field of an invalid input."""
-
-    INVALID, FORBIDDEN, CONFLICT, THROTTLED = "invalid", "forbidden", "conflict", "throttled"
-
-    def __init__(self, message, kind=INVALID, fields=None):
-        super().__init__(message)
-        self.message, self.kind = message, kind
-        self.fields = fields or {NON_FIELD_ERRORS: [message]}
-
-    @classmethod
-    def invalid(cls, exc):
-        """From Django's ValidationError (the model's or a range's checks)."""
-        fields = exc.message_dict if hasattr(exc, "error_dict") else {NON_FIELD_ERRORS: exc.messages}
-        message = "; ".join(" ".join(messages) if name == NON_FIELD_ERRORS else f"{name}: {' '.join(messages)}"
-                            for name, messages in fields.items())
-        return cls(message, cls.INVALID, fields)
-
-
 # --- the command-job rule, in one place
 
 
@@ -121,77 +101,6 @@ def _check(actor, *kinds):
 def _record(actor, job, action, **fields):
     trail.record(job, action, actor.source, user=actor.user, actor_name=actor.name, address=actor.address,
                  **fields)
-
-
-# --- quotas: what one user (not staff, not the command line without --as) may hold and do
-
-
-def _has_quotas(actor):
-    return actor.user is not None and not permissions.sees_everything(actor.user)
-
-
-def _hold_quotas(actor):
-    """Lock the user's row until the transaction ends: two requests of one user are counted one
-    after the other, so together they cannot pass a quota each passes alone."""
-    get_user_model().objects.select_for_update().filter(pk=actor.user.pk).exists()
-
-
-def _jobs_over_quota(actor, adding):
-    """None, or the error when ``adding`` more jobs would give the user more than
-    JOBS_MAX_JOBS_PER_USER (jobs they own; another user's do not count)."""
-    limit = settings.JOBS_MAX_JOBS_PER_USER
-    if not limit or not _has_quotas(actor):
-        return None
-    _hold_quotas(actor)
-    owned = Job.objects.filter(owner=actor.user).count()
-    if owned + adding <= limit:
-        return None
-    message = (f"You own {owned} job(s) and may own at most {limit} (JOBS_MAX_JOBS_PER_USER): "
-               + (f"{adding} more would pass it." if adding > 1 else "delete one first, or ask an administrator."))
-    return ActionError(message, fields={NON_FIELD_ERRORS: [message]})
-
-
-def _check_jobs_quota(actor, adding=1):
-    if refused := _jobs_over_quota(actor, adding):
-        raise refused
-
-
-def _interval_refusal(actor, schedule, stored=None):
-    """None, or the error when a new ``schedule`` (a schedule object) runs more often than
-    JOBS_MIN_INTERVAL_SECONDS_NON_STAFF allows; a schedule kept as it was is not checked again."""
-    shortest = settings.JOBS_MIN_INTERVAL_SECONDS_NON_STAFF
-    if not shortest or schedule is None or not _has_quotas(actor):
-        return None
-    if stored is not None and schedule == definitions.schedule_of(stored):
-        return None
-    key, every = None, None
-    if schedule["type"] == "interval":
-        key, every = "every_seconds", schedule["every_seconds"]
-    elif schedule["type"] == "cron" and shortest > 60:  # a cron expression runs at most once a minute
-        slots = schedules.cron_slots(schedule["cron"], schedule["timezone"], clock.now(), 60)
-        key, every = "cron", min((b - a).total_seconds() for a, b in zip(slots, slots[1:], strict=False))
-    if every is None or every >= shortest:
-        return None
-    message = (f"Runs every {every:g} s; jobs of users who are not staff run at most every {shortest} s "
-               "(JOBS_MIN_INTERVAL_SECONDS_NON_STAFF).")
-    return ActionError(f"{key}: {message}", fields={key: [message]})
-
-
-def _check_interval(actor, schedule, stored=None):
-    if refused := _interval_refusal(actor, schedule, stored):
-        raise refused
-
-
-def backfill_runs_left(actor):
-    """How many runs the actor may still create by backfill today (None: no limit): at most
-    JOBS_MAX_BACKFILL_RUNS_PER_DAY in any 24 hours."""
-    limit = settings.JOBS_MAX_BACKFILL_RUNS_PER_DAY
-    if not limit or not _has_quotas(actor):
-        return None
-    _hold_quotas(actor)
-    made = JobRun.objects.filter(triggered_by=actor.user, trigger=RunTrigger.BACKFILL,
-                                 created_at__gte=clock.now() - timedelta(days=1)).count()
-    return max(limit - made, 0)
 
 
 # --- what a job names: a limit and calendars the actor may use (theirs, their team's, shared)
@@ -243,12 +152,13 @@ def create(actor, job, schedule=None, detail=""):
     """Save a new job (``schedule``: a schedule object, applied when given). Its owner is the actor
     unless one is given (the command line without ``--as`` makes jobs of no one's: staff's)."""
     _check(actor, job.kind)
-    _check_interval(actor, schedule)
+    quotas.check_interval(actor, schedule)
+    quotas.check_bounds(actor, job)
     if job.owner_id is None and actor.user is not None:
         job.owner = actor.user
     _check_names(actor, job)
     with transaction.atomic():
-        _check_jobs_quota(actor)
+        quotas.check_held(actor, Job, group=job.group)
         _saved(job, schedule)
         _record(actor, job, Action.CREATE, changes=created(job), detail=detail)
     return job
@@ -263,10 +173,13 @@ def edit(actor, job, values=None, schedule=None, detail=""):
         stored = (Job.objects.select_for_update(of=("self",))
                   .select_related("crontab", "interval", "clocked", "owner", "group").get(pk=job.pk))
         _check(actor, stored.kind, values.get("kind", job.kind))
-        _check_interval(actor, schedule, stored)
+        quotas.check_interval(actor, schedule, stored)
         for name, value in values.items():
             setattr(job, name, value)
         _check_bound_secrets(stored, job)
+        quotas.check_bounds(actor, job, stored)
+        if job.group_id != stored.group_id:
+            quotas.check_team_held(actor, Job, job.group)
         _keep_streak(job, stored)
         _check_names(actor, job, stored)
         if schedule is None:
@@ -304,11 +217,19 @@ def delete(actor, job, detail=""):
 
 
 def clone(actor, job):
-    """A disabled copy of ``job`` named "<name> (copy)" (or "(copy 2)"…), sharing its schedule rows."""
+    """A disabled copy of ``job`` named "<name> (copy)" (or "(copy 2)"…), sharing its schedule rows.
+    The copy is the actor's, counted against their quotas: it keeps the job's team only when the
+    actor is in it, and none of its secret values (they were given for the job, not for the copy)."""
     _check(actor, job.kind)
+    quotas.check_interval(actor, definitions.schedule_of(job))
+    quotas.check_bounds(actor, job)
     with transaction.atomic():
-        _check_jobs_quota(actor)
         copy = Job.objects.get(pk=job.pk)
+        copy.owner = actor.user  # the command line without --as: no one's (staff's), as create makes them
+        if copy.group_id is not None and not (actor.sees_everything
+                                              or actor.user.groups.filter(pk=copy.group_id).exists()):
+            copy.group = None
+        quotas.check_held(actor, Job, group=copy.group)
         name, n = f"{job.name} (copy)", 1
         while Job.objects.filter(name=name).exists():
             n += 1
@@ -316,6 +237,8 @@ def clone(actor, job):
         copy.pk = copy.id = None
         copy._state.adding = True
         copy.name, copy.enabled, copy.last_run = name, False, None
+        for field in secrets.FIELDS:
+            setattr(copy, field, {})
         _check_names(actor, copy)
         _saved(copy, None)
         _record(actor, copy, Action.CREATE, changes=created(copy), detail=f"cloned from {job.name}")
@@ -369,14 +292,16 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
         refused.update({("changed", i): exc for i, exc in _refusals(actor, {
             i: [stored[job.pk].kind, values.get("kind", job.kind)] for i, (job, values, _) in enumerate(changed)
             if job.pk in stored}).items()})
-        refused.update({("new", i): exc for i, (_, schedule) in enumerate(new)
-                        if (exc := _interval_refusal(actor, schedule))})
-        refused.update({("changed", i): exc for i, (job, _, schedule) in enumerate(changed)
-                        if job.pk in stored and (exc := _interval_refusal(actor, schedule, stored[job.pk]))})
+        refused.update({("new", i): exc for i, (job, schedule) in enumerate(new)
+                        if (exc := quotas.interval_refusal(actor, schedule) or quotas.bounds_refusal(actor, job))})
+        refused.update({("changed", i): exc for i, (job, values, schedule) in enumerate(changed)
+                        if job.pk in stored and (exc := quotas.interval_refusal(actor, schedule, stored[job.pk])
+                                                 or _bounds_refusal_of_change(actor, job, values, stored[job.pk]))})
         refused.update({("new", i): exc for i, (job, _) in enumerate(new) if (exc := _names_refusal(actor, job))})
         refused.update({("changed", i): exc for i, (job, values, _) in enumerate(changed) if job.pk in stored
                         and (exc := _names_refusal(actor, _with(job, values), stored[job.pk]))})
-        if new and (over := _jobs_over_quota(actor, len(new))):
+        if new and (over := quotas.user_held_refusal(actor, Job, len(new))
+                    or quotas.team_held_refusal(actor, Job, _teams_joined(new, changed, stored))):
             refused.setdefault(("new", 0), over)  # the whole file is refused: said once
         if refused:
             return refused
@@ -418,6 +343,22 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
                 entries.append(_entry(actor, job, Action.CHANGE, changes=changes, detail=detail))
         trail.record_many(entries)
     return {}
+
+
+def _bounds_refusal_of_change(actor, job, values, stored):
+    """``quotas.bounds_refusal`` of ``job`` once ``values`` are set (they are set after every check)."""
+    changed = shallow_copy(job)
+    for name, value in values.items():
+        setattr(changed, name, value)
+    return quotas.bounds_refusal(actor, changed, stored)
+
+
+def _teams_joined(new, changed, stored):
+    """{group: how many jobs join it} of the new jobs and those changed into another group."""
+    joined = Counter(job.group for job, _ in new if job.group_id is not None)
+    joined.update(values["group"] for job, values, _ in changed
+                  if values.get("group") is not None and job.pk in stored and values["group"].pk != stored[job.pk].group_id)
+    return joined
 
 
 def delete_many(actor, jobs, detail=""):
@@ -465,6 +406,7 @@ def run_now(actor, job, params=None):
     _check(actor, job.kind)
     values = resolved_params(job, params)
     with transaction.atomic():
+        quotas.check_runs(actor, job.group)
         run = lifecycle.create_run(job, user=actor.user, params=values)
         _record(actor, job, Action.RUN_NOW, run=run, changes={"params": [None, values]} if values else None)
     return run
@@ -498,14 +440,17 @@ def cancel(actor, run):
 
 def backfill(actor, job, start, end, dry_run=False, params=None):
     """Create (or, with ``dry_run``, only list) the runs of the job's past slots in [start, end), as
-    many as the actor's backfill quota leaves (``backfill_runs_left``); each run gets ``params``
+    many as the actor's backfill quota leaves (``quotas.backfill_runs_left``), refused at their quota of
+    runs (``quotas.check_runs``); each run gets ``params``
     (checked, the defaults filling the rest), and the entry records them."""
     _check(actor, job.kind)
     values = resolved_params(job, params)
     with transaction.atomic():
+        if not dry_run:
+            quotas.check_runs(actor, job.group)
         try:
             found = backfills.backfill(job, start, end, user=actor.user, dry_run=dry_run,
-                                       runs_left=None if dry_run else backfill_runs_left(actor), params=values)
+                                       runs_left=None if dry_run else quotas.backfill_runs_left(actor), params=values)
         except ValidationError as exc:
             raise ActionError.invalid(exc) from None
         if found.created:

@@ -5,6 +5,7 @@ from .calendars import CalendarViewSet
 from .forecast import ForecastView, SpreadView
 from .jobs_as_code import JobsAsCodeView
 from .limits import LimitViewSet
+from .quotas import TeamQuotaViewSet
 from .reports import TagOrGroupReport
 from .tokens import TokenDetail, TokenList
 from .views import JobViewSet, RunViewSet
@@ -18,6 +19,7 @@ router.register("jobs", JobViewSet, basename="job")
 router.register("runs", RunViewSet, basename="run")
 router.register("limits", LimitViewSet, basename="limit")
 router.register("calendars", CalendarViewSet, basename="calendar")
+router.register("quotas", TeamQuotaViewSet, basename="quota")
 
 urlpatterns = [
     path("jobs-as-code/", JobsAsCodeView.as_view(), name="jobs-as-code"),

@@ -54,6 +54,8 @@ class Conflict(APIException):
 
 
 class TooMany(APIException):
+    """Over a quota of runs (``jobs.actions.quotas``) or a rate (test sends): the detail names it and its value."""
+
     status_code = status.HTTP_429_TOO_MANY_REQUESTS
     default_code = "too_many"
 
@@ -64,7 +66,7 @@ def api_error(exc):
         return PermissionDenied(exc.message)
     if exc.kind == actions.ActionError.CONFLICT:
         return Conflict(exc.message)
-    if exc.kind == actions.ActionError.THROTTLED:
+    if exc.kind == actions.ActionError.TOO_MANY:
         return TooMany(exc.message)
     return ValidationError(field_errors(DjangoValidationError(exc.fields)))
 

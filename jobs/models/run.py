@@ -34,7 +34,7 @@ class JobRun(models.Model):
     # No index names the status, nor any column the claim or a heartbeat changes: PostgreSQL updates
     # such a row in place (a HOT update) and writes no index entry. The indexes that find runs by
     # status read ``phase`` instead, which a claim leaves as it is (below). job_id is served by
-    # run_one_per_slot (job, scheduled_for), triggered_by by a partial index that scheduled runs stay out of.
+    # run_one_per_slot (job, scheduled_for), triggered_by (with created_at) by a partial index that scheduled runs stay out of.
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs", db_index=False)
     status = models.CharField(max_length=16, choices=RunStatus.choices, default=RunStatus.PENDING)
     # The status as the indexes see it (choices.phase_of), kept by the database: "live" for queued and
@@ -117,8 +117,11 @@ class JobRun(models.Model):
                          condition=Q(phase__in=UNSUCCESSFUL_END_STATUSES)),
             # The runs waiting for room under a limit, woken in order (jobs.lifecycle.limits): few.
             models.Index(fields=["job"], name="run_waiting_idx", condition=Q(waiting_since__isnull=False)),
-            # Deleting a user sets triggered_by to NULL on their runs; only manual runs have one.
-            models.Index(fields=["triggered_by"], name="run_triggered_by_idx", condition=Q(triggered_by__isnull=False)),
+            # The runs a user started in the last hour (jobs.actions.quotas, counted up to the quota
+            # at each run now); and deleting a user sets triggered_by to NULL on their runs. Only
+            # runs a person started have one.
+            models.Index(fields=["triggered_by", "-created_at"], name="run_triggered_by_recent_idx",
+                         condition=Q(triggered_by__isnull=False)),
             # The monitor and the retry dispatcher only look at unfinished runs:
             # JobRun.objects.filter(status__in=ACTIVE_STATUSES, ...). Queued and running runs share one
             # phase: the running ones are read among the queued (a burst's backlog), the price of a

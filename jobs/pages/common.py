@@ -48,7 +48,8 @@ def may_act_on(request, job):
 
 
 def refused_is_forbidden(view):
-    """An action the view's user may not take answers 403, with the action's message."""
+    """An action the view's user may not take answers 403, with the action's message; one over a
+    quota of runs 429, naming the quota."""
     @wraps(view)
     def acting(request, *args, **kwargs):
         try:
@@ -56,5 +57,11 @@ def refused_is_forbidden(view):
         except actions.ActionError as exc:
             if exc.kind == actions.ActionError.FORBIDDEN:
                 raise PermissionDenied(exc.message) from None
+            if exc.kind == actions.ActionError.TOO_MANY:
+                return too_many(request, exc)
             raise
     return acting
+
+
+def too_many(request, exc):
+    return render(request, "429.html", {"exception": exc.message}, status=429)

@@ -9,7 +9,7 @@ from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
-from jobs.pages.common import actor, page
+from jobs.pages.common import actor, page, too_many
 
 from .. import actions, definitions
 from ..permissions import may_act_on, visible_workflow_runs, visible_workflows
@@ -60,7 +60,12 @@ def acting(action, request, *args):
 @require_POST
 def workflow_run_now(request, pk):
     workflow = get_object_or_404(visible_workflows(request.user), pk=pk)
-    wf_run = acting(actions.run_now, request, workflow)
+    try:
+        wf_run = acting(actions.run_now, request, workflow)
+    except actions.ActionError as exc:
+        if exc.kind != actions.ActionError.TOO_MANY:
+            raise
+        return too_many(request, exc)
     messages.success(request, f"Workflow run #{wf_run.pk} of {workflow.name} started.")
     return redirect(f"{workflow_url(workflow)}?run={wf_run.pk}")
 
