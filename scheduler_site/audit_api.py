@@ -1,7 +1,7 @@
 """``GET /api/audit/``: the audit trail, newest first, each user seeing the entries of what they may
-see: the jobs and workflows they can see, and their own logins, account changes and tokens. Staff see
-all. It lives here, above the apps, because what a user may see of it is the jobs' and the
-workflows' rules together."""
+see: the jobs, workflows, channels, limits and calendars they can see, their teams' quotas, and their
+own logins, account changes and tokens. Staff see all. It lives here, above the apps, because what a
+user may see of it is the rules of every app together."""
 
 from django.db.models import Q
 from drf_spectacular.types import OpenApiTypes
@@ -10,8 +10,10 @@ from rest_framework import mixins, serializers, viewsets
 
 from audit import trail
 from audit.models import Action, AuditEntry, Source, Subject
+from jobs.actions import calendars, limits
 from jobs.actions.permissions import sees_everything, visible_jobs
 from jobs.api.views import ApiViewSet, choice_param, datetime_param, text_param
+from notifications.actions import visible_channels
 from workflows.permissions import visible_workflows
 
 PERSONAL = (Subject.USER, Subject.TOKEN)  # entries named by the user they are about
@@ -23,6 +25,10 @@ def visible_entries(user):
     return AuditEntry.objects.filter(
         Q(job__in=visible_jobs(user))
         | Q(subject=Subject.WORKFLOW, job_name__in=visible_workflows(user).values("name"))
+        | Q(subject=Subject.CHANNEL, job_name__in=visible_channels(user).values("name"))
+        | Q(subject=Subject.LIMIT, job_name__in=limits.visible(user).values("key"))
+        | Q(subject=Subject.CALENDAR, job_name__in=calendars.visible(user).values("name"))
+        | Q(subject=Subject.QUOTA, job_name__in=user.groups.values("name"))
         | Q(subject__in=PERSONAL, job_name=user.get_username()))
 
 

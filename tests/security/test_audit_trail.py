@@ -19,11 +19,11 @@ from django.test import Client
 from django.utils import timezone
 
 from audit import trail
-from audit.models import AuditEntry, Source
+from audit.models import Action, AuditEntry, Source, Subject
 from jobs import lifecycle
 from jobs.access import tokens as access
 from jobs.definitions.jobs import save_job
-from jobs.models import Job, JobRun
+from jobs.models import Job, JobRun, Limit
 from workflows.models import Workflow
 
 PASSWORD = "a-long-password-of-owners"
@@ -70,6 +70,24 @@ def test_a_user_of_another_team_sees_none_of_a_teams_entries(people, owned_job):
     staff = listing(people.api(people.staff), actor="owner")
     assert {("user", "owner", "login"), ("job", "owners-job", "pause")} <= about(staff)
     assert {entry["address"] for entry in staff if entry["action"] in ("login", "pause")} == {ADDRESS}
+
+
+def test_a_teams_limits_calendars_and_channels_are_in_its_trail_and_no_one_elses(people):
+    owner, outsider = people.api(people.owner), people.api(people.outsider)
+    assert owner.post("/api/limits/", {"key": "owners-limit", "max_running": 2, "group": people.team.name},
+                      format="json").status_code == 201
+    assert owner.post("/api/calendars/", {"name": "owners-days", "dates": ["2026-12-24"], "group": people.team.name},
+                      format="json").status_code == 201
+    assert outsider.post("/api/limits/", {"key": "outsiders-limit", "max_running": 1},
+                         format="json").status_code == 201
+    Limit.objects.create(key="everyones-limit", max_running=5, shared=True)
+    trail.record_about(Subject.LIMIT, "everyones-limit", Action.CHANGE, Source.CLI, actor_name="root (OS user)")
+
+    teammate = {entry for entry in about(listing(people.api(people.teammate))) if entry[0] != "user"}
+    assert teammate == {("limit", "owners-limit", "create"), ("calendar", "owners-days", "create"),
+                        ("limit", "everyones-limit", "change")}
+    outsiders = {entry for entry in about(listing(outsider)) if entry[0] != "user"}
+    assert outsiders == {("limit", "outsiders-limit", "create"), ("limit", "everyones-limit", "change")}
 
 
 def test_the_filters_narrow_the_trail_and_a_bad_one_answers_400_naming_it(people, owned_job):
