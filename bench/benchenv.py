@@ -187,7 +187,7 @@ class Arrivals(threading.Thread):
                         conn.drain_events(timeout=0.5)
 
     def _arrived(self, body, message):
-        self.taken.append((time.time(), message.headers))
+        self.taken.append((time.time(), {**message.headers, "_body": body}))
 
     def _pop_redis(self, channel):
         self.queue(channel).declare()
@@ -205,6 +205,28 @@ class Arrivals(threading.Thread):
 
     def arrivals(self):
         return [(t, json.loads(m)["headers"] if isinstance(m, bytes | str) else m) for t, m in self.taken]
+
+    def run_arrivals(self):
+        """(epoch, run id) of every run of every message taken: a bundle's (``jobs.execute_bundle``,
+        its args the runs' (run id, attempt) pairs) each at its message's time."""
+        import base64
+
+        found = []
+        for t, m in self.taken:
+            if isinstance(m, bytes | str):
+                raw = json.loads(m)
+                headers, body = raw["headers"], raw["body"]
+                if raw.get("properties", {}).get("body_encoding") == "base64":
+                    body = base64.b64decode(body)
+            else:
+                headers, body = m, m.get("_body")
+            task_id = headers.get("id") or ""
+            if task_id.startswith("run-"):
+                found.append((t, int(task_id.split("-")[1])))
+            elif task_id.startswith("bundle-"):
+                args = json.loads(body)[0] if isinstance(body, bytes | str) else body[0]
+                found.extend((t, run_id) for run_id, _ in args[0])
+        return found
 
 
 def observer_connection(pg_url):

@@ -6,7 +6,7 @@ redis-server of the bench's own (bench/burstmeter.py):
 
 - ours, bundles off (``JOBS_BUNDLE_MAX_RUNS=0``) and ours, bundles on (the defaults; left out
   while the setting does not exist): N jobs (``--kind function``: ``builtin.noop``; ``command``:
-  ``true``) are made, a worker and ``celery beat`` started and warmed (one run through the worker,
+  ``true``; declared ``bundle: short``, or with --new-jobs the default settings) are made, a worker and ``celery beat`` started and warmed (one run through the worker,
   the beat leading), then every job's next slot is set to one second ~15 s away. Beat dispatches
   (ahead of the slot, as it does for a crowded slot), releases the runs at the slot and folds
   their ends; the worker runs them. Slot → last ended is the latest ``finished_at`` less the slot.
@@ -62,6 +62,8 @@ def parse_args():
     parser.add_argument("--chunk-size", type=int, help="raw Celery chunks' size (default: the bundles' size)")
     parser.add_argument("--only", nargs="+", choices=["off", "on", "raw", "chunks"], help="some systems only")
     parser.add_argument("--quick", action="store_true", help="300 runs, once")
+    parser.add_argument("--new-jobs", action="store_true",
+                        help="the jobs as a user makes them (default settings), not declared short")
     args = parser.parse_args()
     if args.quick:
         args.runs, args.repeat = 300, 1
@@ -104,9 +106,10 @@ def make_jobs(n, kind):
     interval, _ = IntervalSchedule.objects.get_or_create(every=86400, period=IntervalSchedule.SECONDS)
     kind, target = ("callable", "builtin.noop") if kind == "function" else ("command", "true")
     later = timezone.now() + timedelta(days=1)
-    # Declared short (bundle = short) where bundles exist: these jobs have no history yet, and a
-    # trivial job that runs every day would have a short one.
-    short = {"bundle": "short"} if any(f.name == "bundle" for f in Job._meta.fields) else {}
+    # Declared short (bundle = short) where bundles exist, unless --new-jobs: these jobs have no
+    # history yet, and a trivial job that runs every day would have a short one.
+    declared = not ARGS.new_jobs and any(f.name == "bundle" for f in Job._meta.fields)
+    short = {"bundle": "short"} if declared else {}
     Job.objects.bulk_create([Job(name=f"burst-{i}", kind=kind, target=target, schedule_type="interval",
                                  interval=interval, next_run_at=later, **short) for i in range(n)], batch_size=5000)
     return Job.objects.create(name="warm", kind=kind, target=target, schedule_type="manual")

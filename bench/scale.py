@@ -72,12 +72,11 @@ def load_average():
     return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def first_arrivals(arrivals):
+def first_arrivals(consumer):
+    """{run id: when its first message arrived}, a bundle's runs each at its message's time."""
     ids = {}
-    for t, headers in arrivals:
-        mid = headers.get("id")
-        if mid and mid.startswith("run-"):
-            ids.setdefault(int(mid.split("-")[1]), t)
+    for t, run_id in consumer.run_arrivals():
+        ids.setdefault(run_id, t)
     return ids
 
 
@@ -150,7 +149,7 @@ def run_scheduler(seconds, ahead=0.0):
         time.sleep(0.5)
         consumer.stop.set()
         consumer.join()
-    arrived = first_arrivals(consumer.arrivals())
+    arrived = first_arrivals(consumer)
     slots = dict(JobRun.objects.filter(pk__in=list(arrived)).values_list("pk", "scheduled_for"))
     window_start, window_end = datetime.fromtimestamp(start, UTC), datetime.fromtimestamp(t_end, UTC)
     in_window = {pk: at for pk, at in slots.items() if window_start <= at < window_end}

@@ -27,8 +27,8 @@ class OverlapPolicy(models.TextChoices):
 
 class BundlePolicy(models.TextChoices):
     """Whether a job's runs may share a message with other short runs (jobs.lifecycle.bundles)."""
-    AUTO = "auto", "When its recent runs are short"
-    SHORT = "short", "Also before it has a history (declared short)"
+    AUTO = "auto", "Unless its recent runs are long (a new job is bundled)"
+    SHORT = "short", "The same as auto (a new job is bundled)"
     NEVER = "never", "Never: each run its own message"
 
 

@@ -45,6 +45,17 @@ def ledger(path, seconds=0.0, context=None):
     return {"attempt": attempt_of(context)}
 
 
+@job_function("test.ledger_first_is_long")
+def ledger_first_is_long(path, marker, seconds, context=None):
+    """``test.ledger`` that takes ``seconds`` for whichever run starts first (it makes ``marker``), no
+    time for the others: the first of a bundle's runs is its long one."""
+    try:
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except FileExistsError:
+        seconds = 0.0
+    return ledger(path, seconds, context=context)
+
+
 @job_function("test.ledger_slow_first")
 def ledger_slow_first(path, first_seconds, seconds=0.0, context=None):
     """``test.ledger`` whose first attempt takes ``first_seconds`` (long enough to kill it)."""

@@ -62,8 +62,8 @@ def test_a_job_under_a_limit_a_job_that_says_never_and_a_run_alone_go_alone():
     limited = make_job("limited", bundle="short", limit_key="warehouse")
     never = make_job("never", bundle="never")
     history(never, [0.01] * 10)
-    new = make_job("no-history")  # auto, no history yet
-    items = [(run.pk, 1, job) for job in (limited, never, new) for run in queued_runs(job, 2)]
+    new_never = make_job("new-never", bundle="never")  # no history: never still keeps it alone
+    items = [(run.pk, 1, job) for job in (limited, never, new_never) for run in queued_runs(job, 2)]
 
     messages = bundling.grouped([runs.message_for(*item) for item in items], [item[2].pk for item in items])
     assert all(isinstance(m, publishing.Message) for m in messages) and len(messages) == 6
@@ -71,6 +71,20 @@ def test_a_job_under_a_limit_a_job_that_says_never_and_a_run_alone_go_alone():
     one = make_job("one", bundle="short")
     (run,) = queued_runs(one, 1)
     assert bundling.grouped([runs.message_for(run.pk, 1, one)], [one.pk]) == [runs.message_for(run.pk, 1, one)]
+
+
+def test_a_new_job_is_bundled_until_its_history_says_it_is_long():
+    new = make_job("no-history")  # bundle: auto, the default
+    items = [(run.pk, 1, new) for run in queued_runs(new, 3)]
+
+    messages = bundling.grouped([runs.message_for(*item) for item in items], [new.pk] * 3)
+    assert [type(m) for m in messages] == [publishing.Bundle]
+    assert [run_id for run_id, _ in messages[0].runs] == [item[0] for item in items]
+
+    history(new, [5.0] * 5)  # its first five runs were long
+    bundling.forget()
+    messages = bundling.grouped([runs.message_for(*item) for item in items], [new.pk] * 3)
+    assert [type(m) for m in messages] == [publishing.Message] * 3
 
 
 def test_zero_turns_bundles_off(settings):

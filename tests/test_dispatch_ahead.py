@@ -29,6 +29,11 @@ def interval_job(name, every=60, **fields):
                     {"type": "interval", "every_seconds": every})
 
 
+def cron_job(name, cron="* * * * *", zone="Europe/Berlin", **fields):
+    return save_job(Job(name=name, kind="callable", target="builtin.noop", **fields),
+                    {"type": "cron", "cron": cron, "timezone": zone})
+
+
 def due_in(job, seconds):
     slot = timezone.now().replace(microsecond=0) + timedelta(seconds=seconds)
     Job.objects.filter(pk=job.pk).update(next_run_at=slot)
@@ -75,7 +80,7 @@ def test_a_run_is_created_ahead_of_its_slot_and_queued_at_it(redis_client, djang
 def test_a_burst_larger_than_a_batch_is_queued_and_published_whole(redis_client, django_capture_on_commit_callbacks):
     # Batches of 2, outside a transaction (as the leader calls it): each is published by another
     # thread while the next is released.
-    jobs = [interval_job(f"burst-{i}") for i in range(5)]
+    jobs = [interval_job(f"burst-{i}", bundle="never") for i in range(5)]  # a message a run, to count them
     slots = [due_in(job, 5) for job in jobs]
     with django_capture_on_commit_callbacks(execute=True):
         dispatch.dispatch_due(now=timezone.now())
@@ -226,7 +231,8 @@ def test_once_a_crowded_slots_runs_are_made_the_scheduler_sleeps_until_the_slot(
 
 def dispatch_queries(count, capture):
     """The statements one tick takes to dispatch ``count`` due jobs (their slots a moment ago)."""
-    jobs = [interval_job(f"many-{count}-{i}", spread=30 if i % 2 else 0) for i in range(count)]
+    jobs = [interval_job(f"many-{count}-{i}", spread=30 if i % 2 else 0) if i % 4 < 2 else
+            cron_job(f"many-{count}-{i}", spread=30 if i % 2 else 0, dst_skipped="skip") for i in range(count)]
     slot = timezone.now().replace(microsecond=0) - timedelta(seconds=1)
     Job.objects.filter(pk__in=[job.pk for job in jobs]).update(next_run_at=slot)
     with capture() as queries:
@@ -237,7 +243,8 @@ def dispatch_queries(count, capture):
 
 @pytest.mark.django_db
 def test_a_tick_takes_as_many_statements_for_forty_due_jobs_as_for_four(redis_client):
-    # No field a due job's slot needs (its name and spread, for its offset) is read one job at a time.
+    # No field a due job's slot needs (its name and spread, for its offset; a cron job's DST policy)
+    # is read one job at a time: half the jobs are cron jobs in a zone with DST, half interval jobs.
     few = dispatch_queries(4, lambda: CaptureQueriesContext(connection))
     Job.objects.all().delete()
     many = dispatch_queries(40, lambda: CaptureQueriesContext(connection))

@@ -4,8 +4,10 @@ Runs published in one batch (a slot's dispatch, catch-up, a backfill, the releas
 or retries, the monitor's publish again) are grouped by queue and priority into bundles of up to
 ``JOBS_BUNDLE_MAX_RUNS`` when at least two of them are of short jobs: a job whose recent p95
 duration (the last ``RecentRuns`` of it, at least ``MIN_HISTORY`` of them) is at most
-``JOBS_BUNDLE_SHORT_SECONDS``, or that says it is short (``bundle`` = short) while it has no such
-history. A job under a limit, or that says never, goes alone, as does a run published on its own
+``JOBS_BUNDLE_SHORT_SECONDS``, or that has no such history yet. A new job is taken for short: most
+are, and a wrong guess costs the runs behind it in its bundle at most its share (``split_seconds``),
+after which they are split off and go on elsewhere. A job under a limit, or that says never
+(``bundle`` = never), goes alone, as does a run published on its own
 (run now) and every run while traces are on (each message carries its run's trace). Which jobs are
 short is asked once a batch for the jobs not asked in the last ``CACHE_SECONDS``.
 """
@@ -20,7 +22,7 @@ from ..choices import BundlePolicy
 from ..execution import publishing
 from ..models import Job, RecentRuns
 
-MIN_HISTORY = 5  # durations of a job before its history, not its ``bundle`` setting, says whether it is short
+MIN_HISTORY = 5  # durations of a job before its history says whether it is short (before: short)
 CACHE_SECONDS = 60.0
 SHARE_OF_SHORT = 2  # a run in a bundle may run this many times JOBS_BUNDLE_SHORT_SECONDS before it is split off
 MARGIN_SECONDS = 30  # of a bundle's hard time limit: its claim and the recording of its outcomes
@@ -79,7 +81,7 @@ def short_jobs(job_ids):
 SHORT_SQL = f"""
 SELECT j.id FROM {Job._meta.db_table} AS j LEFT JOIN {RecentRuns._meta.db_table} AS r ON r.job_id = j.id
 WHERE j.id = ANY(%(ids)s) AND j.limit_key = '' AND j.bundle <> '{BundlePolicy.NEVER.value}'
-  AND CASE WHEN COALESCE(jsonb_array_length(r.points), 0) < %(min)s THEN j.bundle = '{BundlePolicy.SHORT.value}'
+  AND CASE WHEN COALESCE(jsonb_array_length(r.points), 0) < %(min)s THEN true
       -- a point is [run id, ended at, seconds, status]
       ELSE (SELECT percentile_disc(0.95) WITHIN GROUP (ORDER BY (p ->> 2)::float8)
             FROM jsonb_array_elements(r.points) AS p) <= %(short)s END
@@ -91,15 +93,15 @@ def _short_in_database(job_ids):
         with connection.cursor() as cursor:
             cursor.execute(SHORT_SQL, {"ids": job_ids, "min": MIN_HISTORY, "short": settings.JOBS_BUNDLE_SHORT_SECONDS})
             return {job_id for (job_id,) in cursor.fetchall()}
-    policies = dict(Job.objects.filter(pk__in=job_ids, limit_key="").exclude(bundle=BundlePolicy.NEVER)
-                    .values_list("pk", "bundle"))
-    points = dict(RecentRuns.objects.filter(job_id__in=list(policies)).values_list("job_id", "points"))
-    return {job_id for job_id, policy in policies.items() if _is_short(policy, points.get(job_id) or [])}
+    candidates = list(Job.objects.filter(pk__in=job_ids, limit_key="").exclude(bundle=BundlePolicy.NEVER)
+                      .values_list("pk", flat=True))
+    points = dict(RecentRuns.objects.filter(job_id__in=candidates).values_list("job_id", "points"))
+    return {job_id for job_id in candidates if _is_short(points.get(job_id) or [])}
 
 
-def _is_short(policy, points):
+def _is_short(points):
     if len(points) < MIN_HISTORY:
-        return policy == BundlePolicy.SHORT
+        return True
     seconds = sorted(point[2] for point in points)
     return seconds[math.ceil(0.95 * len(seconds)) - 1] <= settings.JOBS_BUNDLE_SHORT_SECONDS
 

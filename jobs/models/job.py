@@ -192,9 +192,9 @@ class Job(models.Model):
     # (jobs.lifecycle.bundles, docs/guide/bundles.md).
     bundle = models.CharField(
         max_length=8, choices=BundlePolicy.choices, default=BundlePolicy.AUTO, db_default=BundlePolicy.AUTO,
-        help_text="When many runs are due together, short ones share a message (a bundle): auto when the job's "
-                  "recent runs are short (JOBS_BUNDLE_SHORT_SECONDS), short to bundle it before it has a history, "
-                  "never to keep each run its own message.",
+        help_text="When many runs are due together, short ones share a message (a bundle): auto (or short) unless "
+                  "the job's recent runs are long (JOBS_BUNDLE_SHORT_SECONDS), a new job included; never to keep "
+                  "each run its own message.",
     )
     limit_key = models.CharField(
         verbose_name="limit", max_length=KEY_MAX_LENGTH, blank=True, default="",

@@ -26,12 +26,15 @@ logger = logging.getLogger(__name__)
 
 MAX_SLOTS_PER_JOB = 1000  # slots examined for one job in one tick, after a long downtime
 # What a tick reads of a due job: its schedule, policies and what publishing needs. Leaving out
-# the JSON columns (args, environment, headers...) halves the cost of loading a batch.
+# the JSON columns (args, environment, headers...) halves the cost of loading a batch. A field read
+# in a tick and missing here is a query per due job (Django loads a deferred field on first access):
+# the DST policy's two cost 4,000 statements a batch, dispatch lag p99 8.9 s at 1,000,000 jobs.
 TICK_FIELDS = (
     "schedule_type", "crontab", "interval", "clocked", "next_run_at", "last_run", "catchup_policy", "catchup_max",
     "overlap_policy", "jitter_seconds", "max_retries", "kind", "queue", "timeout_seconds",
     "priority", "parameters", "calendars", "business_days", "business_day_of_month",
     "name", "spread",  # the slot's offset (Job.spread_offset); the name also names a trace
+    "dst_skipped", "dst_repeated",  # a cron slot's DST policy (Job.schedule_slot_after)
 )
 
 
