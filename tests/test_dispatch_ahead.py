@@ -34,8 +34,8 @@ def cron_job(name, cron="* * * * *", zone="Europe/Berlin", **fields):
                     {"type": "cron", "cron": cron, "timezone": zone})
 
 
-def due_in(job, seconds):
-    slot = timezone.now().replace(microsecond=0) + timedelta(seconds=seconds)
+def due_in(job, seconds, now=None):
+    slot = (now or timezone.now()).replace(microsecond=0) + timedelta(seconds=seconds)
     Job.objects.filter(pk=job.pk).update(next_run_at=slot)
     job.refresh_from_db()
     return slot
@@ -177,10 +177,10 @@ def test_beat_dispatching_ahead_never_starts_a_run_before_its_slot(processes, le
 @override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD, JOBS_DISPATCH_AHEAD_MIN_JOBS=3, JOBS_DISPATCH_BATCH=2)
 def test_only_a_slot_many_jobs_share_goes_ahead_and_stays_ahead_while_its_batches_are_made(redis_client):
     crowd = [interval_job(f"crowd-{i}") for i in range(3)]
-    crowded_slot = [due_in(job, 5) for job in crowd][0]
     pair = [interval_job(f"pair-{i}") for i in range(2)]
-    quiet_slot = [due_in(job, 7) for job in pair][0]
-    now = timezone.now()
+    now = timezone.now()  # the slots are set from it: a slow machine cannot make them due meanwhile
+    crowded_slot = [due_in(job, 5, now) for job in crowd][0]
+    quiet_slot = [due_in(job, 7, now) for job in pair][0]
 
     first = dispatch.dispatch_due(now=now)
     second = dispatch.dispatch_due(now=now)  # one of the crowd left: with the two made, still three

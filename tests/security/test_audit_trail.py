@@ -242,7 +242,7 @@ def test_the_trail_outlives_the_runs_and_still_verifies_after_pruning(people, ow
         verify()
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite has one writer at a time")
+@pytest.mark.postgres("concurrent appends; SQLite has one writer at a time")
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_appends_leave_one_valid_chain():
     threads, each = 6, 15
