@@ -4,7 +4,7 @@ from celery import Celery
 from celery.app import trace
 from celery.signals import beat_init, setup_logging, worker_init
 
-from . import kombu_patches, process
+from . import kombu_patches, process, remote_control
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "scheduler_site.settings")
 
@@ -22,6 +22,13 @@ trace.LOG_SUCCESS = "Task %(name)s[%(id)s] succeeded in %(runtime)ss"
 @beat_init.connect
 def harden(**kwargs):
     process.harden()  # the worker's main process (before its pool forks), beat
+
+
+@worker_init.connect
+def answer_remote_control_or_not(**kwargs):
+    from django.conf import settings
+
+    remote_control.install(settings.JOBS_REMOTE_CONTROL)
 
 
 def keep_settings_logging(**kwargs):

@@ -435,8 +435,13 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 # Celery's remote control (inspect, revoke, rate_limit, shutdown...) lets whoever reaches the broker
-# steer every worker: off unless an operator turns it on (Flower's worker pages and buttons need it).
-CELERY_WORKER_ENABLE_REMOTE_CONTROL = env_bool("CELERY_WORKER_ENABLE_REMOTE_CONTROL", False)
+# steer every worker: the workers answer none of it unless an operator turns it on (Flower's worker
+# pages and buttons need it). Celery's own switch stays on, its mailbox unanswered instead
+# (scheduler_site.remote_control): that mailbox's consumer is what notices a broker gone while every
+# pool process is busy (a Redis worker then watches no other connection, and never consumed again:
+# tests/chaos/test_broker_faults.py).
+JOBS_REMOTE_CONTROL = env_bool("CELERY_WORKER_ENABLE_REMOTE_CONTROL", False)
+CELERY_WORKER_ENABLE_REMOTE_CONTROL = True
 # Celery's Django fixup closes every database connection before and after each task unless this is
 # set: a new connection (~3 ms here) per run. The task_prerun handler in jobs.worker.signals already drops
 # connections past CONN_MAX_AGE or broken by a database restart; this reopens one every 1,000 tasks.

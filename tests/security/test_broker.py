@@ -41,6 +41,16 @@ def test_a_worker_answers_no_remote_control_by_default(processes):
     assert answer.returncode != 0
     assert "No nodes replied" in answer.stdout + answer.stderr
     assert "pong" not in answer.stdout
+    # Nor does it obey: a shutdown is dropped, unanswered, and the worker goes on.
+    subprocess.run([sys.executable, "-m", "celery", "-A", "scheduler_site", "control", "shutdown", "-d", name,
+                    "--timeout", "2"], env=processes.env(), capture_output=True, text=True, timeout=120)
+    wait_for(lambda: "Dropped a remote control command (shutdown)" in Path(worker_log(processes)).read_text(),
+             timeout=30, message="the worker to drop the shutdown")
+    assert processes.started[0].poll() is None
+
+
+def worker_log(processes):
+    return processes.started[0].log_path
 
 
 def test_an_operator_may_turn_remote_control_on(processes):
