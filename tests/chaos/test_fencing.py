@@ -116,6 +116,9 @@ def test_a_function_declared_lost_while_its_pool_process_was_frozen_ends_once_th
     wait_for(lambda: time.time() - max(ticks(ticks_file, 1)) > 2, timeout=30, message="the first attempt to stop")
 
     first = ticks(ticks_file, 1)
-    assert len(first) < 80 and len(ticks(ticks_file, 2)) == 80
+    # The attempt that succeeded ran the whole function: the second, or a later one when a loaded
+    # machine made the second's heartbeats late too.
+    finished = run.attempts.get(outcome=AttemptOutcome.SUCCEEDED).number
+    assert len(first) < 80 and finished > 1 and len(ticks(ticks_file, finished)) == 80
     assert "declared this attempt lost while this process was silent" in Path(worker.log_path).read_text()
     print(f"\nFENCE frozen function: it stopped {max(first) - continued_at:.1f} s after its process was continued")
