@@ -18,10 +18,14 @@ logger = logging.getLogger(__name__)
 _answer = pidbox.Pidbox.on_message
 
 
+_told = set()  # the commands a warning was logged for (Flower asks for events every 5 s: said once)
+
+
 def _unanswered(self, body, message):
-    method = body.get("method") if isinstance(body, dict) else None
-    logger.warning("Dropped a remote control command (%s): CELERY_WORKER_ENABLE_REMOTE_CONTROL is off",
-                   str(method)[:50])
+    method = str(body.get("method") if isinstance(body, dict) else None)[:50]
+    say = logger.warning if method not in _told and len(_told) < 100 else logger.debug
+    _told.add(method)
+    say("Dropped a remote control command (%s): CELERY_WORKER_ENABLE_REMOTE_CONTROL is off", method)
 
 
 def install(answer):
