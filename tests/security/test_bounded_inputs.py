@@ -148,19 +148,21 @@ def test_a_calendar_upload_is_refused_to_a_user_who_is_not_staff_before_it_is_re
     assert response.status_code == 403 and "CSRF" in response.content.decode()
 
 
+def refused_target(people, host, path):
+    """The answer to an HTTP job aimed at ``host``: a 400 naming ``target``, its message returned."""
+    response = people.api(people.owner).post("/api/jobs/", {
+        "name": "refused", "kind": "http", "target": f"http://{host}{path}"}, format="json")
+    assert response.status_code == 400
+    return response.json()["target"]
+
+
 @pytest.mark.parametrize("host", ["[fec0::1]", "[fec0:0:0:ffff::1]", "[feff:ffff::1]"])
 def test_a_site_local_ipv6_address_is_refused(people, host):
-    response = people.api(people.owner).post("/api/jobs/", {
-        "name": "site-local", "kind": "http", "target": f"http://{host}/metadata"}, format="json")
-    assert response.status_code == 400
-    assert response.json()["target"] == [f"{host.strip('[]')} is a site-local address; outbound requests may not "
-                                          "reach it."]
+    assert refused_target(people, host, "/metadata") == [
+        f"{host.strip('[]')} is a site-local address; outbound requests may not reach it."]
 
 
 @pytest.mark.parametrize("host", ["[3fff::1]", "192.0.0.8", "192.88.99.1"])
 def test_other_ranges_iana_marks_not_global_are_refused(people, host):
-    response = people.api(people.owner).post("/api/jobs/", {
-        "name": "not-global", "kind": "http", "target": f"http://{host}/"}, format="json")
-    assert response.status_code == 400
-    assert response.json()["target"] == [f"{host.strip('[]')} is not a public address; outbound requests may not "
-                                          "reach it."]
+    assert refused_target(people, host, "/") == [
+        f"{host.strip('[]')} is not a public address; outbound requests may not reach it."]
