@@ -8,7 +8,7 @@ from django.db import transaction
 
 from audit.models import Source
 from jobs.actions.jobs import Actor
-from jobs.admin.jobs import refused_as_message
+from jobs.admin.through_actions import refused_as_message
 
 from . import actions
 from .models import Workflow, WorkflowEdge, WorkflowNode, WorkflowRun, WorkflowStep

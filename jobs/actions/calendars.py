@@ -105,13 +105,14 @@ def create(actor, calendar):
     return calendar
 
 
-def edit(actor, calendar, values):
-    """Set ``values`` ({field: value}) on a saved calendar and save it. A calendar used by jobs keeps
-    its name (they name it): renaming one is refused."""
+def edit(actor, calendar, values=None):
+    """Set ``values`` ({field: value}) on a saved calendar and save it (``calendar`` may carry its
+    changes already, as the admin's form sets them). A calendar used by jobs keeps its name (they
+    name it): renaming one is refused."""
     with transaction.atomic():
         stored = Calendar.objects.select_for_update().get(pk=calendar.pk)
         _check(actor, stored)
-        for name, value in values.items():
+        for name, value in (values or {}).items():
             setattr(calendar, name, value)
         _check_ownership(actor, calendar, stored)
         if calendar.name != stored.name and (users := definitions.jobs_using(stored.name)):
