@@ -58,7 +58,7 @@ class ResourceAdmin(ThroughActions, admin.ModelAdmin):
         cls.create, cls.edit, cls.delete = map(staticmethod, (declared.create, declared.edit, declared.delete))
         cls.list_display = cls.__dict__.get("list_display", declared.admin_list)
         cls.search_fields = cls.__dict__.get("search_fields", declared.admin_search)
-        if any(field.name == "owner" for field in declared.model._meta.fields):
+        if "readonly_fields" not in cls.__dict__ and any(f.name == "owner" for f in declared.model._meta.fields):
             cls.readonly_fields = ("owner",)
 
     def get_queryset(self, request):
