@@ -10,9 +10,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import viewsets
 from rest_framework.exceptions import NotFound
 
-from .views import ApiViewSet, int_param, text_param
+from .views import ApiViewSet, bool_param, int_param, text_param
 
-FILTERS = {int: (int_param, OpenApiTypes.INT), str: (text_param, OpenApiTypes.STR)}
+FILTERS = {int: (int_param, OpenApiTypes.INT), str: (text_param, OpenApiTypes.STR),
+           bool: (bool_param, OpenApiTypes.BOOL)}
 
 
 def api_docs(resource):
