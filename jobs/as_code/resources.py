@@ -19,7 +19,9 @@ from django.db.models import Model
 from ..actions.errors import ActionError
 from . import files
 
-EMPTY = (None, "", [], False)
+
+def empty(value):
+    return value is None or value is False or (isinstance(value, str | list) and not value)  # 0 is a value
 
 
 @dataclass
@@ -66,17 +68,18 @@ def section_of(resource, parse, exported=None):
     detail = {"detail": "jobs apply"} if shape.says_jobs_apply else {}
     pruned = {"detail": "jobs apply --prune"} if shape.says_jobs_apply else {}
 
+    def written(name, value):
+        if name in exported:
+            return exported[name](value)
+        return value.name if isinstance(value, Model) else value  # a record it names, by its name
+
     def export(actor):
         entries = []
         named = [name for name in shape.fields if resource.model._meta.get_field(name).is_relation]
         for obj in resource.visible(actor.user).select_related(*named).order_by(name_field):
-            entry = {}
-            for name in shape.fields:
-                value = getattr(obj, name)
-                value = exported[name](value) if name in exported else value.name if isinstance(value, Model) else value
-                if name in shape.always or name == name_field or value not in EMPTY:
-                    entry[name] = value
-            entries.append(entry)
+            entry = {name: written(name, getattr(obj, name)) for name in shape.fields}
+            entries.append({name: value for name, value in entry.items()
+                            if name in shape.always or name == name_field or not empty(value)})
         return entries
 
     def plan(entries, actor, prune, earlier):
