@@ -96,11 +96,7 @@ def edit(actor, calendar, values=None):
     changes already, as the admin's form sets them). A calendar used by jobs keeps its name (they
     name it): renaming one is refused."""
     with transaction.atomic():
-        stored = Calendar.objects.select_for_update().get(pk=calendar.pk)
-        owned.check_change(actor, stored, STAFF_ONLY)
-        for name, value in (values or {}).items():
-            setattr(calendar, name, value)
-        owned.check_ownership(actor, calendar, stored)
+        stored = owned.changing(actor, calendar, values, STAFF_ONLY)
         if calendar.name != stored.name and (users := definitions.jobs_using(stored.name)):
             raise ActionError(f"The calendar {stored.name} is used by {len(users)} job(s): a job names its calendars, "
                               "so it cannot be renamed. Make a new calendar instead.", ActionError.CONFLICT,

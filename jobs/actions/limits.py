@@ -96,11 +96,7 @@ def edit_limit(actor, limit, values=None, detail=""):
     already, as the admin's form sets them); the entry's diff is against the row. Room a change
     makes is used at once (the waiting runs are woken when it commits)."""
     with transaction.atomic():
-        stored = Limit.objects.select_for_update().get(pk=limit.pk)
-        owned.check_change(actor, stored, STAFF_ONLY)
-        for name, value in (values or {}).items():
-            setattr(limit, name, value)
-        owned.check_ownership(actor, limit, stored)
+        stored = owned.changing(actor, limit, values, STAFF_ONLY)
         if limit.key != stored.key:
             _in_use(actor, stored.key, "rename")
         _saved(limit, update=True)

@@ -1,6 +1,7 @@
 """What every action on a row a user owns and may share with a team checks (limits, calendars,
 channels, rules: ``jobs.actions.permissions.owned_or_shared``): whether the actor may change it, and
-whether they may give it its group and ``shared`` flag; and the owner a new one gets."""
+whether they may give it its group and ``shared`` flag (``changing``: both, on the locked row); and
+the owner a new one gets."""
 
 from . import permissions
 from .errors import ActionError
@@ -22,6 +23,18 @@ def check_ownership(actor, row, stored=None):
     (``stored``: the row before the change)."""
     if errors := permissions.ownership_refusal(actor.user, row.group, getattr(row, "shared", False), stored):
         raise ActionError("; ".join(m for ms in errors.values() for m in ms), ActionError.INVALID, fields=errors)
+
+
+def changing(actor, row, values, refused):
+    """The stored row of ``row`` locked (inside the caller's transaction), once the actor may change
+    it; ``values`` ({field: value}, or None: ``row`` carries its changes) set on ``row``, whose group
+    and flag the actor may give it."""
+    stored = type(row).objects.select_for_update().get(pk=row.pk)
+    check_change(actor, stored, refused)
+    for name, value in (values or {}).items():
+        setattr(row, name, value)
+    check_ownership(actor, row, stored)
+    return stored
 
 
 def claim(actor, row):
