@@ -10,19 +10,15 @@ class JobsConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from .actions.permissions import ensure_command_runners_group
-        from .as_code import calendars as calendar_file
-        from .as_code import (
-            files,
-            limits,  # noqa: F401  (registers the files' limits: section)
-        )
+        from .as_code import calendars, limits, resources
         from .kinds.callable import registry
+        from .resources import CALENDARS, LIMITS
         from .worker import signals  # noqa: F401  (connects the Celery signal handlers)
 
         registry.load_modules(settings.JOBS_CALLABLE_MODULES)
-        # ``calendars:`` in a jobs-as-code file, saved before the jobs that name them.
-        files.register(files.Section("calendars", export=calendar_file.export_entries,
-                                     plan=calendar_file.plan_calendars, apply=calendar_file.apply_changes,
-                                     delete=calendar_file.delete_pruned), before="jobs")
+        # ``limits:`` and ``calendars:`` in a jobs file, saved before the jobs that name them.
+        resources.register(LIMITS, limits.parse_entry)
+        resources.register(CALENDARS, calendars.parse_entry, exported={"dates": calendars.short_dates})
         if settings.JOBS_TRACING:
             from .telemetry import tracing
 

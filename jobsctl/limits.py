@@ -5,24 +5,8 @@ import click
 
 from . import output
 from .errors import NOT_FOUND, CliError
+from .resources import Resource, group_of
 from .subcommands import subcommand
-
-
-@click.group("limits")
-def group():
-    """Limits shared across jobs: at most N runs of their jobs at once, at most M starts a minute."""
-
-
-def command(name=None, **attrs):
-    return subcommand(group, name, **attrs)
-
-
-def path_of(key):
-    return f"/api/limits/{key}/"
-
-
-def missing(key):
-    return f"no limit {key!r}; jobsctl limits list shows them."
 
 
 def limit_line(limit):
@@ -31,27 +15,17 @@ def limit_line(limit):
             f"named by {limit['jobs']} job(s)")
 
 
-@command("list")
-def list_limits(ctx, as_json):
-    """Every limit with what runs and waits under it."""
-    limits = ctx.api.get_all("/api/limits/")
-    if as_json:
-        output.emit_json(limits)
-        return
-    click.echo(output.table(["KEY", "RUNNING", "MAX", "STARTS/MIN", "WAITING", "JOBS"], [
-        (lim["key"], lim["running"], lim["max_running"], lim["max_starts_per_minute"] or "-", lim["waiting"],
-         lim["jobs"]) for lim in limits]))
+LIMITS = Resource(
+    "limits", "limit", help="Limits shared across jobs: at most N runs of their jobs at once, at most M starts a minute.",
+    columns=(("KEY", lambda lim: lim["key"]), ("RUNNING", lambda lim: lim["running"]),
+             ("MAX", lambda lim: lim["max_running"]), ("STARTS/MIN", lambda lim: lim["max_starts_per_minute"] or "-"),
+             ("WAITING", lambda lim: lim["waiting"]), ("JOBS", lambda lim: lim["jobs"])),
+    list_help="Every limit with what runs and waits under it.", show_help="One limit.", show_argument="key",
+    shown=limit_line)
+group = group_of(LIMITS)
 
 
-@command("show")
-@click.argument("key")
-def show(ctx, as_json, key):
-    """One limit."""
-    limit = ctx.api.get(path_of(key), not_found=missing(key))
-    output.emit_json(limit) if as_json else click.echo(limit_line(limit))
-
-
-@command("set")
+@subcommand(group, "set")
 @click.argument("key")
 @click.option("--max-running", type=int, help="At most this many runs of its jobs running at once.")
 @click.option("--max-starts-per-minute", type=int, help="At most this many starts a minute (0: no rate limit).")
@@ -62,19 +36,19 @@ def set_limit(ctx, as_json, key, max_running, max_starts_per_minute, description
     if max_starts_per_minute is not None:
         body["max_starts_per_minute"] = max_starts_per_minute or None
     try:
-        ctx.api.get(path_of(key))
+        ctx.api.get(LIMITS.path_of(key))
     except CliError as exc:
         if exc.exit_code != NOT_FOUND:
             raise
-        limit = ctx.api.post("/api/limits/", {"key": key, **body})
+        limit = ctx.api.post(LIMITS.path, {"key": key, **body})
     else:
-        limit = ctx.api.request("PATCH", path_of(key), body=body, not_found=missing(key))
+        limit = ctx.api.request("PATCH", LIMITS.path_of(key), body=body, not_found=LIMITS.missing(key))
     output.emit_json(limit) if as_json else click.echo(limit_line(limit))
 
 
-@command("delete")
+@subcommand(group, "delete")
 @click.argument("key")
 def delete(ctx, as_json, key):
     """Delete the limit KEY (staff only; refused while jobs name it)."""
-    ctx.api.delete(path_of(key), not_found=missing(key))
+    ctx.api.delete(LIMITS.path_of(key), not_found=LIMITS.missing(key))
     output.emit_json({"deleted": key}) if as_json else click.echo(f"Limit {key} deleted.")

@@ -8,14 +8,22 @@ import click
 
 from . import output
 from .errors import RUN_FAILED, WAIT_TIMED_OUT, CliError
+from .resources import Resource, group_of
 from .subcommands import subcommand
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 
 
-@click.group("workflows")
-def group():
-    """Workflows: list and show them; run, pause and resume them; follow, re-run and cancel their runs."""
+WORKFLOWS = Resource(
+    "workflows", "workflow", help="Workflows: list and show them; run, pause and resume them; follow, re-run and "
+                                  "cancel their runs.",
+    columns=(("ID", lambda w: w["id"]), ("NAME", lambda w: w["name"]), ("JOBS", lambda w: len(w["nodes"])),
+             ("SCHEDULE", lambda w: output.schedule(w["schedule"])),
+             ("ENABLED", lambda w: "yes" if w["enabled"] else "no"),
+             ("NEXT RUN", lambda w: output.when(w["next_run_at"]) if w["enabled"] else "- (paused)"),
+             ("LAST RUN", lambda w: f"{w['last_run']['status']} (#{w['last_run']['id']})" if w["last_run"] else "-")),
+    list_help="List the workflows you can see.", empty="No workflows.")
+group = group_of(WORKFLOWS)
 
 
 def command(name=None, **attrs):
@@ -84,20 +92,6 @@ def wait_options(function):
                             help="Seconds to wait with --wait (then exit 7).")(function)
     return click.option("--wait", is_flag=True,
                         help="Wait for the workflow run to end; exit 0 if it succeeded, 1 if not.")(function)
-
-
-@command("list")
-def list_workflows(ctx, as_json):
-    """List the workflows you can see."""
-    found = ctx.api.get_all("/api/workflows/")
-    if as_json:
-        output.emit_json(found)
-        return
-    rows = [(w["id"], w["name"], len(w["nodes"]), output.schedule(w["schedule"]), "yes" if w["enabled"] else "no",
-             output.when(w["next_run_at"]) if w["enabled"] else "- (paused)",
-             f"{w['last_run']['status']} (#{w['last_run']['id']})" if w["last_run"] else "-") for w in found]
-    click.echo(output.table(["ID", "NAME", "JOBS", "SCHEDULE", "ENABLED", "NEXT RUN", "LAST RUN"], rows)
-               if rows else "No workflows.")
 
 
 @command()

@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from audit import trail
 from audit.models import Action, AuditEntry, Subject
-from jobs.actions import permissions
+from jobs.actions import owned, permissions
 from jobs.actions.jobs import ActionError
 from jobs.actions.snapshot import HIDDEN
 
@@ -79,25 +79,13 @@ def visible_rules(user):
                         | Q(scope=RuleScope.JOB, job__in=permissions.visible_jobs(user)))
 
 
-def may_change_channel(actor, channel):
-    return permissions.may_change_owned(actor.user, channel)
+may_change_channel = owned.may_change
 
 
 def _check_channel(actor, permission, channel=None):
     check(actor, permission)
     if channel is not None and not may_change_channel(actor, channel):
         raise ActionError(SHARED_CHANNEL, ActionError.FORBIDDEN)
-
-
-def _check_ownership(actor, row, stored=None):
-    errors = permissions.ownership_refusal(actor.user, row.group, getattr(row, "shared", False), stored)
-    if errors:
-        raise ActionError("; ".join(m for ms in errors.values() for m in ms), ActionError.INVALID, fields=errors)
-
-
-def _claim(actor, row):
-    if row.owner_id is None and actor.user is not None:
-        row.owner = actor.user
 
 
 def _record(actor, subject, name, action, changes=None, detail=""):
@@ -138,8 +126,8 @@ def changed_secrets(stored, channel):
 
 def create_channel(actor, channel, detail=""):
     check(actor, "add")
-    _check_ownership(actor, channel)
-    _claim(actor, channel)
+    owned.check_ownership(actor, channel)
+    owned.claim(actor, channel)
     with transaction.atomic():
         channel.save()
         _record(actor, Subject.CHANNEL, channel.name, Action.CREATE, _diff(None, channel_snapshot(channel)), detail)
@@ -156,7 +144,7 @@ def edit_channel(actor, channel, values=None, detail=""):
         _check_channel(actor, "change", stored)
         for name, value in (values or {}).items():
             setattr(channel, name, value)
-        _check_ownership(actor, channel, stored)
+        owned.check_ownership(actor, channel, stored)
         if refused := channel_secrets.moved(stored.kind, stored.config, channel.kind, channel.config):
             raise ActionError(f"config: {refused}", fields={"config": [refused]})
         if channel.enabled and not stored.enabled:
@@ -230,8 +218,8 @@ def _check_rule_channel(actor, rule, stored=None):
 def create_rule(actor, rule, detail=""):
     """Save a new rule: the actor's, and their team's when ``group`` is given."""
     _check_rule_channel(actor, rule)
-    _check_ownership(actor, rule)
-    _claim(actor, rule)
+    owned.check_ownership(actor, rule)
+    owned.claim(actor, rule)
     with transaction.atomic():
         rule.save()
         _record(actor, Subject.RULE, rule_name(rule), Action.CREATE, _diff(None, rule_snapshot(rule)), detail)
@@ -246,7 +234,7 @@ def edit_rule(actor, rule, values=None, detail=""):
         for name, value in (values or {}).items():
             setattr(rule, name, value)
         _check_rule_channel(actor, rule, stored)
-        _check_ownership(actor, rule, stored)
+        owned.check_ownership(actor, rule, stored)
         if rule.enabled and not stored.enabled:
             rule.paused_reason = ""  # enabled again by a person: the reason no longer holds
         rule.save()

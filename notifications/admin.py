@@ -1,16 +1,18 @@
-"""Channels, rules and deliveries in the admin. Saves and deletes go through
-``notifications.actions`` (permission, audit entry); a channel's secret values are shown as the
-mask, which saved back keeps them."""
+"""Channels, rules and deliveries in the admin. Channels and rules are declared once
+(``notifications.resources``): their saves and deletes go through ``notifications.actions``
+(permission, audit entry); a channel's secret values are shown as the mask, which saved back keeps
+them."""
 
 from django import forms
 from django.contrib import admin, messages
-from django.db import transaction
 
 from audit.models import Source
 from jobs.actions.jobs import Actor
+from jobs.admin.through_actions import ResourceAdmin
 
 from . import actions, channel_secrets, channels
 from .models import RULE_EVENTS, Channel, Delivery, Rule
+from .resources import CHANNELS, RULES
 
 
 def admin_actor(request):
@@ -46,36 +48,11 @@ class ChannelForm(forms.ModelForm):
         return cleaned
 
 
-class ThroughActions(admin.ModelAdmin):
-    """Adding, changing and deleting go through the actions ``acts`` (create, edit, delete), each
-    of which checks the permission and writes the audit entry."""
-
-    acts = ()
-
-    def save_model(self, request, obj, form, change):
-        create, edit, _ = self.acts
-        (edit if change else create)(admin_actor(request), obj)
-
-    def delete_model(self, request, obj):
-        self.acts[2](admin_actor(request), obj)
-
-    def delete_queryset(self, request, queryset):
-        actor = admin_actor(request)
-        with transaction.atomic():
-            for obj in self.deleted(queryset):
-                self.acts[2](actor, obj)
-
-    def deleted(self, queryset):
-        return queryset
-
-
 @admin.register(Channel)
-class ChannelAdmin(ThroughActions):
-    acts = (actions.create_channel, actions.edit_channel, actions.delete_channel)  # before the admin's own actions
+class ChannelAdmin(ResourceAdmin):
+    resource = CHANNELS
     form = ChannelForm
-    list_display = ["name", "kind", "enabled", "owner", "group", "shared", "last_error", "disabled_reason"]
     list_filter = ["kind", "enabled", "shared"]
-    search_fields = ["name"]
     actions = ["send_test"]
     readonly_fields = ["owner", "last_error", "disabled_reason", "created_at", "shown_config"]
 
@@ -84,9 +61,6 @@ class ChannelAdmin(ThroughActions):
         config = "config" if self.has_change_permission(request, obj) or obj is None else "shown_config"
         return ["name", "kind", config, "enabled", "owner", "group", "shared", "last_error", "disabled_reason",
                 "created_at"]
-
-    def get_queryset(self, request):
-        return actions.visible_channels(request.user)
 
     @admin.display(description="config")
     def shown_config(self, channel):
@@ -108,16 +82,12 @@ class RuleForm(forms.ModelForm):
 
 
 @admin.register(Rule)
-class RuleAdmin(ThroughActions):
+class RuleAdmin(ResourceAdmin):
+    resource = RULES
     form = RuleForm
-    list_display = ["__str__", "channel", "scope", "enabled", "owner", "group", "paused_reason"]
     list_filter = ["enabled", "scope", "channel"]
     autocomplete_fields = ["job"]
     readonly_fields = ["owner", "paused_reason"]
-    acts = (actions.create_rule, actions.edit_rule, actions.delete_rule)
-
-    def get_queryset(self, request):
-        return actions.visible_rules(request.user)
 
     def deleted(self, queryset):
         return queryset.select_related("channel", "job")

@@ -1,18 +1,20 @@
 """A channel as the API answers it and as the API and the ``channels:`` section of jobs files both
-check it (``ChannelSerializer``: one schema, one set of messages). Its secret parts are write-only:
-masked when read, and an update that sends the mask back keeps the stored value
-(``channel_secrets``); they are stored encrypted, and error texts never hold them
-(``sending.transmit`` redacts them)."""
+check it (``ChannelSerializer``: one schema, one set of messages), and a rule as the API answers and
+checks it (``RuleSerializer``). A channel's secret parts are write-only: masked when read, and an
+update that sends the mask back keeps the stored value (``channel_secrets``); they are stored
+encrypted, and error texts never hold them (``sending.transmit`` redacts them)."""
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from jobs.actions.permissions import owned_or_shared, sees_everything, visible_jobs
 from jobs.definitions.jobs import contains_nul
+from jobs.models import Job
 from jobs.schemas.owned import OwnedSerializer
 
 from . import channel_secrets, channels
-from .models import Channel
+from .models import RULE_EVENTS, Channel, Rule, RuleScope
 
 
 def config_description():
@@ -67,6 +69,57 @@ class ChannelSerializer(OwnedSerializer):
                     f"{key}: there is no stored value to keep; send the value itself." for key in unknown]})
         candidate = Channel(**{**{name: getattr(channel, name) for name in ("name", "kind", "config", "enabled")},
                                **attrs})
+        try:
+            candidate.clean()
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(model_errors(exc)) from None
+        return attrs
+
+
+class RuleSerializer(OwnedSerializer):
+    events = serializers.ListField(child=serializers.ChoiceField(choices=RULE_EVENTS), allow_empty=False)
+    channel_name = serializers.CharField(source="channel.name", read_only=True)
+    job_name = serializers.CharField(source="job.name", read_only=True, allow_null=True)
+
+    class Meta:
+        model = Rule
+        fields = ["id", "channel", "channel_name", "events", "scope", "tag", "job", "job_name", "enabled", "owner",
+                  "group", "paused_reason"]
+        read_only_fields = ["paused_reason"]
+        extra_kwargs = {
+            "channel": {"help_text": "The channel's id: one of yours, your team's, or a shared one."},
+            "job": {"help_text": "The job's id, with scope job (a job you can see)."},
+            "tag": {"help_text": "The tag, with scope tag."},
+        }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        if "job" in self.fields:  # the schema is also built without a user
+            known = user and user.is_authenticated
+            self.fields["job"].queryset = visible_jobs(user) if known else Job.objects.none()
+            self.fields["channel"].queryset = owned_or_shared(Channel.objects.all(), user) if known \
+                else Channel.objects.none()
+
+    def validate_events(self, events):
+        return list(dict.fromkeys(events))
+
+    def validate(self, attrs):
+        rule = self.instance or Rule()
+        values = {name: getattr(rule, name) for name in ("events", "scope", "tag", "job", "enabled")}
+        if rule.channel_id:
+            values["channel"] = rule.channel
+        values.update(attrs)
+        user = self.context["request"].user
+        if not sees_everything(user) and values["scope"] != RuleScope.JOB:
+            raise serializers.ValidationError({"scope": [
+                "Only staff may add rules for all jobs or a tag; yours name one of your jobs (scope job)."]})
+        if values["scope"] != RuleScope.JOB:
+            attrs["job"] = None
+        if values["scope"] != RuleScope.TAG:
+            attrs["tag"] = ""
+        candidate = Rule(**{**values, **attrs})
         try:
             candidate.clean()
         except DjangoValidationError as exc:

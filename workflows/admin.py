@@ -1,18 +1,16 @@
 """Workflows in the admin: their graph (nodes and edges) and their runs with each step, to read.
 
 A workflow's graph is defined through the API or ``manage.py jobs apply``, where it is checked as a
-whole (cycles named); here it is shown, and the schedule, policy and owner can be changed."""
+whole (cycles named); here it is shown, and the schedule, policy and owner can be changed, each
+save and delete through ``workflows.actions`` (``workflows.resources``: which writes the audit entry)."""
 
 from django.contrib import admin
-from django.db import transaction
 
-from audit.models import Source
-from jobs.actions.jobs import Actor
-from jobs.admin.jobs import refused_as_message
+from jobs.admin.through_actions import ResourceAdmin
 
-from . import actions
-from .models import Workflow, WorkflowEdge, WorkflowNode, WorkflowRun, WorkflowStep
+from .models import WorkflowEdge, WorkflowNode, WorkflowRun, WorkflowStep
 from .permissions import may_act_on
+from .resources import WORKFLOWS
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -36,11 +34,10 @@ class EdgeInline(ReadOnlyInline):
     fields = ["upstream", "downstream", "on_failure"]
 
 
-@admin.register(Workflow)
-class WorkflowAdmin(admin.ModelAdmin):
-    list_display = ["name", "enabled", "schedule_type", "next_run_at", "on_upstream_failure", "owner"]
+@admin.register(WORKFLOWS.model)
+class WorkflowAdmin(ResourceAdmin):
+    resource = WORKFLOWS
     list_filter = ["enabled", "schedule_type"]
-    search_fields = ["name"]
     fields = ["name", "description", "owner", "group", "enabled", "on_upstream_failure", "schedule_type",
               "crontab", "interval", "clocked", "next_run_at"]
     readonly_fields = ["schedule_type", "crontab", "interval", "clocked", "next_run_at"]
@@ -54,29 +51,8 @@ class WorkflowAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return super().has_delete_permission(request, obj) and (obj is None or may_act_on(request.user, obj))
 
-    # --- saves and deletes: each through workflows.actions (which writes the audit entry)
-
-    def save_model(self, request, obj, form, change):
-        actor = Actor.of_request(request, Source.ADMIN)
-        if change:
-            actions.change(actor, obj)
-        else:
-            actions.create(actor, obj)
-
-    def delete_model(self, request, obj):
-        actions.delete(Actor.of_request(request, Source.ADMIN), obj)
-
-    def delete_queryset(self, request, queryset):
-        actor = Actor.of_request(request, Source.ADMIN)
-        with transaction.atomic():
-            for workflow in queryset.select_related("crontab", "interval", "clocked", "owner", "group"):
-                actions.delete(actor, workflow)
-
-    def changeform_view(self, request, *args, **kwargs):
-        return refused_as_message(self, request, super().changeform_view, request, *args, **kwargs)
-
-    def delete_view(self, request, *args, **kwargs):
-        return refused_as_message(self, request, super().delete_view, request, *args, **kwargs)
+    def deleted(self, queryset):
+        return queryset.select_related("crontab", "interval", "clocked", "owner", "group")
 
 
 class StepInline(ReadOnlyInline):

@@ -19,7 +19,7 @@ from audit.models import Action, Subject
 
 from ..definitions import calendars as definitions
 from ..models import Calendar, Job
-from . import permissions
+from . import owned, permissions
 from .jobs import ActionError
 
 STAFF_ONLY = ("Only staff may change or delete a shared calendar; yours and your team's are yours to change, and "
@@ -33,19 +33,7 @@ def visible(user):
     return permissions.owned_or_shared(Calendar.objects.all(), user)
 
 
-def may_edit(actor, calendar=None):
-    """Whether ``actor`` may change or delete ``calendar`` (None: make a new one)."""
-    return calendar is None or permissions.may_change_owned(actor.user, calendar)
-
-
-def _check(actor, calendar=None):
-    if not may_edit(actor, calendar):
-        raise ActionError(STAFF_ONLY, ActionError.FORBIDDEN)
-
-
-def _check_ownership(actor, calendar, stored=None):
-    if errors := permissions.ownership_refusal(actor.user, calendar.group, calendar.shared, stored):
-        raise ActionError("; ".join(m for ms in errors.values() for m in ms), ActionError.INVALID, fields=errors)
+may_edit = owned.may_change
 
 
 def snapshot(calendar):
@@ -92,10 +80,8 @@ def _saved(calendar):
 def create(actor, calendar):
     """Save a new calendar: the actor's (the command line's: staff's), and their team's when
     ``group`` is given (one of the actor's groups)."""
-    _check(actor)
-    _check_ownership(actor, calendar)
-    if calendar.owner_id is None and actor.user is not None:
-        calendar.owner = actor.user
+    owned.check_ownership(actor, calendar)
+    owned.claim(actor, calendar)
     with transaction.atomic():
         _saved(calendar)
         changes, detail = diff(None, snapshot(calendar))
@@ -105,15 +91,12 @@ def create(actor, calendar):
     return calendar
 
 
-def edit(actor, calendar, values):
-    """Set ``values`` ({field: value}) on a saved calendar and save it. A calendar used by jobs keeps
-    its name (they name it): renaming one is refused."""
+def edit(actor, calendar, values=None):
+    """Set ``values`` ({field: value}) on a saved calendar and save it (``calendar`` may carry its
+    changes already, as the admin's form sets them). A calendar used by jobs keeps its name (they
+    name it): renaming one is refused."""
     with transaction.atomic():
-        stored = Calendar.objects.select_for_update().get(pk=calendar.pk)
-        _check(actor, stored)
-        for name, value in values.items():
-            setattr(calendar, name, value)
-        _check_ownership(actor, calendar, stored)
+        stored = owned.changing(actor, calendar, values, STAFF_ONLY)
         if calendar.name != stored.name and (users := definitions.jobs_using(stored.name)):
             raise ActionError(f"The calendar {stored.name} is used by {len(users)} job(s): a job names its calendars, "
                               "so it cannot be renamed. Make a new calendar instead.", ActionError.CONFLICT,
@@ -129,7 +112,7 @@ def edit(actor, calendar, values):
 def import_ics(actor, calendar, data, replace=False):
     """Add the dates of an ICS file (``data``, bytes or text) to the calendar, or with ``replace``
     make them its only typed-in dates. A refused file changes nothing."""
-    _check(actor, calendar)
+    owned.check_change(actor, calendar, STAFF_ONLY)
     try:
         found = definitions.dates_from_ics(data)
     except ValidationError as exc:
@@ -139,7 +122,7 @@ def import_ics(actor, calendar, data, replace=False):
 
 
 def delete(actor, calendar):
-    _check(actor, calendar)
+    owned.check_change(actor, calendar, STAFF_ONLY)
     with transaction.atomic():
         users = definitions.jobs_using(calendar.name)
         if users:

@@ -18,7 +18,7 @@ from audit.models import Action, Subject
 
 from .. import lifecycle
 from ..models import Job, Limit
-from . import permissions
+from . import owned, permissions
 from .jobs import ActionError
 
 EDITABLE = ("key", "max_running", "max_starts_per_minute", "description", "group", "shared")
@@ -31,19 +31,7 @@ def visible(user):
     return permissions.owned_or_shared(Limit.objects.all(), user)
 
 
-def may_edit(actor, limit=None):
-    """Whether ``actor`` may change or delete ``limit`` (None: make a new one)."""
-    return limit is None or permissions.may_change_owned(actor.user, limit)
-
-
-def _check(actor, limit=None):
-    if not may_edit(actor, limit):
-        raise ActionError(STAFF_ONLY, ActionError.FORBIDDEN)
-
-
-def _check_ownership(actor, limit, stored=None):
-    if errors := permissions.ownership_refusal(actor.user, limit.group, limit.shared, stored):
-        raise ActionError("; ".join(m for ms in errors.values() for m in ms), ActionError.INVALID, fields=errors)
+may_edit = owned.may_change
 
 
 def snapshot(limit):
@@ -95,10 +83,8 @@ def _in_use(actor, key, doing):
 def create_limit(actor, limit, detail=""):
     """Save a new limit: the actor's (the command line's: staff's), and their team's when ``group``
     is given (one of the actor's groups)."""
-    _check(actor)
-    _check_ownership(actor, limit)
-    if limit.owner_id is None and actor.user is not None:
-        limit.owner = actor.user
+    owned.check_ownership(actor, limit)
+    owned.claim(actor, limit)
     with transaction.atomic():
         _saved(limit)
         _record(actor, limit.key, Action.CREATE, _diff(None, snapshot(limit)), detail)
@@ -110,11 +96,7 @@ def edit_limit(actor, limit, values=None, detail=""):
     already, as the admin's form sets them); the entry's diff is against the row. Room a change
     makes is used at once (the waiting runs are woken when it commits)."""
     with transaction.atomic():
-        stored = Limit.objects.select_for_update().get(pk=limit.pk)
-        _check(actor, stored)
-        for name, value in (values or {}).items():
-            setattr(limit, name, value)
-        _check_ownership(actor, limit, stored)
+        stored = owned.changing(actor, limit, values, STAFF_ONLY)
         if limit.key != stored.key:
             _in_use(actor, stored.key, "rename")
         _saved(limit, update=True)
@@ -125,7 +107,7 @@ def edit_limit(actor, limit, values=None, detail=""):
 
 
 def delete_limit(actor, limit, detail=""):
-    _check(actor, limit)
+    owned.check_change(actor, limit, STAFF_ONLY)
     with transaction.atomic():
         _in_use(actor, limit.key, "delete")
         _record(actor, limit.key, Action.DELETE, _diff(snapshot(limit), None), detail)

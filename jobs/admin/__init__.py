@@ -1,5 +1,12 @@
 """The Django admin (its autodiscovery imports ``jobs.admin``): jobs and their runs (``jobs.py``, with
-the job's form, ``forms.py``), limits shared across jobs (``limits.py``), teams' quotas (``quotas.py``), the calendars (``calendars.py``)
-and django-celery-beat's periodic tasks with a permission on each action (``beat.py``)."""
+the job's form, ``forms.py``), limits shared across jobs (``limits.py``), the calendars
+(``calendars.py``), teams' quotas (below) and django-celery-beat's periodic tasks with a permission
+on each action (``beat.py``). The resources declared once (``jobs.resources``) are admins of
+``through_actions.ResourceAdmin``."""
 
-from . import beat, calendars, jobs, limits, quotas  # noqa: F401  (registering is importing)
+from ..actions.quotas import TEAM_FIELDS
+from ..resources import QUOTAS
+from . import beat, calendars, jobs, limits  # noqa: F401  (registering is importing)
+from .through_actions import register
+
+register(QUOTAS, fields=("group", *TEAM_FIELDS), list_select_related=("group",))

@@ -1,20 +1,19 @@
-"""The admin's calendars: the dates edited as lines ("2026-12-24 Christmas Eve"), every save and
-delete through ``jobs.actions.calendars`` (staff only, audited)."""
+"""The admin's calendars (``jobs.resources.CALENDARS``): the dates edited as lines ("2026-12-24
+Christmas Eve"), every save and delete through ``jobs.actions.calendars`` (who may, audited)."""
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.core.exceptions import ValidationError
-from django.http import HttpResponseRedirect
 from django.urls import reverse
 
 from audit.models import Source
 
-from ..actions import calendars as calendar_actions
-from ..actions import jobs as actions
+from ..actions.jobs import Actor
 from ..definitions.calendars import jobs_using
 from ..models import Calendar
 from ..models.calendar import dates_from_text, dates_text, normalised_dates
-from .through_actions import ThroughActions
+from ..resources import CALENDARS
+from .through_actions import ResourceAdmin
 
 
 class CalendarAdminForm(forms.ModelForm):
@@ -42,40 +41,23 @@ class CalendarAdminForm(forms.ModelForm):
             raise ValidationError(exc.message_dict["dates"]) from None
 
 
-@admin.register(Calendar)
-class CalendarAdmin(ThroughActions, admin.ModelAdmin):
-    create, delete = staticmethod(calendar_actions.create), staticmethod(calendar_actions.delete)
-
-    @staticmethod
-    def edit(actor, calendar):
-        calendar_actions.edit(actor, calendar, {})  # the form has set the fields on the calendar
+@admin.register(CALENDARS.model)
+class CalendarAdmin(ResourceAdmin):
+    resource = CALENDARS
     form = CalendarAdminForm
-    list_display = ("name", "description", "country", "subdivision", "date_count", "owner", "group", "shared",
-                    "updated_at")
-    readonly_fields = ("owner",)
-    search_fields = ("name", "description")
 
     @admin.display(description="typed-in dates")
     def date_count(self, calendar):
         return len(calendar.dates or [])
 
     def has_add_permission(self, request):
-        return calendar_actions.may_edit(actions.Actor.of_request(request, Source.ADMIN))
+        return CALENDARS.may_edit(Actor.of_request(request, Source.ADMIN))
 
     def has_change_permission(self, request, obj=None):
-        return calendar_actions.may_edit(actions.Actor.of_request(request, Source.ADMIN), obj)
+        return CALENDARS.may_edit(Actor.of_request(request, Source.ADMIN), obj)
 
     def has_delete_permission(self, request, obj=None):
         return self.has_change_permission(request, obj)
 
-    def get_queryset(self, request):
-        return calendar_actions.visible(request.user)
-
-
-    def delete_view(self, request, object_id, extra_context=None):
-        try:
-            return super().delete_view(request, object_id, extra_context)
-        except actions.ActionError as exc:  # used by jobs: said on the calendar's page
-            self.message_user(request, exc.message, messages.ERROR)
-            return HttpResponseRedirect(reverse("admin:jobs_calendar_change", args=[object_id]))
-
+    def after_refused_delete(self, object_id):  # used by jobs: said on the calendar's page
+        return reverse("admin:jobs_calendar_change", args=[object_id])

@@ -6,7 +6,6 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.db import transaction
 from django.forms.models import BaseInlineFormSet
-from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -25,7 +24,7 @@ from ..models import Job, JobAttempt, JobRun, RunStatus, ScheduleType
 from ..pages import params_form
 from . import beat as beat_admin  # noqa: F401  (beat_admin: periodic tasks' actions get permissions)
 from .forms import SCHEDULE_FIELDS, JobAdminForm
-from .through_actions import ThroughActions
+from .through_actions import ThroughActions, refused_as_message
 
 RECENT_RUNS_ON_JOB_PAGE = 20
 RECENT_AUDIT_ON_JOB_PAGE = 20
@@ -318,17 +317,6 @@ def each(request, objects, action):
     actor = actions.Actor.of_request(request, Source.ADMIN)
     with transaction.atomic():
         return [action(actor, obj) for obj in objects]
-
-
-def refused_as_message(model_admin, request, view, *args, **kwargs):
-    """Run an admin view; an action it refused comes back to the list as an error message, with
-    nothing changed (the admin's views are atomic)."""
-    try:
-        return view(*args, **kwargs)
-    except actions.ActionError as exc:
-        model_admin.message_user(request, exc.message, messages.ERROR)
-        opts = model_admin.model._meta
-        return HttpResponseRedirect(reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist"))
 
 
 class AttemptInline(ReadOnlyInline):

@@ -1,27 +1,18 @@
-"""Limits shared across jobs in the admin: each change goes through ``jobs.actions.limits`` (who
-may, and the audit entry); a refused one comes back as a message."""
+"""Limits shared across jobs in the admin (``jobs.resources.LIMITS``): with how many runs of their
+jobs run and wait now, and how many jobs name them."""
 
 from django.contrib import admin
 
-from ..actions import limits as actions
 from ..lifecycle import limits
-from ..models import Job, Limit
-from .jobs import refused_as_message
-from .through_actions import ThroughActions
+from ..models import Job
+from ..resources import LIMITS
+from .through_actions import ResourceAdmin
 
 
-@admin.register(Limit)
-class LimitAdmin(ThroughActions, admin.ModelAdmin):
-    create, edit, delete = (staticmethod(actions.create_limit), staticmethod(actions.edit_limit),
-                            staticmethod(actions.delete_limit))
-    list_display = ("key", "max_running", "max_starts_per_minute", "running", "waiting", "jobs", "owner", "group",
-                    "shared")
-    search_fields = ("key", "description")
-    fields = (*actions.EDITABLE, "owner")
-    readonly_fields = ("owner",)
-
-    def get_queryset(self, request):
-        return actions.visible(request.user)
+@admin.register(LIMITS.model)
+class LimitAdmin(ResourceAdmin):
+    resource = LIMITS
+    fields = (*LIMITS.file.fields, "owner")
 
     @admin.display(description="running now")
     def running(self, limit):
@@ -34,13 +25,3 @@ class LimitAdmin(ThroughActions, admin.ModelAdmin):
     @admin.display(description="jobs naming it")
     def jobs(self, limit):
         return Job.objects.filter(limit_key=limit.key).count()
-
-
-    def changeform_view(self, request, *args, **kwargs):
-        return refused_as_message(self, request, super().changeform_view, request, *args, **kwargs)
-
-    def delete_view(self, request, *args, **kwargs):
-        return refused_as_message(self, request, super().delete_view, request, *args, **kwargs)
-
-    def changelist_view(self, request, *args, **kwargs):
-        return refused_as_message(self, request, super().changelist_view, request, *args, **kwargs)

@@ -1,12 +1,12 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
+from ..resources import CALENDARS, LIMITS, QUOTAS
 from .calendars import CalendarViewSet
 from .forecast import ForecastView, SpreadView
 from .jobs_as_code import JobsAsCodeView
-from .limits import LimitViewSet
-from .quotas import TeamQuotaViewSet
 from .reports import TagOrGroupReport
+from .resources import register
 from .tokens import TokenDetail, TokenList
 from .views import JobViewSet, RunViewSet
 
@@ -17,9 +17,9 @@ router = DefaultRouter()
 router.include_root_view = False
 router.register("jobs", JobViewSet, basename="job")
 router.register("runs", RunViewSet, basename="run")
-router.register("limits", LimitViewSet, basename="limit")
-router.register("calendars", CalendarViewSet, basename="calendar")
-router.register("quotas", TeamQuotaViewSet, basename="quota")
+register(router, LIMITS)
+register(router, CALENDARS, CalendarViewSet)
+register(router, QUOTAS)
 
 urlpatterns = [
     path("jobs-as-code/", JobsAsCodeView.as_view(), name="jobs-as-code"),

@@ -1,3 +1,4 @@
 """The shapes the API and jobs-as-code files both check with, below both (one schema, one set of
-messages): a job's (``jobs.py``), a limit's (``limits.py``) and what a user owns and shares with a
-team (``owned.py``). They import nothing of an interface."""
+messages): a job's (``jobs.py``), a limit's (``limits.py``), a calendar's (``calendars.py``), a
+team's quotas (``quotas.py``) and what a user owns and shares with a team (``owned.py``). They
+import nothing of an interface."""

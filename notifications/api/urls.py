@@ -1,11 +1,14 @@
 from rest_framework.routers import SimpleRouter
 
+from jobs.api.resources import register
+
+from ..resources import CHANNELS, RULES
 from .views import ChannelViewSet, RuleViewSet
 
 app_name = "notifications-api"
 
 router = SimpleRouter()
-router.register("channels", ChannelViewSet, basename="channel")
-router.register("rules", RuleViewSet, basename="rule")
+register(router, CHANNELS, ChannelViewSet)
+register(router, RULES, RuleViewSet)
 
 urlpatterns = router.urls

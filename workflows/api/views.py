@@ -1,7 +1,6 @@
 """The API's views for workflows (CRUD, run, pause, resume) and workflow runs (history, detail
 with steps, re-run from the failed steps, cancel)."""
 
-from django.db import transaction
 from django.db.models import Prefetch
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -10,12 +9,14 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
-from jobs.api.views import ApiViewSet, bool_param, choice_param, int_param, text_param
+from jobs.api.resources import ResourceViewSet
+from jobs.api.views import ApiViewSet, choice_param, int_param
 
 from .. import actions
 from ..models import Workflow, WorkflowRun, WorkflowRunStatus
-from ..permissions import visible_workflow_runs, visible_workflows
-from .serializers import WorkflowRunDetailSerializer, WorkflowRunSerializer, WorkflowSerializer
+from ..permissions import visible_workflow_runs
+from ..resources import WORKFLOWS
+from ..schemas import WorkflowRunDetailSerializer, WorkflowRunSerializer, WorkflowSerializer
 
 
 def accepted(request, wf_run, context):
@@ -24,38 +25,17 @@ def accepted(request, wf_run, context):
     return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
 
 
-@extend_schema_view(
-    list=extend_schema(
-        description="Workflows you own, of your groups (all of them for staff), by name.",
-        parameters=[OpenApiParameter("name", OpenApiTypes.STR, description="Exact name."),
-                    OpenApiParameter("enabled", OpenApiTypes.BOOL)],
-    ),
-    create=extend_schema(description="Define a workflow from jobs you can see; you become its owner. A cycle "
-                                     "in `edges` is a 400 naming it (`cycle: a → b → a`)."),
-    update=extend_schema(description="Replace a workflow's fields; without `schedule`, `nodes` or `edges` "
-                                     "those are kept."),
-    partial_update=extend_schema(description="Change some fields; the graph is checked again as a whole."),
-)
-class WorkflowViewSet(ApiViewSet, viewsets.ModelViewSet):
-    serializer_class = WorkflowSerializer
+class WorkflowViewSet(ResourceViewSet):
+    resource = WORKFLOWS
 
     def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):
-            return Workflow.objects.none()
-        found = visible_workflows(self.request.user).select_related("owner", "group", "crontab", "interval",
-                                                                      "clocked")
+        found = super().get_queryset().select_related("owner", "group", "crontab", "interval", "clocked")
         if self.action in ("update", "partial_update"):
-            return found.select_for_update(of=("self",))
+            return found.select_for_update(of=("self",))  # locked until the change and its entry commit
         if self.action != "list":
             return found
         latest = WorkflowRun.objects.order_by("-created_at", "-id")[:1]
-        found = found.prefetch_related("nodes__job", "edges", Prefetch("runs", queryset=latest, to_attr="latest_runs"))
-        params = self.request.query_params
-        if "name" in params:
-            found = found.filter(name=text_param(params, "name"))
-        if "enabled" in params:
-            found = found.filter(enabled=bool_param(params, "enabled"))
-        return found
+        return found.prefetch_related("nodes__job", "edges", Prefetch("runs", queryset=latest, to_attr="latest_runs"))
 
     def perform_create(self, serializer):
         values = dict(serializer.validated_data)
@@ -63,17 +43,10 @@ class WorkflowViewSet(ApiViewSet, viewsets.ModelViewSet):
         graph = values.pop("graph")
         serializer.instance = actions.create(self.actor, Workflow(owner=self.request.user, **values), schedule, graph)
 
-    @transaction.atomic  # the row stays locked (get_queryset) until the change and its entry commit
-    def update(self, request, *args, **kwargs):
-        return super().update(request, *args, **kwargs)
-
     def perform_update(self, serializer):
         values = dict(serializer.validated_data)
         schedule, graph = values.pop("schedule", None), values.pop("graph", None)
         serializer.instance = actions.change(self.actor, serializer.instance, values, schedule, graph)
-
-    def perform_destroy(self, workflow):
-        actions.delete(self.actor, workflow)
 
     @extend_schema(request=None, responses={202: WorkflowRunDetailSerializer},
                    description="Start a run of the workflow now; its jobs without upstreams are queued at once. "

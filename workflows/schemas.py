@@ -1,4 +1,5 @@
-"""JSON shapes of workflows and workflow runs. A workflow's graph is ``nodes`` (job names) and
+"""JSON shapes of workflows and workflow runs, below the API (``workflows.resources`` names the
+workflow's). A workflow's graph is ``nodes`` (job names) and
 ``edges`` ({"from": job, "to": job, "on_failure": "skip"|"run"}); it is checked by
 ``definitions.parse_graph`` (cycles named) and saved by ``workflows.actions`` (which writes the audit entry)."""
 
@@ -10,8 +11,8 @@ from jobs.actions.permissions import guarded_kinds, may_run_command_jobs, sees_e
 from jobs.schemas.jobs import ScheduleField
 from jobs.schemas.owned import GroupField
 
-from .. import definitions
-from ..models import FailurePolicy, Workflow, WorkflowRun, WorkflowStep
+from . import definitions
+from .models import FailurePolicy, Workflow, WorkflowRun, WorkflowStep
 
 
 class EdgeSerializer(serializers.Serializer):
