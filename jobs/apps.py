@@ -7,6 +7,7 @@ class JobsConfig(AppConfig):
 
     def ready(self):
         from django.conf import settings
+        from django.core import checks
         from django.db.models.signals import post_migrate
 
         from .actions.permissions import ensure_command_runners_group
@@ -16,6 +17,7 @@ class JobsConfig(AppConfig):
             limits,  # noqa: F401  (registers the files' limits: section)
         )
         from .kinds.callable import registry
+        from .management import squashed_migrations
         from .worker import signals  # noqa: F401  (connects the Celery signal handlers)
 
         registry.load_modules(settings.JOBS_CALLABLE_MODULES)
@@ -28,6 +30,7 @@ class JobsConfig(AppConfig):
 
             tracing.start(service_name=process_role())
         post_migrate.connect(ensure_command_runners_group, sender=self)
+        checks.register(squashed_migrations.partly_applied, checks.Tags.database)
 
 
 def process_role():
