@@ -1,6 +1,7 @@
-"""The squashed migrations (docs/operations/deployment.md, Upgrading): a database migrated to the end of
-the migrations they replace upgrades to them keeping its rows and its schema; one part of the way is
-refused before anything changes; and they make the schema the replaced ones made."""
+"""The squashed migrations (docs/operations/deployment.md, Upgrading): they make the schema of the previous
+release, d8a114e, whose migrations they replace; a database of that release upgrades to this one keeping
+its rows, with this release's data migrations done and the schema a new database gets; one part of the
+way through the replaced migrations is refused before anything changes."""
 
 import hashlib
 from io import StringIO
@@ -14,23 +15,22 @@ from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 from django.utils import timezone
 
-from jobs.definitions.jobs import save_job
-from jobs.models import Job, JobRun, RunStatus
+from audit import retention
 
-pytestmark = pytest.mark.postgres("reads PostgreSQL's catalogue; the replaced migrations were run on PostgreSQL")
+pytestmark = pytest.mark.postgres("reads PostgreSQL's catalogue; the previous release was measured on PostgreSQL")
 
-SQUASHED_APPS = ("jobs", "notifications", "audit", "workflows")
+APPS = ("jobs", "notifications", "audit", "workflows", "sso")
 
-# The fingerprint (schema_fingerprint) of the tables the replaced migrations made, on a new database
-# migrated with them (the tree before the squash, 0e9a145); `pg_dump --schema-only` of that database
-# and of one migrated with the squashed migrations were the same, line for line.
-REPLACED_MIGRATIONS_SCHEMA = "b2c791c795f4f683fcb9170706f923120359e073101ffebf0056e7547d5f3a63"
+# The fingerprint (schema_fingerprint) of a new database migrated with the files of d8a114e, the previous
+# release. `pg_dump --schema-only` of that database and of one migrated to the squashes only were the same,
+# line for line (PostgreSQL 15).
+PREVIOUS_RELEASE_SCHEMA = "973c79311a2d50b503134cbbd6abac171633f85313010d34cc791235487120ac"
 
 
 def schema_fingerprint():
-    """The squashed apps' tables as PostgreSQL has them: columns in order with their types, defaults
-    and nullability, constraints, indexes, storage parameters."""
-    tables = "^(" + "|".join(SQUASHED_APPS) + ")_"
+    """The apps' tables as PostgreSQL has them: columns in order with their types, defaults and
+    nullability, constraints, indexes, storage parameters."""
+    tables = "^(" + "|".join(APPS) + ")_"
     queries = [
         """SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, a.attidentity,
                   a.attgenerated, pg_get_expr(d.adbin, d.adrelid)
@@ -56,48 +56,86 @@ def squashes():
             if migration.replaces}
 
 
-def as_the_release_before_left_it(replaced_count=None):
-    """django_migrations as a database migrated with the replaced migrations has it (the first
-    ``replaced_count`` of each app's only, when given), without the squashed ones. (Applying a squash
-    records the migrations it replaces as well.)"""
-    recorder = MigrationRecorder(connection)
-    for key, replaced in squashes().items():
-        for app, name in (key, *replaced):
-            recorder.record_unapplied(app, name)
-        for app, name in replaced[:replaced_count]:
-            recorder.record_applied(app, name)
-
-
-def test_the_squashed_migrations_make_the_schema_the_replaced_ones_made(db):
+def to_the_previous_release():
+    """Migrates back to the squashes (sso, new in this release, to nothing) and leaves django_migrations
+    as d8a114e's ``migrate`` did: the replaced migrations applied, not the squashes. Returns the models
+    of that state."""
+    targets = [*squashes(), ("sso", None)]
+    with connection.cursor() as cursor:  # this release's own entries (its groups'), which d8a114e had no subject for
+        cursor.execute("DELETE FROM audit_auditentry")
     executor = MigrationExecutor(connection)
-    executor.migrate(list(squashes()))  # later migrations, once there are some, undone (the test's transaction)
-    assert schema_fingerprint() == REPLACED_MIGRATIONS_SCHEMA
+    executor.migrate(targets)
+    recorder = MigrationRecorder(connection)
+    for app, name in squashes():
+        recorder.record_unapplied(app, name)
+    return executor.loader.project_state(list(squashes())).apps
 
 
-def test_a_database_at_the_end_of_the_replaced_migrations_upgrades_keeping_its_rows_and_schema(db):
-    job = save_job(Job(name="nightly", kind="callable", target="builtin.noop"), {"type": "manual"})
-    run = JobRun.objects.create(job=job, status=RunStatus.SUCCEEDED, scheduled_for=timezone.now())
-    as_the_release_before_left_it()
-    schema = schema_fingerprint()
-
-    out = StringIO()
-    call_command("migrate", skip_checks=False, stdout=out)
-
-    assert "No migrations to apply." in out.getvalue()
-    assert set(squashes()) <= set(MigrationRecorder(connection).applied_migrations())
-    assert schema_fingerprint() == schema
-    assert list(Job.objects.values_list("pk", "name")) == [(job.pk, "nightly")]
-    assert list(JobRun.objects.values_list("pk", "job", "status")) == [(run.pk, job.pk, RunStatus.SUCCEEDED)]
+def back_to_the_end():
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
-def test_a_database_part_of_the_way_through_them_is_sent_to_the_release_before(db):
-    as_the_release_before_left_it(replaced_count=2)  # workflows complete, the others at their 0002
+def test_the_squashes_alone_make_the_schema_of_the_previous_release(db):
+    to_the_previous_release()  # undone with the test's transaction
+    assert schema_fingerprint() == PREVIOUS_RELEASE_SCHEMA
+
+
+@pytest.mark.django_db(transaction=True)  # tables that took rows cannot be altered in the same transaction
+def test_a_database_of_the_previous_release_upgrades_keeping_its_rows_and_doing_this_releases_data_migrations():
+    new_database = schema_fingerprint()  # the test database: every migration, on nothing
+    old = to_the_previous_release()
+    try:
+        # rows as d8a114e wrote them, with its models
+        owner = old.get_model("auth", "User").objects.create(username="owner")
+        job = old.get_model("jobs", "Job").objects.create(name="nightly", kind="callable", target="builtin.noop",
+                                                          owner_id=owner.pk)
+        run = old.get_model("jobs", "JobRun").objects.create(job=job, status="succeeded", scheduled_for=timezone.now())
+        old.get_model("jobs", "Limit").objects.create(key="warehouse", max_running=1)
+        old.get_model("jobs", "Calendar").objects.create(name="de-be")
+        old.get_model("notifications", "Channel").objects.create(name="ops", kind="webhook", config={})
+        entries = old.get_model("audit", "AuditEntry").objects
+        for action in ("create", "run_now"):
+            entries.create(action=action, subject="job", job=job, job_name=job.name, actor=owner,
+                           actor_name="owner", source="api")
+
+        out = StringIO()
+        call_command("migrate", skip_checks=False, stdout=out)
+
+        assert "Applying jobs.0031_team_ownership... OK" in out.getvalue()
+        assert "squashed" not in out.getvalue()  # taken as applied, as the replaced migrations are
+        assert set(squashes()) <= set(MigrationRecorder(connection).applied_migrations())
+        assert schema_fingerprint() == new_database
+        new = MigrationExecutor(connection).loader.project_state().apps
+        assert list(new.get_model("jobs", "Job").objects.values_list("pk", "owner")) == [(job.pk, owner.pk)]
+        assert list(new.get_model("jobs", "JobRun").objects.values_list("pk", "job", "status")) == [
+            (run.pk, job.pk, "succeeded")]
+        # jobs.0031, notifications.0008 (tests/security/test_teams.py has the rest): what existed before teams is shared
+        assert list(new.get_model("jobs", "Limit").objects.values_list("key", "shared")) == [("warehouse", True)]
+        assert list(new.get_model("jobs", "Calendar").objects.values_list("name", "shared")) == [("de-be", True)]
+        assert list(new.get_model("notifications", "Channel").objects.values_list("name", "shared")) == [("ops", True)]
+        # audit.0004: the entries written before the chain are chained
+        assert list(new.get_model("audit", "AuditEntry").objects.filter(job=job.pk).order_by("id").values_list(
+            "action", flat=True)) == ["create", "run_now"]
+        verdict = retention.verify()
+        assert verdict.ok, verdict.problem
+        assert verdict.count >= 2
+    finally:
+        back_to_the_end()
+
+
+def test_a_database_part_of_the_way_through_the_replaced_migrations_is_sent_to_the_previous_release(db):
+    recorder = MigrationRecorder(connection)
+    recorder.migration_qs.filter(app__in=APPS).delete()
+    for replaced in squashes().values():  # as d8a114e's migrate left it after the first two of each app
+        for app, name in replaced[:2]:
+            recorder.record_applied(app, name)
     schema = schema_fingerprint()
 
     with pytest.raises(SystemCheckError) as refused:
         call_command("migrate", skip_checks=False, stdout=StringIO())
 
     assert "jobs migrations applied up to 0002_run_policies only" in str(refused.value)
-    assert "Migrate with the release before this one first" in str(refused.value)
+    assert "Migrate with d8a114e, the previous release, first" in str(refused.value)
     assert "workflows" not in str(refused.value)
     assert schema_fingerprint() == schema

@@ -1,12 +1,15 @@
-"""Each app's migrations are squashed into one (jobs.0001_squashed_0033_bundle_new_jobs and the others'),
-and the files they replace are gone. A database with all of a squash's migrations applied takes it as
-applied; one with only some of them cannot be migrated from here (Django would find no migration of
-that app and fail on another's), so ``migrate`` stops first and says which release to migrate with."""
+"""The migrations of the previous release, d8a114e, are squashed, one per app (jobs.0001_squashed_0030_bundle
+and the others'), and the files they replace are gone; this release's own migrations follow the squashes.
+A database with all of a squash's migrations applied takes it as applied; one with only some of them
+cannot be migrated from here (Django would find no migration of that app and fail on another's), so
+``migrate`` stops first and says which release to migrate with."""
 
 from django.core import checks
 from django.db import connections
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
+
+PREVIOUS_RELEASE = "d8a114e"
 
 
 def partly_applied(databases=None, **kwargs):
@@ -26,7 +29,7 @@ def partly_applied(databases=None, **kwargs):
                     f"The database {alias!r} has the {squash.app_label} migrations applied up to {max(done)[1]} only: "
                     f"this release replaces them, up to {max(squash.replaces)[1]}, by {squash.name} and no longer "
                     "has their files.",
-                    hint="Migrate with the release before this one first (it has them), then with this one "
-                         "(docs/operations/deployment.md, Upgrading).",
+                    hint=f"Migrate with {PREVIOUS_RELEASE}, the previous release, first (it has them), then with "
+                         "this one (docs/operations/deployment.md, Upgrading).",
                     id="jobs.E001"))
     return errors

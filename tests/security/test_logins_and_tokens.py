@@ -1,7 +1,8 @@
 """Logins and API tokens under attack: repeated failed logins (the pages', the admin's) and refused
 tokens lock the address out for a while, even with the right password or a good token; tokens are
 kept hashed (a leaked database holds no usable key), expire, and are revoked from the pages and
-the command line; the keys of the old clear-text tokens keep working once hashed."""
+the command line. (The old clear-text tokens were hashed by jobs.0018, of an earlier release, now in
+the squash: docs/operations/deployment.md, Upgrading.)"""
 
 from datetime import timedelta
 from io import StringIO

@@ -264,3 +264,41 @@ def test_jobsctl_of_another_team_finds_nothing_of_team_a(jobsctl):
     assert "a-cal" not in jobsctl("calendars", "list", token=token).stdout
     assert Limit.objects.get(key="a-limit").max_running == 2
     assert jobsctl("limits", "show", "a-limit", token=tokens.create(owner)[1]).returncode == 0  # the control
+
+
+@pytest.mark.postgres("migrating back and forth: SQLite's schema editor refuses it inside the test's transaction")
+def test_the_migration_shares_what_existed_and_gives_a_jobs_rule_to_its_team(transactional_db):
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = [("jobs", "0001_squashed_0030_bundle"), ("notifications", "0001_squashed_0007_paused_event")]
+    after = [("jobs", "0031_team_ownership"), ("notifications", "0008_team_ownership")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    user, group = old.get_model("auth", "User").objects.create(username="owner"), \
+        old.get_model("auth", "Group").objects.create(name="team")
+    job = old.get_model("jobs", "Job").objects.create(name="nightly", kind="callable", target="builtin.noop",
+                                                      owner_id=user.pk, group_id=group.pk)
+    old.get_model("jobs", "Limit").objects.create(key="warehouse", max_running=1)
+    old.get_model("jobs", "Calendar").objects.create(name="de-be")
+    channel = old.get_model("notifications", "Channel").objects.create(name="ops", kind="webhook", config={})
+    rules = old.get_model("notifications", "Rule").objects
+    rules.create(channel=channel, events=["failed"], scope="job", job=job)
+    rules.create(channel=channel, events=["failed"], scope="all")
+    try:
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        now = executor.loader.project_state(after).apps
+        assert list(now.get_model("jobs", "Limit").objects.values_list("key", "shared", "owner")) == [
+            ("warehouse", True, None)]
+        assert list(now.get_model("jobs", "Calendar").objects.values_list("name", "shared", "owner")) == [
+            ("de-be", True, None)]
+        assert list(now.get_model("notifications", "Channel").objects.values_list("name", "shared", "owner")) == [
+            ("ops", True, None)]
+        assert list(now.get_model("notifications", "Rule").objects.order_by("id").values_list(
+            "scope", "owner", "group", "enabled", "paused_reason")) == [
+            ("job", user.pk, group.pk, True, ""), ("all", None, None, True, "")]
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())

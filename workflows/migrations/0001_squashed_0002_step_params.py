@@ -1,4 +1,5 @@
-"""workflows.0001 to workflows.0002, squashed (manage.py squashmigrations); see jobs.0001_squashed_0033_bundle_new_jobs."""
+"""workflows.0001 to workflows.0002, of the release d8a114e, squashed (manage.py squashmigrations); see
+jobs.0001_squashed_0030_bundle."""
 
 import django.db.models.deletion
 import django.utils.timezone
@@ -13,9 +14,9 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('jobs', '0001_squashed_0033_bundle_new_jobs'),
         ('auth', '0012_alter_user_first_name_max_length'),
         ('django_celery_beat', '0019_alter_periodictasks_options'),
+        ('jobs', '0001_squashed_0030_bundle'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,8 +1,8 @@
-"""jobs.0001 to jobs.0033, squashed (manage.py squashmigrations, its operations folded further and
-checked by hand). A database that has every one of them applied takes this one as applied; the files it
-replaces are gone, so a database part of the way through them upgrades through the release before first
-(docs/operations/deployment.md). Their data migrations are left out: they rewrote rows that a new
-database has none of."""
+"""jobs.0001 to jobs.0030, the migrations of the release d8a114e, squashed (manage.py squashmigrations,
+its operations folded further and checked by hand). A database that has every one of them applied takes
+this one as applied; the files it replaces are gone, so a database part of the way through them upgrades
+with d8a114e first (docs/operations/deployment.md, Upgrading). Their data migrations are left out: they
+rewrote rows that a new database has none of."""
 
 import django.core.validators
 import django.db.models.deletion
@@ -11,6 +11,7 @@ import django.utils.timezone
 import jobs.kinds
 from django.conf import settings
 from django.db import migrations, models
+
 
 # PostgreSQL's storage choices, made last: runs and attempts leave room on their pages so that a claim,
 # a heartbeat and an outcome are HOT updates (jobs/models/run.py), and a run's end is one heap tuple
@@ -36,7 +37,7 @@ def default_storage(apps, schema_editor):
 
 class Migration(migrations.Migration):
 
-    replaces = [('jobs', '0001_initial'), ('jobs', '0002_run_policies'), ('jobs', '0003_page_indexes'), ('jobs', '0004_deadline_index'), ('jobs', '0005_operator_tools'), ('jobs', '0006_workflows'), ('jobs', '0007_retention'), ('jobs', '0008_lean_indexes'), ('jobs', '0009_lost_budget'), ('jobs', '0010_secrets_permissions'), ('jobs', '0011_run_rollup'), ('jobs', '0012_leader_lease'), ('jobs', '0013_priority'), ('jobs', '0014_labels'), ('jobs', '0015_job_unsuccessful_order'), ('jobs', '0016_slot_check_from'), ('jobs', '0017_run_key_slot'), ('jobs', '0018_api_tokens_hashed'), ('jobs', '0019_job_kinds_from_registry'), ('jobs', '0020_parameters'), ('jobs', '0021_limits'), ('jobs', '0022_pause_after_failures'), ('jobs', '0023_dst_policy'), ('jobs', '0024_calendars'), ('jobs', '0025_spread'), ('jobs', '0026_reports'), ('jobs', '0027_calendar_name_rule'), ('jobs', '0028_run_traceparent'), ('jobs', '0029_run_phase'), ('jobs', '0030_bundle'), ('jobs', '0031_team_ownership'), ('jobs', '0032_team_quotas'), ('jobs', '0033_bundle_new_jobs')]
+    replaces = [('jobs', '0001_initial'), ('jobs', '0002_run_policies'), ('jobs', '0003_page_indexes'), ('jobs', '0004_deadline_index'), ('jobs', '0005_operator_tools'), ('jobs', '0006_workflows'), ('jobs', '0007_retention'), ('jobs', '0008_lean_indexes'), ('jobs', '0009_lost_budget'), ('jobs', '0010_secrets_permissions'), ('jobs', '0011_run_rollup'), ('jobs', '0012_leader_lease'), ('jobs', '0013_priority'), ('jobs', '0014_labels'), ('jobs', '0015_job_unsuccessful_order'), ('jobs', '0016_slot_check_from'), ('jobs', '0017_run_key_slot'), ('jobs', '0018_api_tokens_hashed'), ('jobs', '0019_job_kinds_from_registry'), ('jobs', '0020_parameters'), ('jobs', '0021_limits'), ('jobs', '0022_pause_after_failures'), ('jobs', '0023_dst_policy'), ('jobs', '0024_calendars'), ('jobs', '0025_spread'), ('jobs', '0026_reports'), ('jobs', '0027_calendar_name_rule'), ('jobs', '0028_run_traceparent'), ('jobs', '0029_run_phase'), ('jobs', '0030_bundle')]
 
     initial = True
 
@@ -47,6 +48,14 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.CreateModel(
+            name='DeliveryCounter',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.CharField(max_length=100, unique=True)),
+                ('value', models.BigIntegerField(default=0)),
+            ],
+        ),
         migrations.CreateModel(
             name='Job',
             fields=[
@@ -124,7 +133,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 'ordering': ['-created_at', '-id'],
-                'indexes': [models.Index(fields=['job', '-created_at'], name='run_job_recent_idx'), models.Index(fields=['-created_at', '-id'], name='run_recent_idx'), models.Index(condition=models.Q(('waiting_since__isnull', False)), fields=['job'], name='run_waiting_idx'), models.Index(condition=models.Q(('phase__in', ['failed', 'timed_out', 'lost', 'skipped', 'cancelled'])), fields=['phase', '-created_at'], name='run_unsuccessful_idx'), models.Index(condition=models.Q(('phase__in', ['failed', 'timed_out', 'lost', 'skipped', 'cancelled'])), fields=['job', 'phase', '-created_at', '-id'], name='run_job_unsuccessful_idx'), models.Index(condition=models.Q(('phase__in', ('pending', 'live', 'retrying'))), fields=['phase', 'next_attempt_at'], name='run_active_idx'), models.Index(condition=models.Q(('triggered_by__isnull', False)), fields=['triggered_by', '-created_at'], name='run_triggered_by_recent_idx')],
+                'indexes': [models.Index(fields=['job', '-created_at'], name='run_job_recent_idx'), models.Index(fields=['-created_at', '-id'], name='run_recent_idx'), models.Index(condition=models.Q(('triggered_by__isnull', False)), fields=['triggered_by'], name='run_triggered_by_idx'), models.Index(condition=models.Q(('waiting_since__isnull', False)), fields=['job'], name='run_waiting_idx'), models.Index(condition=models.Q(('phase__in', ['failed', 'timed_out', 'lost', 'skipped', 'cancelled'])), fields=['phase', '-created_at'], name='run_unsuccessful_idx'), models.Index(condition=models.Q(('phase__in', ['failed', 'timed_out', 'lost', 'skipped', 'cancelled'])), fields=['job', 'phase', '-created_at', '-id'], name='run_job_unsuccessful_idx'), models.Index(condition=models.Q(('phase__in', ('pending', 'live', 'retrying'))), fields=['phase', 'next_attempt_at'], name='run_active_idx')],
                 'constraints': [models.UniqueConstraint(fields=('job', 'scheduled_for'), name='run_one_per_slot'), models.CheckConstraint(condition=models.Q(('status__in', ['pending', 'queued', 'running', 'retrying', 'succeeded', 'failed', 'timed_out', 'lost', 'skipped', 'cancelled'])), name='run_status_valid'), models.CheckConstraint(condition=models.Q(('attempt__gte', 1)), name='run_attempt_positive')],
             },
         ),
@@ -223,6 +232,41 @@ class Migration(migrations.Migration):
             field=models.JSONField(blank=True, default=dict, help_text='HTTP headers whose values are secret (tokens).', verbose_name='secret HTTP headers'),
         ),
         migrations.CreateModel(
+            name='RecentRuns',
+            fields=[
+                ('job', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='+', serialize=False, to='jobs.job')),
+                ('points', models.JSONField(default=list)),
+            ],
+        ),
+        migrations.CreateModel(
+            name='RunEnd',
+            fields=[
+                ('run_id', models.BigIntegerField(primary_key=True, serialize=False)),
+                ('job_id', models.BigIntegerField()),
+                ('status', models.CharField(max_length=16)),
+                ('ended_at', models.DateTimeField()),
+                ('seconds', models.FloatField(null=True)),
+            ],
+        ),
+        migrations.CreateModel(
+            name='HourCounts',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('hour', models.DateTimeField()),
+                ('succeeded', models.PositiveIntegerField(default=0)),
+                ('failed', models.PositiveIntegerField(default=0)),
+                ('timed_out', models.PositiveIntegerField(default=0)),
+                ('lost', models.PositiveIntegerField(default=0)),
+                ('skipped', models.PositiveIntegerField(default=0)),
+                ('cancelled', models.PositiveIntegerField(default=0)),
+                ('timed', models.PositiveIntegerField(default=0)),
+                ('seconds', models.FloatField(default=0)),
+            ],
+            options={
+                'constraints': [models.UniqueConstraint(fields=('hour',), name='hour_counts_one_per_hour')],
+            },
+        ),
+        migrations.CreateModel(
             name='JobHourCounts',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
@@ -240,14 +284,6 @@ class Migration(migrations.Migration):
             options={
                 'constraints': [models.UniqueConstraint(fields=('job', 'hour'), name='job_hour_counts_one_per_hour')],
             },
-        ),
-        migrations.CreateModel(
-            name='DeliveryCounter',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('value', models.BigIntegerField(default=0)),
-            ],
         ),
         migrations.CreateModel(
             name='Lease',
@@ -295,13 +331,6 @@ class Migration(migrations.Migration):
             model_name='job',
             index=models.Index(condition=models.Q(('enabled', True)), fields=['slot_check_from'], name='job_slot_check_idx'),
         ),
-        migrations.CreateModel(
-            name='RecentRuns',
-            fields=[
-                ('job', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='+', serialize=False, to='jobs.job')),
-                ('points', models.JSONField(default=list)),
-            ],
-        ),
         migrations.AddField(
             model_name='job',
             name='parameters',
@@ -315,6 +344,23 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name='job',
             index=models.Index(condition=models.Q(('limit_key', ''), _negated=True), fields=['limit_key'], name='job_limit_key_idx'),
+        ),
+        migrations.CreateModel(
+            name='Limit',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('key', models.SlugField(help_text='What jobs name in their limit_key: letters, digits, - and _ (such as warehouse).', max_length=100, unique=True)),
+                ('max_running', models.PositiveIntegerField(help_text='At most this many runs of the jobs naming this key running at once.', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(100000)])),
+                ('max_starts_per_minute', models.PositiveIntegerField(blank=True, help_text="At most this many of their runs starting in any 60 seconds (by the database's clock); empty means no rate limit.", null=True, validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(10000)])),
+                ('description', models.TextField(blank=True)),
+                ('recent_starts', models.JSONField(blank=True, default=list, editable=False)),
+                ('created_at', models.DateTimeField(auto_now_add=True, verbose_name='created')),
+                ('updated_at', models.DateTimeField(auto_now=True, verbose_name='updated')),
+            ],
+            options={
+                'ordering': ['key'],
+                'constraints': [models.CheckConstraint(condition=models.Q(('max_running__gte', 1)), name='limit_max_running_positive'), models.CheckConstraint(condition=models.Q(('max_starts_per_minute__isnull', True), ('max_starts_per_minute__gte', 1), _connector='OR'), name='limit_max_starts_positive')],
+            },
         ),
         migrations.AddField(
             model_name='job',
@@ -409,6 +455,24 @@ class Migration(migrations.Migration):
             },
         ),
         migrations.CreateModel(
+            name='Calendar',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('name', models.CharField(help_text="How jobs name it (their 'calendars'). Letters, digits, '.', '_' and '-', starting with a letter or a digit, not only digits, at most 100 characters.", max_length=100, unique=True, validators=[django.core.validators.RegexValidator('^(?![0-9]+\\Z)[A-Za-z0-9][A-Za-z0-9._-]{0,99}\\Z', "Letters, digits, '.', '_' and '-', starting with a letter or a digit, not only digits, at most 100 characters.")])),
+                ('description', models.TextField(blank=True)),
+                ('dates', models.JSONField(blank=True, default=list, help_text='Dates typed in or imported: [{"date": "2026-12-24", "label": "Christmas Eve"}].')),
+                ('country', models.CharField(blank=True, help_text='A country code (DE, US, GB...): its public holidays of every year, from the holidays package, are dates of this calendar too.', max_length=3)),
+                ('subdivision', models.CharField(blank=True, help_text='A state or region of the country (BE for Berlin), for its own holidays.', max_length=10)),
+                ('revision', models.PositiveIntegerField(default=1, editable=False)),
+                ('created_at', models.DateTimeField(auto_now_add=True, verbose_name='created')),
+                ('updated_at', models.DateTimeField(auto_now=True, verbose_name='updated')),
+            ],
+            options={
+                'ordering': ['name'],
+                'constraints': [models.CheckConstraint(condition=models.Q(('subdivision', ''), models.Q(('country', ''), _negated=True), _connector='OR'), name='calendar_subdivision_needs_country')],
+            },
+        ),
+        migrations.CreateModel(
             name='JobAttempt',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
@@ -430,95 +494,10 @@ class Migration(migrations.Migration):
                 'indexes': [models.Index(fields=['started_at'], name='attempt_started_idx')],
             },
         ),
-        migrations.CreateModel(
-            name='RunEnd',
-            fields=[
-                ('run_id', models.BigIntegerField(primary_key=True, serialize=False)),
-                ('job_id', models.BigIntegerField()),
-                ('status', models.CharField(max_length=16)),
-                ('ended_at', models.DateTimeField()),
-                ('seconds', models.FloatField(null=True)),
-            ],
-        ),
-        migrations.CreateModel(
-            name='Calendar',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(help_text="How jobs name it (their 'calendars'). Letters, digits, '.', '_' and '-', starting with a letter or a digit, not only digits, at most 100 characters.", max_length=100, unique=True, validators=[django.core.validators.RegexValidator('^(?![0-9]+\\Z)[A-Za-z0-9][A-Za-z0-9._-]{0,99}\\Z', "Letters, digits, '.', '_' and '-', starting with a letter or a digit, not only digits, at most 100 characters.")])),
-                ('description', models.TextField(blank=True)),
-                ('dates', models.JSONField(blank=True, default=list, help_text='Dates typed in or imported: [{"date": "2026-12-24", "label": "Christmas Eve"}].')),
-                ('country', models.CharField(blank=True, help_text='A country code (DE, US, GB...): its public holidays of every year, from the holidays package, are dates of this calendar too.', max_length=3)),
-                ('subdivision', models.CharField(blank=True, help_text='A state or region of the country (BE for Berlin), for its own holidays.', max_length=10)),
-                ('revision', models.PositiveIntegerField(default=1, editable=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True, verbose_name='created')),
-                ('updated_at', models.DateTimeField(auto_now=True, verbose_name='updated')),
-                ('group', models.ForeignKey(blank=True, help_text="The team it belongs to as well (one of its owner's groups).", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='auth.group')),
-                ('owner', models.ForeignKey(blank=True, help_text="Who made it (empty: staff's).", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('shared', models.BooleanField(default=False, help_text='Seen and used by everyone (only staff set it); changed by staff only.')),
-            ],
-            options={
-                'ordering': ['name'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('subdivision', ''), models.Q(('country', ''), _negated=True), _connector='OR'), name='calendar_subdivision_needs_country')],
-            },
-        ),
-        migrations.CreateModel(
-            name='Limit',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.SlugField(help_text='What jobs name in their limit_key: letters, digits, - and _ (such as warehouse).', max_length=100, unique=True)),
-                ('max_running', models.PositiveIntegerField(help_text='At most this many runs of the jobs naming this key running at once.', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(100000)])),
-                ('max_starts_per_minute', models.PositiveIntegerField(blank=True, help_text="At most this many of their runs starting in any 60 seconds (by the database's clock); empty means no rate limit.", null=True, validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(10000)])),
-                ('description', models.TextField(blank=True)),
-                ('recent_starts', models.JSONField(blank=True, default=list, editable=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True, verbose_name='created')),
-                ('updated_at', models.DateTimeField(auto_now=True, verbose_name='updated')),
-                ('group', models.ForeignKey(blank=True, help_text="The team it belongs to as well (one of its owner's groups).", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='auth.group')),
-                ('owner', models.ForeignKey(blank=True, help_text="Who made it (empty: staff's).", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('shared', models.BooleanField(default=False, help_text='Seen and used by everyone (only staff set it); changed by staff only.')),
-            ],
-            options={
-                'ordering': ['key'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('max_running__gte', 1)), name='limit_max_running_positive'), models.CheckConstraint(condition=models.Q(('max_starts_per_minute__isnull', True), ('max_starts_per_minute__gte', 1), _connector='OR'), name='limit_max_starts_positive')],
-            },
-        ),
-        migrations.CreateModel(
-            name='HourCounts',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('hour', models.DateTimeField()),
-                ('succeeded', models.PositiveIntegerField(default=0)),
-                ('failed', models.PositiveIntegerField(default=0)),
-                ('timed_out', models.PositiveIntegerField(default=0)),
-                ('lost', models.PositiveIntegerField(default=0)),
-                ('skipped', models.PositiveIntegerField(default=0)),
-                ('cancelled', models.PositiveIntegerField(default=0)),
-                ('timed', models.PositiveIntegerField(default=0)),
-                ('seconds', models.FloatField(default=0)),
-            ],
-            options={
-                'constraints': [models.UniqueConstraint(fields=('hour',), name='hour_counts_one_per_hour')],
-            },
-        ),
-        migrations.CreateModel(
-            name='TeamQuota',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('max_jobs', models.PositiveIntegerField(blank=True, help_text="At most this many jobs of the team (its group's), together; empty: no team bound.", null=True, validators=[django.core.validators.MaxValueValidator(1000000000)])),
-                ('max_workflows', models.PositiveIntegerField(blank=True, help_text='At most this many workflows of the team, together; empty: no team bound.', null=True, validators=[django.core.validators.MaxValueValidator(1000000000)])),
-                ('max_runs_per_hour', models.PositiveIntegerField(blank=True, help_text="At most this many runs of the team's jobs started by its members (run now, backfill, workflow runs) in any hour; empty: no team bound.", null=True, validators=[django.core.validators.MaxValueValidator(1000000000)])),
-                ('max_runs_in_flight', models.PositiveIntegerField(blank=True, help_text="At most this many runs of the team's jobs not yet ended; empty: no team bound.", null=True, validators=[django.core.validators.MaxValueValidator(1000000000)])),
-                ('updated_at', models.DateTimeField(auto_now=True, verbose_name='updated')),
-                ('group', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='quota', to='auth.group', verbose_name='team')),
-            ],
-            options={
-                'verbose_name': 'team quota',
-                'ordering': ['group__name'],
-            },
-        ),
         migrations.AddField(
             model_name='job',
             name='bundle',
-            field=models.CharField(choices=[('auto', 'Unless its recent runs are long (a new job is bundled)'), ('short', 'The same as auto (a new job is bundled)'), ('never', 'Never: each run its own message')], db_default='auto', default='auto', help_text="When many runs are due together, short ones share a message (a bundle): auto (or short) unless the job's recent runs are long (JOBS_BUNDLE_SHORT_SECONDS), a new job included; never to keep each run its own message.", max_length=8),
+            field=models.CharField(choices=[('auto', 'When its recent runs are short'), ('short', 'Also before it has a history (declared short)'), ('never', 'Never: each run its own message')], db_default='auto', default='auto', help_text="When many runs are due together, short ones share a message (a bundle): auto when the job's recent runs are short (JOBS_BUNDLE_SHORT_SECONDS), short to bundle it before it has a history, never to keep each run its own message.", max_length=8),
         ),
         migrations.RunPython(storage_for_postgresql, default_storage),
     ]

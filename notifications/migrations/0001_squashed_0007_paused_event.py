@@ -1,24 +1,21 @@
-"""notifications.0001 to notifications.0008, squashed (manage.py squashmigrations); see
-jobs.0001_squashed_0033_bundle_new_jobs. The channel's unique name is added last, as notifications.0004
-added it: its constraint keeps the name it has on the databases made before."""
+"""notifications.0001 to notifications.0007, of the release d8a114e, squashed (manage.py squashmigrations);
+see jobs.0001_squashed_0030_bundle. The channel's unique name is added last, as notifications.0004 added
+it: its constraint keeps the name it has on the databases made before."""
 
 import django.db.models.deletion
 import django.utils.timezone
 import notifications.channels
-from django.conf import settings
 from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
 
-    replaces = [('notifications', '0001_initial'), ('notifications', '0002_lost_budget'), ('notifications', '0003_watchdog'), ('notifications', '0004_as_code'), ('notifications', '0005_encrypt_channel_secrets'), ('notifications', '0006_channel_kinds_from_registry'), ('notifications', '0007_paused_event'), ('notifications', '0008_team_ownership')]
+    replaces = [('notifications', '0001_initial'), ('notifications', '0002_lost_budget'), ('notifications', '0003_watchdog'), ('notifications', '0004_as_code'), ('notifications', '0005_encrypt_channel_secrets'), ('notifications', '0006_channel_kinds_from_registry'), ('notifications', '0007_paused_event')]
 
     initial = True
 
     dependencies = [
-        ('jobs', '0001_squashed_0033_bundle_new_jobs'),
-        ('auth', '0012_alter_user_first_name_max_length'),
-        migrations.swappable_dependency(settings.AUTH_USER_MODEL),
+        ('jobs', '0001_squashed_0030_bundle'),
     ]
 
     operations = [
@@ -33,13 +30,9 @@ class Migration(migrations.Migration):
                 ('last_error', models.TextField(blank=True)),
                 ('disabled_reason', models.TextField(blank=True, help_text='Set when a permanent error disabled the channel.')),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('group', models.ForeignKey(blank=True, help_text="The team it belongs to as well (one of its owner's groups).", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='auth.group')),
-                ('owner', models.ForeignKey(blank=True, help_text="Who made it (empty: staff's).", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('shared', models.BooleanField(default=False, help_text='Seen and used by everyone (only staff set it); changed by staff only.')),
             ],
             options={
                 'ordering': ['name'],
-                'constraints': [],
             },
         ),
         migrations.CreateModel(
@@ -52,9 +45,6 @@ class Migration(migrations.Migration):
                 ('enabled', models.BooleanField(default=True)),
                 ('channel', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='rules', to='notifications.channel')),
                 ('job', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='jobs.job')),
-                ('group', models.ForeignKey(blank=True, help_text="The team it belongs to as well (one of its owner's groups).", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='auth.group')),
-                ('owner', models.ForeignKey(blank=True, help_text="Who made it (empty: staff's).", null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('paused_reason', models.TextField(blank=True, help_text='Why the service paused (disabled) the rule.')),
             ],
             options={
                 'constraints': [models.CheckConstraint(condition=models.Q(('scope', 'all'), models.Q(('scope', 'tag'), models.Q(('tag', ''), _negated=True)), models.Q(('job__isnull', False), ('scope', 'job')), _connector='OR'), name='rule_scope_has_its_target')],
@@ -78,7 +68,6 @@ class Migration(migrations.Migration):
                 ('digest', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='folded', to='notifications.delivery')),
                 ('job', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='jobs.job')),
                 ('run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='jobs.jobrun')),
-                ('rule', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='notifications.rule')),
             ],
             options={
                 'verbose_name_plural': 'deliveries',
