@@ -7,11 +7,13 @@ class JobsConfig(AppConfig):
 
     def ready(self):
         from django.conf import settings
+        from django.core import checks
         from django.db.models.signals import post_migrate
 
         from .actions.permissions import ensure_command_runners_group
         from .as_code import calendars, limits, resources
         from .kinds.callable import registry
+        from .management import squashed_migrations
         from .resources import CALENDARS, LIMITS
         from .worker import signals  # noqa: F401  (connects the Celery signal handlers)
 
@@ -24,6 +26,7 @@ class JobsConfig(AppConfig):
 
             tracing.start(service_name=process_role())
         post_migrate.connect(ensure_command_runners_group, sender=self)
+        checks.register(squashed_migrations.partly_applied, checks.Tags.database)
 
 
 def process_role():

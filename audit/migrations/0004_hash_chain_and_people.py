@@ -20,8 +20,8 @@ def chain_existing(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('audit', '0003_system_source_limit_and_calendar_subjects'),
-        ('jobs', '0030_bundle'),
+        ('audit', '0001_squashed_0003_system_source_limit_and_calendar_subjects'),
+        ('jobs', '0001_squashed_0030_bundle'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('auth', '0012_alter_user_first_name_max_length'),
-        ('jobs', '0030_bundle'),
+        ('jobs', '0001_squashed_0030_bundle'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

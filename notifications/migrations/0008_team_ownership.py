@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('auth', '0012_alter_user_first_name_max_length'),
-        ('notifications', '0007_paused_event'),
+        ('notifications', '0001_squashed_0007_paused_event'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

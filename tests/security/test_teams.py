@@ -271,7 +271,7 @@ def test_the_migration_shares_what_existed_and_gives_a_jobs_rule_to_its_team(tra
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 
-    before = [("jobs", "0030_bundle"), ("notifications", "0007_paused_event")]
+    before = [("jobs", "0001_squashed_0030_bundle"), ("notifications", "0001_squashed_0007_paused_event")]
     after = [("jobs", "0031_team_ownership"), ("notifications", "0008_team_ownership")]
     executor = MigrationExecutor(connection)
     executor.migrate(before)
