@@ -107,6 +107,7 @@ def apply(path, *options):
 
 def main():
     args = benchenv.arguments(__doc__, jobs=100000, sample=1000)
+    database.migrate()
     n = args.jobs
     say(f"database: {connection.vendor} {connection.settings_dict['NAME']}; {n:,} jobs, sample {args.sample:,}; "
         f"load average {readings.load_average()} (2 cores)")

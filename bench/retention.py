@@ -52,10 +52,10 @@ def seed(jobs, per_job):
         cursor.execute("""
             INSERT INTO jobs_jobrun (job_id, status, trigger, scheduled_for, attempt, max_attempts, created_at,
                                      queued_at, started_at, finished_at, heartbeat_at, publish_count, worker,
-                                     output, output_bytes, error, reason)
+                                     output, output_bytes, error, reason, lost_attempts)
             SELECT j.id, CASE WHEN g = %(half)s THEN 'running' WHEN g %% 20 = 0 THEN 'failed' ELSE 'succeeded' END,
                    'schedule', t, 1, 1, t, t, t, CASE WHEN g = %(half)s THEN NULL ELSE t + interval '1 second' END,
-                   t, 1, 'w@host', 'some output', 11, '', ''
+                   t, 1, 'w@host', 'some output', 11, '', '', 0
             FROM jobs_job j, LATERAL (
                 SELECT g, now() - g * (interval '1 day' * %(days)s / %(n)s) AS t FROM generate_series(1, %(n)s) g
             ) s""", {"n": per_job, "half": per_job // 2, "days": DAYS})
