@@ -18,7 +18,6 @@ manual ones, tags, retries and SLAs. Then, in one invocation, on its own databas
         [--jobs 100000] [--sample 1000]
 """
 
-import argparse
 import io
 import json
 import os
@@ -26,6 +25,8 @@ import tempfile
 import time
 
 import benchenv
+from harness import database, readings
+from harness.table import say
 
 REPO = benchenv.setup(JOBS_SECRETS_KEYS=os.environ.get("JOBS_SECRETS_KEYS", "")
                       or "rc9yqrHp1zCixaJGqeRSHhYPxhaxSEdjWhg9DqEL-Xw=")
@@ -41,10 +42,6 @@ from jobs.models import Job  # noqa: E402
 from jobs.schemas.jobs import JobSerializer  # noqa: E402
 
 ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Tokyo"]
-
-
-def say(*parts):
-    print(*parts, flush=True)
 
 
 def job_entry(i, changed=False):
@@ -81,8 +78,7 @@ def write_file(path, n, changed_every=0, keep=None):
 
 
 def reset():
-    with connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE {AuditEntry._meta.db_table}, {Job._meta.db_table} CASCADE")
+    database.empty(AuditEntry, Job)
 
 
 def one_by_one(entries):
@@ -110,13 +106,11 @@ def apply(path, *options):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--jobs", type=int, default=100000)
-    parser.add_argument("--sample", type=int, default=1000)
-    args = parser.parse_args()
+    args = benchenv.arguments(__doc__, jobs=100000, sample=1000)
+    database.migrate()
     n = args.jobs
     say(f"database: {connection.vendor} {connection.settings_dict['NAME']}; {n:,} jobs, sample {args.sample:,}; "
-        f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())} (2 cores)")
+        f"load average {readings.load_average()} (2 cores)")
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-apply-") as tmp:
         full, changed, pruned = (os.path.join(tmp, name) for name in ("all.yaml", "changed.yaml", "pruned.yaml"))
@@ -164,7 +158,7 @@ def main():
 
     base = rows[0][2]
     say("")
-    say(f"load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())} (2 cores)")
+    say(f"load average at the end: {readings.load_average()} (2 cores)")
     say(f"| {'apply':<36} | {'jobs':>8} | {'seconds':>8} | {'CPU s':>8} | {'jobs/s':>8} | {'vs one by one':>13} | result")
     say(f"|{'-' * 38}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 15}|---")
     for label, jobs, seconds, cpu, last in rows:

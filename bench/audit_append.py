@@ -6,16 +6,15 @@ at once, to see the lock's queue.
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/scheduler_bench_audit .venv/bin/python bench/audit_append.py
 """
 
-import argparse
 import statistics
 import threading
 import time
 
 import benchenv
+from harness import database
 
 benchenv.setup()
 
-from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.db.models import Model  # noqa: E402
 
@@ -72,11 +71,8 @@ def report(label, took):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--count", type=int, default=5000)
-    parser.add_argument("--threads", type=int, default=4)
-    args = parser.parse_args()
-    call_command("migrate", verbosity=0)
+    args = benchenv.arguments(__doc__, count=5000, threads=4)
+    database.migrate()
     print(f"database: {connection.vendor}", flush=True)
     AuditEntry.objects.all().delete()
     report("plain insert, no chain, inside one transaction", in_one_transaction(plain, args.count))

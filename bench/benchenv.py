@@ -1,6 +1,7 @@
 """The common start of the benchmark scripts: the repository on ``sys.path`` and Django set up with
 the service's settings. Scripts run as ``python bench/<name>.py``, so this module is importable."""
 
+import argparse
 import contextlib
 import json
 import os
@@ -23,6 +24,28 @@ def setup(**env):
 
     django.setup()
     return REPO
+
+
+def parser(doc, **options):
+    """The command line of a benchmark: its docstring as the help, and ``options`` each ``--name``
+    with its default (the value's type; a list: one or more; False: a flag; None: text), or
+    ``(default, help)``."""
+    found = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name, option in options.items():
+        default, text = option if isinstance(option, tuple) else (option, None)
+        flag = "--" + name.replace("_", "-")
+        if isinstance(default, bool):
+            found.add_argument(flag, action="store_true", help=text)
+        elif isinstance(default, list):
+            found.add_argument(flag, type=type(default[0]), nargs="+", default=default, help=text)
+        else:
+            found.add_argument(flag, type=str if default is None else type(default), default=default, help=text)
+    return found
+
+
+def arguments(doc, **options):
+    """The command line parsed (see ``parser``)."""
+    return parser(doc, **options).parse_args()
 
 
 def add_broker_option(parser):
@@ -99,34 +122,6 @@ def drop_queues(url, queues):
         else:
             for queue in queues:
                 connection.default_channel.queue_delete(queue)
-
-
-def rss_mb(pid):
-    """Resident memory of a process, in MB (from /proc); NaN once it is gone."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
-    except (OSError, StopIteration):
-        return float("nan")
-
-
-def proc_cpu(pid):
-    """CPU seconds (user + system) a process has used, from /proc; None once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def children(pid):
-    """The process ids of a process's children (a worker's pool, a postmaster's backends)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return []
 
 
 class Backlog:
@@ -228,19 +223,3 @@ class Arrivals(threading.Thread):
                 found.extend((t, run_id) for run_id, _ in args[0])
         return found
 
-
-def observer_connection(pg_url):
-    """A connection of the superuser role ``observer`` (made here) to the benchmark's private
-    PostgreSQL at ``pg_url``, with pg_stat_statements and pg_walinspect: (connection, its backend's
-    pid, the role's oid, the database's oid), so the readings can leave the observer's own work out."""
-    import psycopg
-
-    with psycopg.connect(pg_url.replace("/scheduler", "/postgres"), autocommit=True) as admin:
-        admin.execute("CREATE ROLE observer SUPERUSER LOGIN")
-    conn = psycopg.connect(pg_url.replace("postgres@", "observer@"), autocommit=True)
-    conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-    conn.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
-    pid, userid, dbid = conn.execute(
-        "SELECT pg_backend_pid(), (SELECT oid FROM pg_roles WHERE rolname = current_user), "
-        "(SELECT oid FROM pg_database WHERE datname = current_database())").fetchone()
-    return conn, pid, userid, dbid

@@ -2,7 +2,7 @@
 beat and one real worker ``-c 2``, against raw Celery in the same invocation (issue 35).
 
 Four systems, each --repeat times (the order turned by one each round), on a PostgreSQL and a
-redis-server of the bench's own (bench/burstmeter.py):
+redis-server of the bench's own (harness/servers.py):
 
 - ours, bundles off (``JOBS_BUNDLE_MAX_RUNS=0``) and ours, bundles on (the defaults; left out
   while the setting does not exist): N jobs (``--kind function``: ``builtin.noop``; ``command``:
@@ -35,23 +35,27 @@ Needs PostgreSQL 15's server binaries with pg_stat_statements and redis-server (
 import argparse
 import math
 import os
-import signal
 import statistics
 import sys
 import time
 from datetime import UTC, datetime, timedelta
 
 import benchenv
-import burstmeter
+from harness import database, readings
+from harness.processes import Processes, beat, end_on_sigterm, wait_until, worker
+from harness.servers import Observer, Servers
+from harness.table import say
 
 QUEUE = "burst"
 RAW_QUEUE = "rawbench"
 SERVICE_ENV = {"JOBS_DEFAULT_QUEUE": QUEUE, "JOBS_RETENTION_INTERVAL_SECONDS": "0", "JOBS_SLOT_CHECK_SECONDS": "0"}
+# PostgreSQL as in production (fsync and full_page_writes on), pg_stat_statements preloaded,
+# track_wal_io_timing on (pg_stat_wal's flush time), a checkpoint an hour at most so that no timed
+# checkpoint falls inside a burst.
+PG_SETTINGS = {"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "top",
+               "fsync": "on", "full_page_writes": "on", "checkpoint_timeout": "1h", "max_wal_size": "8GB",
+               "track_wal_io_timing": "on", "max_connections": "100"}
 OURS_OFF, OURS_ON, RAW, CHUNKS = "ours, bundles off", "ours, bundles on", "raw Celery", "raw Celery chunks"
-
-
-def say(*parts):
-    print(*parts, flush=True)
 
 
 def parse_args():
@@ -70,14 +74,21 @@ def parse_args():
     return args
 
 
+def start_servers():
+    """The private PostgreSQL and redis-server, on spare ports from TEST_PORT_BASE."""
+    from tests.chaos.servers import PORT_BASE, free_port
+
+    return Servers(PG_SETTINGS, free_port(PORT_BASE + 150), "redis", free_port(PORT_BASE + 60)).start()
+
+
 ARGS = parse_args() if __name__ == "__main__" else None
-SERVERS = burstmeter.Servers().start() if ARGS else None
+sys.path.insert(0, str(benchenv.REPO))  # tests/ of the repository
+SERVERS = start_servers() if ARGS else None
 if SERVERS:
-    os.environ.update(DATABASE_URL=SERVERS.pg.url, REDIS_URL=SERVERS.redis.url, CELERY_BROKER_URL=SERVERS.redis.url)
+    os.environ.update(DATABASE_URL=SERVERS.pg.url, REDIS_URL=SERVERS.broker.url, CELERY_BROKER_URL=SERVERS.broker.url)
 REPO = benchenv.setup(**SERVICE_ENV)
 
 from django.conf import settings  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.db.models import Count, Max, Min  # noqa: E402
 from django.utils import timezone  # noqa: E402
@@ -93,10 +104,7 @@ UNFINISHED = [RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.
 def reset():
     """Every table of the jobs, notifications and results emptied (runs, their ends and counts,
     the leader's lease), the queues dropped."""
-    tables = [t for t in connection.introspection.table_names()
-              if t.startswith(("jobs_", "notifications_", "django_celery_results_"))]
-    with connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
+    database.empty()
     benchenv.drop_queues(settings.CELERY_BROKER_URL, [QUEUE, RAW_QUEUE])
 
 
@@ -118,37 +126,33 @@ def make_jobs(n, kind):
 def measure_ours(observer, n, kind, bundles):
     reset()
     warm_job = make_jobs(n, kind)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
-    env = dict(os.environ, PYTHONPATH=str(REPO), **SERVICE_ENV)
-    if not bundles:
-        env["JOBS_BUNDLE_MAX_RUNS"] = "0"
-    processes = burstmeter.Processes(REPO)
+    database.analyze()
+    env = {} if bundles else {"JOBS_BUNDLE_MAX_RUNS": "0"}
+    processes = Processes()
     try:
-        processes.start("worker", burstmeter.worker_argv("scheduler_site", QUEUE), env)
-        processes.start("beat", burstmeter.celery("scheduler_site", "beat", "-s", f"/tmp/bench-burst-beat-{os.getpid()}"), env)
+        processes.start("worker", worker("scheduler_site", QUEUE, name=f"burst-{QUEUE}@%h"), **env)
+        processes.start("beat", beat(f"/tmp/bench-burst-beat-{os.getpid()}"), **env)
         warm = lifecycle.create_run(warm_job)
-        burstmeter.wait_until(lambda: JobRun.objects.filter(pk=warm.pk, status=RunStatus.SUCCEEDED).exists(), 90,
+        wait_until(lambda: JobRun.objects.filter(pk=warm.pk, status=RunStatus.SUCCEEDED).exists(), 90,
                    "the worker's first run", processes)
-        burstmeter.wait_until(lambda: Lease.objects.filter(last_tick_at__isnull=False).exists(), 60, "beat leading", processes)
+        wait_until(lambda: Lease.objects.filter(last_tick_at__isnull=False).exists(), 60, "beat leading", processes)
         ahead = settings.JOBS_DISPATCH_AHEAD_SECONDS
         slot = datetime.fromtimestamp(math.ceil(time.time() + ahead + 8 + n / 5000), UTC)
-        with connection.cursor() as cursor:
-            cursor.execute("UPDATE jobs_job SET next_run_at = %s WHERE name LIKE 'burst-%%'", [slot])
+        database.execute("UPDATE jobs_job SET next_run_at = %s WHERE name LIKE 'burst-%%'", [slot])
         observer.execute("VACUUM ANALYZE jobs_job")
         time.sleep(max(0.0, slot.timestamp() - ahead - 4 - time.time()))
         if time.time() > slot.timestamp() - ahead - 3:
             say(f"  late: the first reading starts {time.time() - slot.timestamp() + ahead:.1f} s into the dispatch ahead")
         connection.close()
-        db_before = observer.database()
+        db_before = database_reading(observer)
         cpu_before = observer.cpu(processes.pids())
         released = watch_burst(observer, n, slot, processes)
         # The leader folds the ends into the pages' figures on its next tick: part of a run's cost.
-        burstmeter.wait_until(lambda: not observer.query("SELECT EXISTS (SELECT 1 FROM jobs_runend)")[0][0], 60,
+        wait_until(lambda: not observer.query("SELECT EXISTS (SELECT 1 FROM jobs_runend)")[0][0], 60,
                    "the fold of the ends", processes, step=0.1)
         cpu_after = observer.cpu(processes.pids())
-        db_after = observer.database()
-        errors = processes.errors()
+        db_after = database_reading(observer)
+        errors = len(processes.error_lines())
     finally:
         processes.stop()
     runs = JobRun.objects.exclude(job=warm_job)
@@ -160,10 +164,10 @@ def measure_ours(observer, n, kind, bundles):
         "slot_to_end": (span["last"] - slot).total_seconds(),
         "rate": n / (span["last"] - span["first"]).total_seconds(),
         "last_queued": released - slot.timestamp(),
-        "start_p50": pct(starts, 50), "start_p95": pct(starts, 95),
-        "cpu": {name: (cpu_after[name] - cpu_before[name]) * burstmeter.CLOCK_TICK_MS / n for name in cpu_after},
+        "start_p50": readings.pct(starts, 50), "start_p95": readings.pct(starts, 95),
+        "cpu": {name: (cpu_after[name] - cpu_before[name]) * readings.CLOCK_TICK_MS / n for name in cpu_after},
         "statuses": statuses, "errors": errors,
-        **burstmeter.database_figures(observer, db_before, db_after, n),
+        **database_figures(observer, db_before, db_after, n),
     }
     if statuses.get(RunStatus.SUCCEEDED, 0) != n:
         say(f"  NOT ALL SUCCEEDED: {statuses}")
@@ -198,15 +202,15 @@ def measure_raw(observer, n, kind, chunk_size):
     benchenv.drop_queues(settings.CELERY_BROKER_URL, [RAW_QUEUE])
     app = rawcelery.make_app(settings.CELERY_BROKER_URL)
     task = app.tasks["bench.noop" if kind == "function" else "bench.true"]
-    processes = burstmeter.Processes(REPO)
+    processes = Processes("burst-raw")
     backlog = benchenv.Backlog(RAW_QUEUE)
     try:
-        processes.start("worker", burstmeter.worker_argv("bench.rawcelery", RAW_QUEUE), dict(os.environ, PYTHONPATH=str(REPO)))
+        processes.start("worker", worker("bench.rawcelery", RAW_QUEUE, name=f"burst-{RAW_QUEUE}@%h"))
         with app.connection_for_write() as conn:
             app.amqp.queues[RAW_QUEUE].bind(conn.default_channel).declare()
         task.apply_async(args=[0, 1], queue=RAW_QUEUE)
         time.sleep(0.2)
-        burstmeter.wait_until(lambda: backlog.left() == 0, 90, "the raw worker's first task", processes)
+        wait_until(lambda: backlog.left() == 0, 90, "the raw worker's first task", processes)
         time.sleep(1)
         cpu_before, here_before = observer.cpu(processes.pids()), time.process_time()
         start = time.time()
@@ -219,22 +223,54 @@ def measure_raw(observer, n, kind, chunk_size):
         published = time.time() - start
         here = time.process_time() - here_before
         drained_twice = []
-        burstmeter.wait_until(lambda: drained_twice.append(backlog.left() == 0) or drained_twice[-2:] == [True, True],
+        wait_until(lambda: drained_twice.append(backlog.left() == 0) or drained_twice[-2:] == [True, True],
                    max(600, n / 50), "raw Celery's drain", processes)
         end = time.time()
         cpu_after = observer.cpu(processes.pids())
-        errors = processes.errors()
+        errors = len(processes.error_lines())
     finally:
         backlog.connection.release()
         processes.stop()
-    cpu = {name: (cpu_after[name] - cpu_before[name]) * burstmeter.CLOCK_TICK_MS / n for name in cpu_after}
+    cpu = {name: (cpu_after[name] - cpu_before[name]) * readings.CLOCK_TICK_MS / n for name in cpu_after}
     cpu["publisher (this process)"] = here * 1000 / n
     return {"slot_to_end": end - start, "rate": n / (end - start), "last_queued": published, "cpu": cpu,
             "errors": errors}
 
 
-def pct(values, p):
-    return values[min(len(values) - 1, int(len(values) * p / 100))] if values else float("nan")
+def database_reading(observer):
+    """The WAL position, pg_stat_wal and pg_stat_statements now (after 2 s: a backend flushes
+    its statistics within a second of going idle)."""
+    time.sleep(2)
+    with observer.conn.transaction():
+        lsn = observer.query("SELECT pg_current_wal_lsn()")[0][0]
+        wal = observer.query("SELECT wal_records, wal_fpi, wal_bytes, wal_write, wal_sync, wal_write_time, "
+                             "wal_sync_time FROM pg_stat_wal")[0]
+        commits = observer.query("SELECT xact_commit FROM pg_stat_database WHERE datid = %s", [observer.dbid])[0][0]
+        statements = {row[0]: row[1:] for row in observer.query(
+            "SELECT queryid, query, calls, total_exec_time FROM pg_stat_statements "
+            "WHERE dbid = %s AND userid <> %s", [observer.dbid, observer.userid])}
+    return {"lsn": lsn, "wal": wal, "commits": commits, "statements": statements}
+
+
+def database_figures(observer, before, after, runs):
+    """Per run: WAL bytes, records, full-page images, flushes and their time, commits; the statements
+    by calls with their time."""
+    wal = [a - b for a, b in zip(after["wal"], before["wal"], strict=True)]
+    statements = []
+    for key, (query, calls, exec_ms) in after["statements"].items():
+        prior = before["statements"].get(key, (query, 0, 0.0))
+        if calls - prior[1]:
+            statements.append((calls - prior[1], exec_ms - prior[2], " ".join(query.split())))
+    statements.sort(key=lambda s: -s[1])
+    return {
+        "wal_bytes": observer.wal_bytes(before, after) / runs,
+        "wal_records": wal[0] / runs, "wal_fpi": wal[1] / runs,
+        "wal_syncs": wal[4] / runs, "wal_sync_ms": wal[6] / runs, "wal_write_ms": wal[5] / runs,
+        "commits": (after["commits"] - before["commits"]) / runs,
+        "statement_ms": sum(s[1] for s in statements) / runs,
+        "statements": statements,
+        "wal_kinds": [(kind, count / runs, size / runs) for kind, count, size in observer.wal_by_kind(before, after)],
+    }
 
 
 def median(rounds, key):
@@ -265,7 +301,7 @@ def report(args, results, chunk_size):
     width = 20
     say("")
     say(f"=== burst: {args.runs:,} {args.kind} runs due in one second, one worker -c 2, median of {args.repeat}; "
-        f"chunks of {chunk_size}; {burstmeter.uptime()}")
+        f"chunks of {chunk_size}; {readings.uptime()}")
     for rounds in results.values():
         for r in rounds:
             r["cpu_total"] = sum(r["cpu"].values())
@@ -302,18 +338,13 @@ def report(args, results, chunk_size):
     say("")
 
 
-def on_sigterm(signum, frame):
-    raise KeyboardInterrupt  # unwinds SERVERS: the Celery processes, PostgreSQL and Redis are ended
-
-
 def main(args):
-    signal.signal(signal.SIGTERM, on_sigterm)
-    say(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {burstmeter.uptime()}; PostgreSQL on {SERVERS.pg.port}, "
-        f"redis-server on {SERVERS.redis.port}")
-    benchenv.use_broker(SERVERS.redis.url)
-    call_command("migrate", verbosity=0)
-    observer = burstmeter.Observer(SERVERS)
-    SERVERS.callback(observer.conn.close)
+    end_on_sigterm()
+    say(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {readings.uptime()}; PostgreSQL on {SERVERS.pg.port}, "
+        f"redis-server on {SERVERS.broker.port}")
+    benchenv.use_broker(SERVERS.broker.url)
+    database.migrate()
+    observer = Observer(SERVERS)
     bundle_size = getattr(settings, "JOBS_BUNDLE_MAX_RUNS", None)
     chunk_size = args.chunk_size or bundle_size or 100
     systems = [OURS_OFF, OURS_ON, RAW, CHUNKS]
@@ -326,7 +357,7 @@ def main(args):
     results = {system: [] for system in systems}
     for number in range(args.repeat):
         for system in systems[number % len(systems):] + systems[:number % len(systems)]:
-            say(f"round {number + 1}, {system}: {args.runs:,} {args.kind} runs (load average {burstmeter.load_average()})")
+            say(f"round {number + 1}, {system}: {args.runs:,} {args.kind} runs (load average {readings.load_average(' ', '{:.2f}')})")
             if system in (OURS_OFF, OURS_ON):
                 r = measure_ours(observer, args.runs, args.kind, bundles=system == OURS_ON)
             else:

@@ -15,16 +15,15 @@ jobs due at the same moment and time one ``dispatch_due`` of them (a batch of al
 Needs a database it may fill (it migrates it and empties the jobs' tables).
 """
 
-import argparse
 import time
 from datetime import UTC, datetime, timedelta
 
 import benchenv
+from harness import database
+from harness.table import say
 
 REPO = benchenv.setup()
 
-from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
 
 from jobs.definitions.jobs import apply_schedule  # noqa: E402
 from jobs.models import Calendar, Job, JobRun  # noqa: E402
@@ -48,13 +47,8 @@ RULES = {
 }
 
 
-def say(*parts):
-    print(*parts, flush=True)
-
-
 def reset():
-    with connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE {JobRun._meta.db_table}, {Job._meta.db_table}, {Calendar._meta.db_table} CASCADE")
+    database.empty(JobRun, Job, Calendar)
     Calendar.objects.create(name="de-be", country="DE", subdivision="BE",
                             dates=[{"date": f"2026-{month:02d}-15", "label": "closure"} for month in range(1, 13)])
     day_rules_cache.refresh(force=True)
@@ -87,8 +81,7 @@ def per_call(job, rounds, calls_at_most, cold=False):
 
 def tick_ms(rules, jobs):
     """One dispatch_due of ``jobs`` jobs due at the same moment: milliseconds."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE {JobRun._meta.db_table}, {Job._meta.db_table} CASCADE")
+    database.empty(JobRun, Job)
     template = job_with(SCHEDULES["09:00 daily, Berlin"], rules)
     due = datetime(2026, 12, 28, 8, 0, tzinfo=UTC)  # a Monday at 09:00 in Berlin, a business day
     Job.objects.bulk_create([Job(name=f"j{i}", kind="callable", target="builtin.noop", schedule_type="cron",
@@ -102,12 +95,8 @@ def tick_ms(rules, jobs):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--jobs", type=int, default=2000)
-    parser.add_argument("--calls", type=int, default=600, help="slot_after calls per row at most")
-    args = parser.parse_args()
-    call_command("migrate", verbosity=0)
+    args = benchenv.arguments(__doc__, rounds=3, jobs=2000, calls=(600, "slot_after calls per row at most"))
+    database.migrate()
     reset()
     say(f"{'schedule':26} {'day rules':28} {'slots':>9} {'µs/call':>9} {'× baseline':>11}")
     for label, schedule in SCHEDULES.items():

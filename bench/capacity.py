@@ -38,18 +38,12 @@ cluster runs as the ``postgres`` user. ``--port-base`` moves every port (default
 """
 
 import argparse
-import contextlib
 import os
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 from datetime import timedelta
-from pathlib import Path
 
 QUEUE = "bench"
-CLOCK_TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 UNFINISHED = ("queued", "running")
 
 
@@ -81,6 +75,10 @@ os.environ["TEST_PORT_BASE"] = str(ARGS.port_base if ARGS else 7450)
 PG_PORT = (ARGS.port_base if ARGS else 7450) + 100
 
 import benchenv  # noqa: E402
+from harness import database, readings  # noqa: E402
+from harness.processes import Processes, end_on_sigterm, worker  # noqa: E402
+from harness.servers import Observer, Servers  # noqa: E402
+from harness.table import say  # noqa: E402
 
 REPO = benchenv.setup(
     JOBS_DEFAULT_QUEUE=QUEUE, JOBS_RETENTION_INTERVAL_SECONDS="0", JOBS_SLOT_CHECK_SECONDS="0",
@@ -88,7 +86,6 @@ REPO = benchenv.setup(
     JOBS_PREPARED_STATEMENTS="true" if not ARGS or ARGS.prepared_statements == "on" else "false")
 
 from django.conf import settings  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.db.models import Count  # noqa: E402
 from django.utils import timezone  # noqa: E402
@@ -97,106 +94,32 @@ from django_celery_beat.models import IntervalSchedule  # noqa: E402
 from jobs import lifecycle  # noqa: E402
 from jobs.models import Job, JobRun  # noqa: E402
 from jobs.scheduling import dispatch  # noqa: E402
-from tests.brokers import PrivateRabbit, PrivateRedis  # noqa: E402
-from tests.chaos.servers import PrivatePostgres, free_port, postgres_bindir  # noqa: E402
+from tests.chaos.servers import free_port  # noqa: E402
 
+# --- the servers and the readings
 
-def say(*parts):
-    print(*parts, flush=True)
-
-
-# --- CPU from /proc, in clock ticks
-
-def stat_fields(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()
-
-
-def cpu_ticks(pid):
-    """utime + stime + cutime + cstime: the process's own CPU and that of the children it reaped
-    (a backend that exited is in the postmaster's, a command's process in the pool process's)."""
+def start_servers(args):
+    """The private PostgreSQL (on the port --port-base sets, no other) and broker."""
+    pg_settings = {"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "all",
+                   "pg_stat_statements.max": "10000", "fsync": "on", "full_page_writes": "on",
+                   "checkpoint_timeout": "1h", "max_wal_size": "4GB", "track_io_timing": "on"}
+    pg_settings.update(setting.split("=", 1) for setting in args.pg_setting)
+    if free_port(PG_PORT) != PG_PORT:
+        raise SystemExit(f"port {PG_PORT} is taken: --port-base moves every port")
+    servers = Servers(pg_settings, PG_PORT, args.broker, free_port(args.port_base))
     try:
-        fields = stat_fields(pid)
-    except OSError:
-        return 0
-    return sum(int(fields[i]) for i in (11, 12, 13, 14))
+        servers.start()
+    except BaseException:
+        servers.close()
+        raise
+    say(f"PostgreSQL on {servers.pg.port} ({servers.pg.folder}), settings: "
+        + " ".join(f"{k}={v}" for k, v in pg_settings.items()))
+    say(f"{args.broker} on {servers.broker.port}")
+    return servers
 
 
-def tree(pid):
-    """``pid`` and all its descendants."""
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        with contextlib.suppress(OSError):
-            for task in Path(f"/proc/{current}/task").iterdir():
-                with contextlib.suppress(OSError):
-                    todo.extend(int(p) for p in (task / "children").read_text().split())
-    return found
-
-
-def tree_ticks(pid, leave_out=()):
-    return sum(cpu_ticks(p) for p in tree(pid) if p not in leave_out)
-
-
-# --- the servers
-
-class Servers(contextlib.ExitStack):
-    """The private PostgreSQL and broker, each ended when this closes."""
-
-    def __init__(self, args):
-        super().__init__()
-        self.args = args
-        self.folder = Path(self.enter_context(tempfile.TemporaryDirectory(prefix="bench-capacity-")))
-
-    def start(self):
-        bindir = postgres_bindir()
-        if bindir is None:
-            raise SystemExit("no PostgreSQL server binaries (pg_config --bindir): install postgresql-15")
-        extensions = Path(subprocess.run(["pg_config", "--sharedir"], capture_output=True, text=True).stdout.strip())
-        if not (extensions / "extension" / "pg_stat_statements.control").exists():
-            raise SystemExit("pg_stat_statements is missing: install postgresql-contrib-15 (or Debian's postgresql-15)")
-        pg_settings = {"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "all",
-                       "pg_stat_statements.max": "10000", "fsync": "on", "full_page_writes": "on",
-                       "checkpoint_timeout": "1h", "max_wal_size": "4GB", "track_io_timing": "on"}
-        pg_settings.update(setting.split("=", 1) for setting in self.args.pg_setting)
-        port = free_port(PG_PORT)
-        if port != PG_PORT:
-            raise SystemExit(f"port {PG_PORT} is taken: --port-base moves every port")
-        self.pg = PrivatePostgres(bindir, settings=pg_settings, port=PG_PORT)
-        self.callback(self.pg.destroy)
-        self.pg.create()
-        say(f"PostgreSQL on {self.pg.port} ({self.pg.folder}), settings: "
-            + " ".join(f"{k}={v}" for k, v in pg_settings.items()))
-        if self.args.broker == "redis":
-            self.broker = PrivateRedis(self.folder, port=free_port(self.args.port_base))
-            self.callback(self.broker.stop)
-            self.broker.start()
-        else:
-            self.broker = PrivateRabbit(self.folder / "rabbitmq")
-            self.callback(self.broker.stop)
-            self.broker.start()
-        say(f"{self.args.broker} on {self.broker.port}")
-
-    def pg_ticks(self, leave_out):
-        return sum(cpu_ticks(p) for p in self.pg.processes() if p not in leave_out)
-
-    def broker_ticks(self):
-        return tree_ticks(self.broker.proc.pid)
-
-
-class Observer:
-    """The readings: a connection of the role ``observer`` to the benchmark's database, whose own
-    statements, commits and backend CPU are left out of every figure."""
-
-    def __init__(self, servers):
-        self.servers = servers
-        self.conn, self.pid, self.userid, self.dbid = benchenv.observer_connection(servers.pg.url)
-        self.transactions = 3  # the role's, the extension's, the oids'
-
-    def query(self, sql, params=None):
-        self.transactions += 1
-        return self.conn.execute(sql, params).fetchall()
+class Readings(Observer):
+    """The observer's readings of a phase: its statements, commits and backend CPU left out."""
 
     def read(self, worker=None):
         """A reading of every counter (after 2 s: backends flush their stats within a second of idling)."""
@@ -219,23 +142,6 @@ class Observer:
         return {"lsn": lsn, "wal": wal, "database": database, "statements": statements, "tables": tables,
                 "observer_commits": observer_commits, "pg_ticks": self.servers.pg_ticks({self.pid}),
                 "broker_ticks": self.servers.broker_ticks(), "cpu": time.process_time()}
-
-    def wal_bytes(self, before, after):
-        return self.query("SELECT pg_wal_lsn_diff(%s, %s)", [after["lsn"], before["lsn"]])[0][0]
-
-    def wal_by_kind(self, before, after):
-        """The WAL between two readings by kind of record (Heap/UPDATE, Heap/HOT_UPDATE, Btree/INSERT_LEAF...):
-        [(kind, records, bytes with full-page images)], most bytes first (pg_walinspect)."""
-        return self.query(
-            'SELECT "resource_manager/record_type", count, combined_size FROM pg_get_wal_stats(%s, %s, true) '
-            "WHERE count > 0 ORDER BY 3 DESC", [before["lsn"], after["lsn"]])
-
-    def connections(self):
-        return self.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                          "AND backend_type = 'client backend' AND pid <> pg_backend_pid()")[0][0]
-
-    def close(self):
-        self.conn.close()
 
 
 def difference(observer, before, after, runs):
@@ -262,12 +168,12 @@ def difference(observer, before, after, runs):
         "fk_checks": sum(s[0] for s in statements if "FOR KEY SHARE" in s[3]) / runs,
         "exec_ms": sum(s[1] for s in statements if "FOR KEY SHARE" not in s[3]) / runs,
         "rows_written": written / runs,
-        "wal_bytes": float(observer.wal_bytes(before, after)) / runs,
+        "wal_bytes": observer.wal_bytes(before, after) / runs,
         "wal_records": (after["wal"][0] - before["wal"][0]) / runs,
         "wal_fpi": (after["wal"][1] - before["wal"][1]) / runs,
         "wal_syncs": (after["wal"][3] - before["wal"][3]) / runs,
-        "pg_ms": (after["pg_ticks"] - before["pg_ticks"]) * CLOCK_TICK_MS / runs,
-        "broker_ms": (after["broker_ticks"] - before["broker_ticks"]) * CLOCK_TICK_MS / runs,
+        "pg_ms": (after["pg_ticks"] - before["pg_ticks"]) * readings.CLOCK_TICK_MS / runs,
+        "broker_ms": (after["broker_ticks"] - before["broker_ticks"]) * readings.CLOCK_TICK_MS / runs,
         "top": statements,
         "tables": tables,
         "wal_by_kind": observer.wal_by_kind(before, after),
@@ -284,8 +190,7 @@ def make_jobs(n, kind):
     Job.objects.bulk_create(
         [Job(name=f"capacity-{i}", kind=target[0], target=target[1], schedule_type="interval", interval=interval,
              next_run_at=due + timedelta(microseconds=i)) for i in range(n)], batch_size=5000)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")  # what autovacuum does after a bulk load
+    database.analyze()
 
 
 def phase_dispatch(observer, n):
@@ -309,56 +214,40 @@ def phase_dispatch(observer, n):
     return figures
 
 
-def phase_execute(observer, n, concurrency, folder):
-    argv = [sys.executable, "-m", "celery", "-A", "scheduler_site", "worker", "-l", "WARNING", "-c",
-            str(concurrency), "-P", "prefork", "-Q", QUEUE, "-n", "capacity@%h", "--without-gossip",
-            "--without-mingle"]
-    log_path = folder / "worker.log"
+def phase_execute(observer, n, concurrency):
     backlog = benchenv.Backlog(QUEUE)
     before = observer.read()
-    with open(log_path, "wb") as log:
-        worker = subprocess.Popen(argv, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)),
-                                  start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        # The worker's start (imports, connections) is not a run's cost: its CPU counts from the
-        # first message taken.
-        while backlog.waiting() >= n:
-            if worker.poll() is not None:
-                raise SystemExit(f"the worker exited: {log_path.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.005)
-        worker0, t0 = tree_ticks(worker.pid), time.monotonic()
-        # Polled every 100 ms, not faster: the polls are the broker's work too.
-        while backlog.left():
-            if worker.poll() is not None:
-                raise SystemExit(f"the worker exited: {log_path.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.1)
-        while observer.query(f"SELECT count(*) FROM {JobRun._meta.db_table} WHERE status = ANY(%s)",
-                             [list(UNFINISHED)])[0][0]:
-            time.sleep(0.1)
-        seconds = time.monotonic() - t0
-        worker_ticks = tree_ticks(worker.pid) - worker0
-        held = observer.connections()
-    finally:
-        backlog.connection.release()
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(worker.pid, signal.SIGTERM)
+    with Processes() as processes:
+        worker_pid = processes.start("worker", worker("scheduler_site", QUEUE, concurrency, "capacity@%h")).pid
         try:
-            worker.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait()
+            # The worker's start (imports, connections) is not a run's cost: its CPU counts from the
+            # first message taken.
+            while backlog.waiting() >= n:
+                processes.check()
+                time.sleep(0.005)
+            worker0, t0 = readings.tree_ticks(worker_pid), time.monotonic()
+            # Polled every 100 ms, not faster: the polls are the broker's work too.
+            while backlog.left():
+                processes.check()
+                time.sleep(0.1)
+            while observer.query(f"SELECT count(*) FROM {JobRun._meta.db_table} WHERE status = ANY(%s)",
+                                 [list(UNFINISHED)])[0][0]:
+                time.sleep(0.1)
+            seconds = time.monotonic() - t0
+            worker_ticks = readings.tree_ticks(worker_pid) - worker0
+            held = observer.connections()
+        finally:
+            backlog.connection.release()
     # Read once the worker has gone: a backend flushes its statistics when its connection closes, and
     # an idle one may hold them up to 10 s when the tables' counters were busy.
     after = observer.read()
     say(f"execute: {n:,} runs in {seconds:.1f} s ({n / seconds:,.0f}/s wall clock), "
         f"{held} database connections held by the worker (-c {concurrency})")
     figures = difference(observer, before, after, n)
-    figures["worker_ms"] = worker_ticks * CLOCK_TICK_MS / n
+    figures["worker_ms"] = worker_ticks * readings.CLOCK_TICK_MS / n
     figures["seconds"] = seconds
     figures["connections"] = held
-    # The log goes with the temporary folder: its errors are printed here.
-    figures["errors"] = [line for line in log_path.read_text(errors="replace").splitlines() if "ERROR" in line]
+    figures["errors"] = processes.error_lines()
     return figures
 
 
@@ -448,24 +337,18 @@ def check(n):
         raise SystemExit(f"expected {n} runs succeeded: {statuses}")
 
 
-def on_sigterm(signum, frame):
-    raise KeyboardInterrupt  # unwinds the ExitStack: the worker, the broker and PostgreSQL are ended
-
-
 def main(args):
-    signal.signal(signal.SIGTERM, on_sigterm)
+    end_on_sigterm()
     say(f"{time.strftime('%Y-%m-%d %H:%M:%S')}  load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores")
-    with Servers(args) as servers:
-        servers.start()
+    with start_servers(args) as servers:
         benchenv.use_broker(servers.broker.url)
-        call_command("migrate", verbosity=0)
-        observer = Observer(servers)
-        servers.callback(observer.close)
+        database.migrate()
+        observer = Readings(servers)
         say(f"making {args.runs:,} {args.job} jobs, each due once")
         make_jobs(args.runs, args.job)
         connection.close()
         phases = {"dispatch": phase_dispatch(observer, args.runs)}
-        phases["execute"] = phase_execute(observer, args.runs, args.concurrency, servers.folder)
+        phases["execute"] = phase_execute(observer, args.runs, args.concurrency)
         phases["fold"] = phase_fold(observer, args.runs)
         check(args.runs)
         connection.close()

@@ -10,16 +10,15 @@ database round trips of the claim path only (the runs' messages are not publishe
 Run on a tree without limits (before them) it measures the first line only: compare the two.
 """
 
-import argparse
 import time
 from datetime import timedelta
 
 import benchenv
+from harness import database
+from harness.readings import pct
 
 benchenv.setup(JOBS_RETENTION_INTERVAL_SECONDS="0")
 
-from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from jobs import lifecycle  # noqa: E402
@@ -34,10 +33,7 @@ except ImportError:  # a tree from before limits
 
 
 def reset():
-    with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE jobs_jobattempt, jobs_jobrun, jobs_job, jobs_runend CASCADE")
-        if Limit is not None:
-            cursor.execute("TRUNCATE jobs_limit CASCADE")
+    database.empty()
 
 
 def timed_claims(job, runs):
@@ -56,15 +52,9 @@ def timed_claims(job, runs):
     return sorted(took)
 
 
-def pct(values, p):
-    return values[min(len(values) - 1, int(len(values) * p / 100))]
-
-
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=2000)
-    args = parser.parse_args()
-    call_command("migrate", verbosity=0)
+    args = benchenv.arguments(__doc__, runs=2000)
+    database.migrate()
     reset()
     cases = {"no limit (the one-statement claim)": {}}
     if Limit is not None:

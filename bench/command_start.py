@@ -12,13 +12,13 @@ the one figure that the load of a shared machine does not stretch.
     .venv/bin/python bench/command_start.py --samples 300 [--limits]
 """
 
-import argparse
 import os
 import resource
 import subprocess
 import time
 
 import benchenv
+from harness.readings import pct
 
 benchenv.setup()
 
@@ -54,16 +54,8 @@ def one(isolated, job):
     return started - began, ended - began, cpu
 
 
-def pct(values, p):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(len(values) * p / 100))]
-
-
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--samples", type=int, default=300)
-    parser.add_argument("--limits", action="store_true", help="with a memory and a process limit (prlimit)")
-    args = parser.parse_args()
+    args = benchenv.arguments(__doc__, samples=300, limits=(False, "with a memory and a process limit (prlimit)"))
     reason = isolation.unavailable()
     if reason:
         raise SystemExit(f"this host cannot isolate commands: {reason}")

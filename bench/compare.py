@@ -30,31 +30,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+
+from harness.database import database_url, ensure_database
+from harness.readings import load_average
+from harness.table import markdown, ratio, say
 
 REPO = Path(__file__).resolve().parent.parent
 BENCHMARKS = ("dispatch", "burst", "latency", "pages")
 
 
-def say(*parts):
-    print(*parts, flush=True)
-
-
 def git(*args, cwd=REPO):
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def database_url(name):
-    parts = urlsplit(os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"))
-    return urlunsplit(parts._replace(path=f"/{name}"))
-
-
-def ensure_database(name):
-    import psycopg
-
-    with psycopg.connect(database_url("postgres"), autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
 
 
 class Checkout:
@@ -199,12 +185,9 @@ def measure(checkouts, args, logs):
 def report(checkouts, found):
     base, head = (c.label for c in checkouts)
     say("")
-    say(f"| figure | BASE {checkouts[0].commit} | HEAD {checkouts[1].commit} | HEAD ÷ BASE |")
-    say("|---|---:|---:|---:|")
-    for name, values in found.items():
-        b, h = values.get(base), values.get(head)
-        ratio = f"{h / b:.2f}" if b and h is not None else "-"
-        say(f"| {name} | {fmt(b)} | {fmt(h)} | {ratio} |")
+    markdown(["figure", f"BASE {checkouts[0].commit}", f"HEAD {checkouts[1].commit}", "HEAD ÷ BASE"],
+             [[name, fmt(values.get(base)), fmt(values.get(head)), ratio(values.get(head), values.get(base))]
+              for name, values in found.items()], "lrrr")
     say("")
 
 
@@ -234,7 +217,7 @@ def main():
     root = Path(tempfile.mkdtemp(prefix="bench-compare-"))
     checkouts = []
     say(f"{time.strftime('%Y-%m-%d %H:%M:%S')}: {args.base} against {args.head}; load average "
-        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}; logs in {logs}")
+        f"{load_average()}; logs in {logs}")
     try:
         for label, commit in (("base", args.base), ("head", args.head)):
             checkouts.append(Checkout(label, commit, root, args))
@@ -244,7 +227,7 @@ def main():
             checkout.remove()
         shutil.rmtree(root, ignore_errors=True)
     say(f"=== {args.base} ({checkouts[0].commit}) against {args.head} ({checkouts[1].commit}), "
-        f"load average at the end {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
+        f"load average at the end {load_average()}")
     report(checkouts, found)
 
 

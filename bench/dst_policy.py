@@ -10,7 +10,6 @@ Each figure is the best of --repeat passes over --calls moments 7 minutes apart 
 and from the night before Berlin's spring change, where the gap's slots are searched).
 """
 
-import argparse
 import importlib.util
 import sys
 import timeit
@@ -44,11 +43,8 @@ def per_call(function, afters, repeat):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--baseline", help="an older schedules.py to time beside this one")
-    parser.add_argument("--calls", type=int, default=1000)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+    args = benchenv.arguments(__doc__, baseline=(None, "an older schedules.py to time beside this one"), calls=1000,
+                              repeat=5)
     old = load(args.baseline) if args.baseline else None
 
     columns = (["before"] if old else []) + [f"{s}/{r}" for s, r in POLICIES]

@@ -17,18 +17,17 @@ two days; 1 % disabled. Then times:
         SECRET_KEY=x .venv/bin/python bench/forecast.py
 """
 
-import argparse
-import statistics
 import time
 from datetime import timedelta
 
 import benchenv
+from harness import database
+from harness.readings import timed
+from harness.table import say
 
 REPO = benchenv.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402
-from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.utils import timezone  # noqa: E402
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule  # noqa: E402
@@ -49,16 +48,6 @@ CRONS = [  # (expression, zone) besides the 60 of "H * * * *"
     ("0 1 1 * *", "UTC"), ("20 8-18 * * 1-5", "Europe/London"), ("0 0 * * 6", "Europe/London"),
 ]
 INTERVALS = [60, 300, 900, 3600, 86400]
-
-
-def say(*parts):
-    print(*parts, flush=True)
-
-
-def execute(sql, params=None):
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.rowcount
 
 
 def seed(total):
@@ -106,25 +95,16 @@ def seed(total):
     FROM jobs_job, generate_series(0, %(total)s - 1) AS g WHERE jobs_job.id = %(template)s
     """
     started = time.perf_counter()
-    execute(sql.replace("%", "%%").replace("%%(", "%("), {
+    database.execute(sql.replace("%", "%%").replace("%%(", "%("), {
         "crontabs": crontabs, "ncron": len(crontabs), "intervals": intervals, "nint": len(intervals),
         "everys": INTERVALS, "clocked": clocked, "now": now, "owned": OWNED, "owner": owner.pk, "total": total,
         "template": template.pk})
     Job.objects.filter(pk=template.pk).delete()
     for job in Job.objects.filter(spread__gt=0).order_by("?")[:100]:  # the SQL's offsets are the model's
         assert job.spread_offset_seconds == spread.offset_seconds(job.name, job.spread), job.name
-    execute("VACUUM ANALYZE jobs_job")  # as autovacuum leaves it: index-only scans see the heap all-visible
+    database.execute("VACUUM ANALYZE jobs_job")  # as autovacuum leaves it: index-only scans see the heap all-visible
     say(f"jobs: {total} created in {time.perf_counter() - started:.1f} s")
     return owner
-
-
-def timed(function, repeat):
-    seconds = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = function()
-        seconds.append(time.perf_counter() - started)
-    return statistics.median(seconds), max(seconds), result
 
 
 def naive(jobs, now, hours):
@@ -142,12 +122,8 @@ def naive(jobs, now, hours):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--sample", type=int, default=2000, help="jobs walked by the naive forecast")
-    args = parser.parse_args()
-    call_command("migrate", verbosity=0)
+    args = benchenv.arguments(__doc__, jobs=1_000_000, repeat=5, sample=(2000, "jobs walked by the naive forecast"))
+    database.migrate()
     owner = seed(args.jobs)
     staff = get_user_model().objects.get(username="bench-staff")
     enabled = Job.objects.filter(enabled=True)

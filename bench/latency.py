@@ -15,18 +15,16 @@ invocation: a raw Celery task (``bench/rawcelery.py``, same delivery settings) p
 the worker starts it follows JOBS_COMMAND_ISOLATION in the environment).
 """
 
-import argparse
-import contextlib
 import os
-import signal
-import socket
-import subprocess
 import sys
 import time
 from datetime import timedelta
-from pathlib import Path
 
 import benchenv
+from harness import database
+from harness.processes import Processes, beat, free_port, gunicorn, wait_until, worker
+from harness.readings import pct
+from harness.table import say
 
 REPO = benchenv.setup(JOBS_DEFAULT_QUEUE="bench", JOBS_RETENTION_INTERVAL_SECONDS="0")
 
@@ -34,8 +32,6 @@ import redis  # noqa: E402
 import requests  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth.models import Group, User  # noqa: E402
-from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from jobs.access import tokens  # noqa: E402
@@ -44,56 +40,9 @@ from jobs.definitions.jobs import save_job  # noqa: E402
 from jobs.models import Job, JobRun, RunStatus  # noqa: E402
 
 
-def say(*parts):
-    print(*parts, flush=True)
-
-
 def reset():
-    with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE jobs_jobattempt, jobs_jobrun, jobs_job, notifications_delivery CASCADE")
+    database.empty()
     redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Processes:
-    def __init__(self):
-        self.procs = []
-
-    def start(self, name, argv):
-        env = dict(os.environ, PYTHONPATH=str(REPO), DEBUG="false", ALLOWED_HOSTS="127.0.0.1,localhost")
-        with open(f"/tmp/bench-latency-{name}-{os.getpid()}.log", "wb") as log:
-            proc = subprocess.Popen(argv, cwd=REPO, env=env, start_new_session=True, stdout=log,
-                                    stderr=subprocess.STDOUT)
-        self.procs.append(proc)
-        return proc
-
-    def stop(self):
-        for proc in self.procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-
-def celery(*args):
-    return [sys.executable, "-m", "celery", *args]
-
-
-def wait_until(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def warm_worker(job):
@@ -155,20 +104,14 @@ def raw_latencies(samples):
     return [float(x) for x in client.lrange("bench:stamps", 5, -1)]
 
 
-def pct(values, p):
-    return values[min(len(values) - 1, int(len(values) * p / 100))] if values else float("nan")
-
-
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--samples", type=int, default=200)
-    parser.add_argument("--gap", type=float, default=0.25, help="seconds between scheduled slots")
+    parser = benchenv.parser(__doc__, samples=200, gap=(0.25, "seconds between scheduled slots"))
     parser.add_argument("--kind", choices=["callable", "command"], default="callable")
     parser.add_argument("--staff", action="store_true",
                         help="run now as staff (no quotas); by default as the job's owner, who is not staff, so "
                              "each run now pays its quota checks")
     args = parser.parse_args()
-    call_command("migrate", verbosity=0)
+    database.migrate()
     reset()
     user, _ = User.objects.update_or_create(username="bench", defaults={"is_staff": args.staff})
     if args.kind == "command":
@@ -176,28 +119,22 @@ def main():
     key = tokens.create(user)[1]  # (the token, its key)
     job = save_job(Job(name="run-now", owner=user, **noop(args.kind)), {"type": "manual"})
     port = free_port()
-    procs = Processes()
     results = {}
-    try:
-        procs.start("web", [str(Path(sys.executable).parent / "gunicorn"), "scheduler_site.wsgi", "--bind",
-                            f"127.0.0.1:{port}", "--workers", "2", "--threads", "4"])
-        procs.start("worker", celery("-A", "scheduler_site", "worker", "-l", "WARNING", "-c", "2", "-P", "prefork",
-                                     "-Q", "bench", "--without-gossip", "--without-mingle"))
-        procs.start("raw", celery("-A", "bench.rawcelery", "worker", "-l", "WARNING", "-c", "2", "-P", "prefork",
-                                  "-Q", "rawbench", "--without-gossip", "--without-mingle"))
-        wait_until(lambda: _answers(port), 60, "gunicorn")
+    with Processes() as procs:
+        service = {"DEBUG": "false", "ALLOWED_HOSTS": "127.0.0.1,localhost"}
+        procs.start("web", gunicorn(port), **service)
+        procs.start("worker", worker("scheduler_site", "bench"), **service)
+        procs.start("raw", worker("bench.rawcelery", "rawbench"), **service)
+        wait_until(lambda: _answers(port), 60, "gunicorn", procs)
         warm_worker(job)
         say(f"raw Celery: {args.samples} tasks, publish to start")
         results["raw Celery: apply_async → task starts"] = raw_latencies(args.samples)
         say(f"ours: {args.samples} run-now requests")
         results["ours: POST run now → started_at"] = run_now_latencies(f"http://127.0.0.1:{port}", key, job,
                                                                        args.samples)
-        procs.start("beat", celery("-A", "scheduler_site", "beat", "-l", "WARNING", "--pidfile=", "-s",
-                                   f"/tmp/bench-latency-beat-{os.getpid()}"))
+        procs.start("beat", beat(f"/tmp/bench-latency-beat-{os.getpid()}"), **service)
         say(f"ours: {args.samples} scheduled slots, one every {args.gap} s")
         results["ours: slot → started_at"] = scheduled_latencies(args.samples, args.gap, args.kind)
-    finally:
-        procs.stop()
     say("")
     say(f"{'measure':<40} {'n':>5} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8}")
     for name, values in results.items():

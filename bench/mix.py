@@ -22,7 +22,6 @@ Importable by the benchmark scripts (after ``benchenv.setup()``) and usable alon
     .venv/bin/python bench/mix.py --jobs 100000 --file /tmp/mix.json      # the file only
 """
 
-import argparse
 import json
 import os
 import random
@@ -101,46 +100,6 @@ def describe(n, seed=21):
 
 # --- helpers of bench/scale.py and bench/soak.py
 
-APPS_RESET = ["jobs", "audit", "notifications", "workflows", "django_celery_results"]
-
-
-def reset_database():
-    """Empty every table of the service's history and definitions (TRUNCATE: deleting a million
-    jobs through the ORM takes long); the schedule rows of django-celery-beat stay (shared)."""
-    from django.apps import apps
-    from django.db import connection
-
-    tables = [model._meta.db_table for label in APPS_RESET if label in {c.label for c in apps.get_app_configs()}
-              for model in apps.get_app_config(label).get_models() if model._meta.managed]
-    existing = set(connection.introspection.table_names())
-    with connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE {', '.join(t for t in tables if t in existing)} CASCADE")
-
-
-def backend_pid():
-    """The PostgreSQL backend of this thread's connection."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        return cursor.fetchone()[0]
-
-
-def database_backends():
-    """{pid: client port} of the backends connected to this database, this thread's included."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pid, client_port FROM pg_stat_activity WHERE datname = current_database()")
-        return dict(cursor.fetchall())
-
-
-def postmaster_pid():
-    pid = backend_pid()
-    with open(f"/proc/{pid}/stat") as f:
-        return int(f.read().rsplit(")", 1)[1].split()[1])
-
-
 def expected_slots(start, end):
     """How many slots the enabled jobs have in [start, end): one job per schedule row asked for its
     slots (``Job.slots_between``), times the enabled jobs on that row."""
@@ -157,55 +116,17 @@ def expected_slots(start, end):
     return total
 
 
-def jit_setting():
-    """PostgreSQL's ``jit`` for this database: on, django-celery-beat's schedule query (one CASE
-    branch per crontab row) is JIT-compiled for minutes once there are a few thousand crontab rows."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW jit")
-        return cursor.fetchone()[0]
-
-
-def timed(function, *args, **kwargs):
-    """Run ``function`` once: (its result, wall seconds, CPU seconds of this thread, CPU seconds of
-    this thread's PostgreSQL backend)."""
-    pg = backend_pid()
-    pg0, c0, t0 = benchenv.proc_cpu(pg), time.thread_time(), time.perf_counter()
-    result = function(*args, **kwargs)
-    wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
-    pg1 = benchenv.proc_cpu(pg)
-    return result, wall, cpu, (pg1 - pg0) if pg1 is not None and pg0 is not None else float("nan")
-
-
-def table_sizes(tables=("jobs_jobrun", "jobs_jobattempt")):
-    """{table: bytes with its indexes and TOAST, "database": pg_database_size}."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        sizes = {}
-        for table in tables:
-            cursor.execute("SELECT pg_total_relation_size(%s)", [table])
-            sizes[table] = cursor.fetchone()[0]
-        cursor.execute("SELECT pg_database_size(current_database())")
-        sizes["database"] = cursor.fetchone()[0]
-    return sizes
-
-
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--jobs", type=int, default=100000)
-    parser.add_argument("--seed", type=int, default=21)
-    parser.add_argument("--file", help="only write the mix as a JSON file for `manage.py jobs apply`")
-    args = parser.parse_args()
+    args = benchenv.arguments(__doc__, jobs=100000, seed=21,
+                              file=(None, "only write the mix as a JSON file for `manage.py jobs apply`"))
     print(describe(args.jobs, args.seed))
     if args.file:
         print(f"{write_file(args.file, args.jobs, args.seed) / 1e6:.1f} MB written to {args.file}")
         return
     benchenv.setup()
-    from django.core.management import call_command
+    from harness import database
 
-    call_command("migrate", verbosity=0)
+    database.migrate()
     seconds = create(args.jobs, args.seed, progress=lambda done, total: print(f"  {done:,}/{total:,}", flush=True))
     print(f"created {args.jobs:,} jobs in {seconds:.1f} s")
 

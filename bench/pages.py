@@ -20,7 +20,6 @@ BUFFERS) of each page's slowest query.
 Needs a database it may fill (it migrates it); one database per number of runs.
 """
 
-import argparse
 import gc
 import json
 import random
@@ -29,11 +28,13 @@ import time
 from datetime import timedelta
 
 import benchenv
+from harness import database
+from harness.readings import pct
+from harness.table import markdown, ratio, say
 
 REPO = benchenv.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
@@ -58,16 +59,6 @@ ADMIN_TIMED = 10
 TARGET_MS = 100
 TARGET_FASTER = 15  # times faster than the admin changelist
 BASELINE = ("admin run changelist", "staff")
-
-
-def say(*parts):
-    print(*parts, flush=True)
-
-
-def execute(sql, params=None):
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.rowcount
 
 
 # --- seeding
@@ -161,13 +152,13 @@ def seed_runs(runs_wanted, jobs_wanted):
         return
     first = Job.objects.order_by("pk").values_list("pk", flat=True).first()
     started = time.monotonic()
-    count = execute(RUNS_SQL, {"heavy": HEAVY_SHARE, "first": first, "jobs": jobs_wanted, "runs": runs_wanted,
+    count = database.execute(RUNS_SQL, {"heavy": HEAVY_SHARE, "first": first, "jobs": jobs_wanted, "runs": runs_wanted,
                                "spacing": SECONDS_PER_RUN})
     say(f"runs: {count} inserted in {time.monotonic() - started:.0f} s")
     started = time.monotonic()
-    count = execute(ATTEMPTS_SQL)
+    count = database.execute(ATTEMPTS_SQL)
     say(f"attempts: {count} inserted in {time.monotonic() - started:.0f} s")
-    count = execute(LAST_RUN_SQL)
+    count = database.execute(LAST_RUN_SQL)
     say(f"jobs: last_run set on {count}")
     started = time.monotonic()
     count = lifecycle.recount_ends()
@@ -176,7 +167,7 @@ def seed_runs(runs_wanted, jobs_wanted):
     # VACUUM as autovacuum soon would: it sets the visibility map that index-only scans need.
     for table in ("jobs_job", "jobs_jobrun", "jobs_jobattempt", "jobs_jobhourcounts", "jobs_hourcounts",
                   "jobs_recentruns", "jobs_jobdaycounts"):
-        execute(f"VACUUM ANALYZE {table}")
+        database.execute(f"VACUUM ANALYZE {table}")
     say(f"vacuumed and analyzed in {time.monotonic() - started:.0f} s")
 
 
@@ -196,11 +187,6 @@ def measure(client, url, warmup=WARMUP, timed=TIMED):
     with CaptureQueriesContext(connection) as captured:
         client.get(url)
     return timings, captured.captured_queries
-
-
-def percentile(values, share):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
 def explain(sql):
@@ -244,12 +230,11 @@ def pages(heavy_job, run_id, deep):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=RUNS, help=f"runs to seed (default {RUNS:,})")
-    parser.add_argument("--jobs", type=int, default=JOBS, help=f"jobs to seed (default {JOBS:,})")
-    parser.add_argument("--only", help="measure only the pages whose name contains this")
-    parser.add_argument("--plans", action="store_true", help="print the whole plan of each slowest query")
-    parser.add_argument("--seed-only", action="store_true", help="seed the database, measure nothing")
+    parser = benchenv.parser(__doc__, runs=(RUNS, f"runs to seed (default {RUNS:,})"),
+                             jobs=(JOBS, f"jobs to seed (default {JOBS:,})"),
+                             only=(None, "measure only the pages whose name contains this"),
+                             plans=(False, "print the whole plan of each slowest query"),
+                             seed_only=(False, "seed the database, measure nothing"))
     parser.add_argument("--save", metavar="PATH", help="write the figures as JSON, for --against")
     parser.add_argument("--gc", choices=("frozen", "on", "off"), default="frozen",
                         help="Python's garbage collector: 'frozen' as in the web server (scheduler_site/wsgi.py "
@@ -258,7 +243,7 @@ def main():
     parser.add_argument("--against", metavar="PATH", help="print each page's p95 as a ratio to a saved invocation's")
     args = parser.parse_args()
 
-    call_command("migrate", verbosity=0)
+    database.migrate()
     staff, owner = seed_users()
     seed_jobs(owner, args.jobs)
     seed_runs(args.runs, args.jobs)
@@ -286,7 +271,7 @@ def main():
             continue
         timings, queries = (measure(clients[who], url, ADMIN_WARMUP, ADMIN_TIMED) if name.startswith("admin")
                             else measure(clients[who], url))
-        p50, p95, top = statistics.median(timings), percentile(timings, 0.95), max(timings)
+        p50, p95, top = statistics.median(timings), pct(timings, 95), max(timings)
         rows.append({"page": name, "user": who, "p50": p50, "p95": p95, "max": top, "queries": len(queries)})
         say(f"  {name} [{who}]: p95 {p95:.1f} ms, {len(queries)} queries")
         selects = [q for q in queries if q["sql"].lstrip().upper().startswith("SELECT")]
@@ -305,22 +290,21 @@ def main():
     say(f"{runs:,} runs, {jobs:,} jobs; {WARMUP} warm-up + {TIMED} timed requests per page ({ADMIN_WARMUP} + "
         f"{ADMIN_TIMED} for the admin's), in-process test Client, garbage collector {args.gc}")
     say("")
-    against = f" | p95 ÷ {args.against}'s | ≤ 1.5×" if earlier else ""
-    say(f"| page | user | p50 ms | p95 ms | max ms | SQL queries | × faster than the admin | p95 ≤ {TARGET_MS} ms "
-        f"| ≥ {TARGET_FASTER}× faster{against} |")
-    say("|---|---|---:|---:|---:|---:|---:|---|---|" + ("---:|---|" if earlier else ""))
+    header = ["page", "user", "p50 ms", "p95 ms", "max ms", "SQL queries", "× faster than the admin",
+              f"p95 ≤ {TARGET_MS} ms", f"≥ {TARGET_FASTER}× faster"]
+    header += [f"p95 ÷ {args.against}'s", "≤ 1.5×"] if earlier else []
+    cells = []
     for row in rows:
         faster = baseline / row["p95"]
-        line = (f"| {row['page']} | {row['user']} | {row['p50']:.1f} | {row['p95']:.1f} | {row['max']:.1f} | "
-                f"{row['queries']} | {faster:.1f} | {'yes' if row['p95'] <= TARGET_MS else 'NO'} | "
-                f"{'yes' if faster >= TARGET_FASTER else 'NO'} |")
+        page = f"*{row['page']} (baseline)*" if row["page"].startswith("admin") else row["page"]
+        line = [page, row["user"], f"{row['p50']:.1f}", f"{row['p95']:.1f}", f"{row['max']:.1f}", row["queries"],
+                ratio(baseline, row["p95"], "{:.1f}"), "yes" if row["p95"] <= TARGET_MS else "NO",
+                "yes" if faster >= TARGET_FASTER else "NO"]
         if earlier:
             before = earlier.get((row["page"], row["user"]))
-            ratio = row["p95"] / before if before else float("nan")
-            line += f" {ratio:.2f} | {'yes' if ratio <= 1.5 else 'NO'} |"
-        if row["page"].startswith("admin"):
-            line = line.replace(f"| {row['page']} |", f"| *{row['page']} (baseline)* |")
-        say(line)
+            line += [ratio(row["p95"], before), "yes" if before and row["p95"] <= 1.5 * before else "NO"]
+        cells.append(line)
+    markdown(header, cells, "llrrrrrll" + ("rl" if earlier else ""))
     if args.save:
         with open(args.save, "w") as f:
             json.dump({"runs": runs, "jobs": jobs, "rows": rows}, f, indent=1)

@@ -15,20 +15,19 @@ read, through run_job_recent_idx, none of the other job's). The plan of the filt
         .venv/bin/python bench/parameters.py [--jobs 2000] [--runs 200000]
 """
 
-import argparse
-import json
 import statistics
 import time
 from datetime import timedelta
 
 import benchenv
+from harness import database
+from harness.table import say
 
 REPO = benchenv.setup()
 
 import redis  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django_celery_beat.models import IntervalSchedule  # noqa: E402
 
@@ -44,13 +43,8 @@ DECLARED = [{"name": "day", "type": "date", "default": "2026-11-01", "required":
              "choices": ["eu", "us"]}]
 
 
-def say(*parts):
-    print(*parts, flush=True)
-
-
 def reset():
-    with connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE {JobRun._meta.db_table}, {Job._meta.db_table} CASCADE")
+    database.empty(JobRun, Job)
     redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
 
 
@@ -116,8 +110,7 @@ def bench_filter(count, repeat):
     for job in jobs:
         with transaction.atomic():
             seed_runs(job, count)
-    with connection.cursor() as cursor:
-        cursor.execute(f"ANALYZE {JobRun._meta.db_table}")
+    database.analyze(JobRun._meta.db_table)
     job = jobs[0]
     base = JobRun.objects.filter(job_id=job.pk).defer("output", "result").order_by("-created_at", "-id")
 
@@ -130,13 +123,7 @@ def bench_filter(count, repeat):
         "first page, param.region=eu (every run)": median_ms(page({"region": "eu"}), repeat),
         "param.day=2030-01-01 (no run: every run of the job read)": median_ms(page({"day": "2030-01-01"}), repeat),
     }
-    query = page({"day": "2026-06-01"})().query
-    with connection.cursor() as cursor:
-        sql, params = query.sql_with_params()
-        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, params)
-        plan = cursor.fetchone()[0]
-    plan = plan if isinstance(plan, list) else json.loads(plan)
-    return rows, plan[0]["Plan"]
+    return rows, database.explain(page({"day": "2026-06-01"})())["Plan"]
 
 
 def indexes_of(node):
@@ -147,12 +134,8 @@ def indexes_of(node):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--jobs", type=int, default=2000)
-    parser.add_argument("--runs", type=int, default=200000)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
-    call_command("migrate", verbosity=0)
+    args = benchenv.arguments(__doc__, jobs=2000, runs=200000, repeat=5)
+    database.migrate()
 
     say(f"\nTick: {args.jobs} due jobs in one batch (median of {args.repeat})")
     say(f"{'jobs':<34} {'ms per tick':>12} {'µs per job':>11}")

@@ -7,7 +7,6 @@ Publishes to a queue of its own (``bench-publishing``), which it deletes before 
 The fast path stays only while it is measurably faster than the producer batch.
 """
 
-import argparse
 import statistics
 import time
 
@@ -40,13 +39,10 @@ def purge():
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=20000)
-    parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    args = benchenv.arguments(__doc__, messages=20000, rounds=5)
     app = current_app._get_current_object()
     if app.connection_for_write().transport_cls not in ("redis", "rediss"):
-        parser.error("the fast path exists for plain Redis only: point REDIS_URL or CELERY_BROKER_URL at one")
+        raise SystemExit("the fast path exists for plain Redis only: point REDIS_URL or CELERY_BROKER_URL at one")
     messages = [publishing.Message(i, 1, QUEUE, 100.0, 90.0) for i in range(args.messages)]
     fast, kombu = publishing.Publisher(app, fast_path=True), publishing.Publisher(app, fast_path=False)
     ways = {

@@ -13,7 +13,6 @@ the plans of the statements.
 Needs a database it may fill (it migrates it and empties its jobs and runs).
 """
 
-import argparse
 import os
 import random
 import statistics
@@ -21,11 +20,11 @@ import time
 from datetime import timedelta
 
 import benchenv
+from harness import database
 
 benchenv.setup()
 
 from django.contrib.auth.models import Group, User  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 from django.utils import timezone  # noqa: E402
@@ -37,8 +36,7 @@ from jobs.models import Job, JobRun, RunStatus, RunTrigger, TeamQuota  # noqa: E
 
 
 def fill(jobs, runs, recent, active):
-    with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE jobs_jobattempt, jobs_jobrun, jobs_job, jobs_teamquota CASCADE")
+    database.empty()
     team, _ = Group.objects.get_or_create(name="bench-team")
     users = []
     for n in range(50):
@@ -64,20 +62,16 @@ def fill(jobs, runs, recent, active):
     rows += [JobRun(job=made[n % jobs], scheduled_for=now + timedelta(seconds=n + 1), created_at=now,
                     status=RunStatus.QUEUED if n % 3 else RunStatus.RUNNING) for n in range(active)]
     JobRun.objects.bulk_create(rows, batch_size=5000)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE jobs_jobrun; ANALYZE jobs_job")
+    database.analyze("jobs_jobrun")
+    database.analyze("jobs_job")
     return measured, team
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--jobs", type=int, default=1000)
-    parser.add_argument("--runs", type=int, default=100_000)
-    parser.add_argument("--recent", type=int, default=300, help="the measured user's runs of the last hour")
-    parser.add_argument("--active", type=int, default=300, help="runs not ended")
-    parser.add_argument("--calls", type=int, default=1000)
-    options = parser.parse_args()
-    call_command("migrate", verbosity=0)
+    options = benchenv.arguments(__doc__, jobs=1000, runs=100_000,
+                                 recent=(300, "the measured user's runs of the last hour"),
+                                 active=(300, "runs not ended"), calls=1000)
+    database.migrate()
     user, team = fill(options.jobs, options.runs, options.recent, options.active)
     actor = Actor(user, Source.API, "127.0.0.1", user.username)
     for label, group in (("the user's quotas (a job of no team, or of a team without quotas of runs)", None),

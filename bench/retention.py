@@ -12,7 +12,6 @@ one ``DELETE`` statement, as a hand-written cleanup would do it.
         .venv/bin/python bench/retention.py [--baseline]
 """
 
-import argparse
 import os
 import random
 import threading
@@ -20,12 +19,14 @@ import time
 from datetime import timedelta
 
 import benchenv
+from harness import database
+from harness.readings import pct
+from harness.table import say
 
 REPO = benchenv.setup(JOBS_RETENTION_DAYS="10", JOBS_RETENTION_MIN_RUNS="10")
 
 import redis  # noqa: E402
 from django.conf import settings  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
@@ -37,14 +38,8 @@ DAYS = 100
 TERMINAL = sorted(str(s) for s in TERMINAL_STATUSES)
 
 
-def say(*parts):
-    print(*parts, flush=True)
-
-
 def reset():
-    with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE jobs_jobattempt, jobs_jobrun, jobs_job, notifications_delivery, "
-                       "django_celery_results_taskresult CASCADE")
+    database.empty()
     redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
 
 
@@ -57,10 +52,10 @@ def seed(jobs, per_job):
         cursor.execute("""
             INSERT INTO jobs_jobrun (job_id, status, trigger, scheduled_for, attempt, max_attempts, created_at,
                                      queued_at, started_at, finished_at, heartbeat_at, publish_count, worker,
-                                     output, output_bytes, error, reason)
+                                     output, output_bytes, error, reason, lost_attempts)
             SELECT j.id, CASE WHEN g = %(half)s THEN 'running' WHEN g %% 20 = 0 THEN 'failed' ELSE 'succeeded' END,
                    'schedule', t, 1, 1, t, t, t, CASE WHEN g = %(half)s THEN NULL ELSE t + interval '1 second' END,
-                   t, 1, 'w@host', 'some output', 11, '', ''
+                   t, 1, 'w@host', 'some output', 11, '', '', 0
             FROM jobs_job j, LATERAL (
                 SELECT g, now() - g * (interval '1 day' * %(days)s / %(n)s) AS t FROM generate_series(1, %(n)s) g
             ) s""", {"n": per_job, "half": per_job // 2, "days": DAYS})
@@ -153,17 +148,10 @@ def one_statement():
     return "one transaction"
 
 
-def pct(values, p):
-    return values[min(len(values) - 1, int(len(values) * p / 100))] if values else float("nan")
-
-
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--jobs", type=int, default=1000)
-    parser.add_argument("--runs-per-job", type=int, default=1000)
-    parser.add_argument("--baseline", action="store_true", help="also the one-statement DELETE, on a new seed")
-    args = parser.parse_args()
-    call_command("migrate", verbosity=0)
+    args = benchenv.arguments(__doc__, jobs=1000, runs_per_job=1000,
+                              baseline=(False, "also the one-statement DELETE, on a new seed"))
+    database.migrate()
     results = []
     for label, prune in [("ours", ours)] + ([("one DELETE", one_statement)] if args.baseline else []):
         say(f"{label}: seeding {args.jobs:,} jobs × {args.runs_per_job:,} runs over {DAYS} days")

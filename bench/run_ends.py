@@ -14,16 +14,15 @@ job has ``pause_after_failures`` off, so no failure pauses it (the count is kept
 Needs a database it may fill (it migrates it; each invocation makes a job of its own).
 """
 
-import argparse
 import contextlib
 import statistics
 import time
 
 import benchenv
+from harness import database
 
 benchenv.setup(JOBS_RETENTION_INTERVAL_SECONDS="0")
 
-from django.core.management import call_command  # noqa: E402
 
 from jobs import lifecycle  # noqa: E402
 from jobs.definitions.jobs import save_job  # noqa: E402
@@ -70,11 +69,8 @@ def fail(run_id):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    call_command("migrate", verbosity=0)
+    args = benchenv.arguments(__doc__, runs=2000, rounds=3)
+    database.migrate()
     job = save_job(Job(name=f"bench-run-ends-{time.time_ns()}", kind="callable", target="builtin.noop", max_retries=0),
                    {"type": "manual"})
     ends_per_second(job, min(args.runs, 100), succeed)  # warm up: connections, prepared statements

@@ -14,15 +14,13 @@ EXPLAIN (ANALYZE, BUFFERS) of each query, its execution time and the buffers it 
 Needs a database it may fill (it migrates it and empties the runs and jobs).
 """
 
-import argparse
 from datetime import timedelta
 
 import benchenv
+from harness import database
 
 benchenv.setup()
 
-from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from jobs.definitions.jobs import save_job  # noqa: E402
@@ -36,8 +34,7 @@ def add_runs(job, status, count, first):
                heartbeat_at=now, started_at=None if status == RunStatus.QUEUED else now,
                finished_at=now if status == RunStatus.SUCCEEDED else None)
         for i in range(count)], batch_size=10_000)
-    with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE jobs_jobrun")
+    database.execute("VACUUM ANALYZE jobs_jobrun")
 
 
 def queries():
@@ -54,25 +51,17 @@ def queries():
 
 def measure():
     found = {}
-    with connection.cursor() as cursor:
-        for name, queryset in queries().items():
-            sql, params = queryset.query.sql_with_params()
-            cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, params)
-            plan = cursor.fetchone()[0][0]
-            buffers = plan["Plan"].get("Shared Hit Blocks", 0) + plan["Plan"].get("Shared Read Blocks", 0)
-            found[name] = (plan["Execution Time"], buffers)
+    for name, queryset in queries().items():
+        plan = database.explain(queryset)
+        buffers = plan["Plan"].get("Shared Hit Blocks", 0) + plan["Plan"].get("Shared Read Blocks", 0)
+        found[name] = (plan["Execution Time"], buffers)
     return found
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--queued", type=int, default=100_000)
-    parser.add_argument("--running", type=int, default=100)
-    parser.add_argument("--history", type=int, default=200_000, help="succeeded runs")
-    args = parser.parse_args()
-    call_command("migrate", verbosity=0)
-    with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE jobs_jobattempt, jobs_jobrun, jobs_job, jobs_runend CASCADE")
+    args = benchenv.arguments(__doc__, queued=100_000, running=100, history=(200_000, "succeeded runs"))
+    database.migrate()
+    database.empty()
     job = save_job(Job(name="bench-running-reads", kind="callable", target="builtin.noop"), {"type": "manual"})
     add_runs(job, RunStatus.RUNNING, args.running, 0)
     add_runs(job, RunStatus.SUCCEEDED, args.history, args.running)

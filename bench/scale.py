@@ -31,17 +31,18 @@ For each N of --jobs, the database is emptied and:
 Needs a database it may empty and fill (it migrates it) and a Redis database of its own (flushed).
 """
 
-import argparse
 import io
 import os
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime
 
 import benchenv
+from harness import database, readings
+from harness.processes import Processes, beat
+from harness.readings import pct
+from harness.table import markdown, say
 
 QUEUE = "scale"
 PASSES_OFF = {"JOBS_SLOT_CHECK_SECONDS": "0", "JOBS_RETENTION_INTERVAL_SECONDS": "0"}
@@ -52,7 +53,6 @@ import mix  # noqa: E402
 from celery import current_app  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from django.db import connection  # noqa: E402
 from django_celery_beat.models import CrontabSchedule  # noqa: E402
 
 from jobs.metrics import collector as metrics  # noqa: E402
@@ -64,26 +64,12 @@ from jobs.scheduling.scheduler import JobScheduler  # noqa: E402
 IDLE_FROM, IDLE_TO = 15, 58  # seconds of each minute in which no slot of the mix is due
 
 
-def say(*parts):
-    print(*parts, flush=True)
-
-
-def load_average():
-    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
 def first_arrivals(consumer):
     """{run id: when its first message arrived}, a bundle's runs each at its message's time."""
     ids = {}
     for t, run_id in consumer.run_arrivals():
         ids.setdefault(run_id, t)
     return ids
-
-
-def pct(values, p):
-    if not values:
-        return float("nan")
-    return values[min(len(values) - 1, int(len(values) * p / 100))]
 
 
 def apply_file(n, how):
@@ -101,24 +87,20 @@ def apply_file(n, how):
 
 def backends_cpu(exclude):
     """{pid: CPU s} of this database's backends but ``exclude`` (this process's own)."""
-    return {pid: cpu for pid in mix.database_backends() if pid not in exclude
-            and (cpu := benchenv.proc_cpu(pid)) is not None}
+    return {pid: cpu for pid in readings.database_backends() if pid not in exclude
+            and (cpu := readings.proc_cpu(pid)) is not None}
 
 
 def run_scheduler(seconds, ahead=0.0):
     """One beat process for the window (dispatching ``ahead`` seconds ahead of the slots,
     JOBS_DISPATCH_AHEAD_SECONDS); its CPU idle and per run, dispatch lag, RSS."""
     benchenv.drop_queues(settings.CELERY_BROKER_URL, [QUEUE])
-    argv = [sys.executable, "-m", "celery", "-A", "scheduler_site", "beat", "-l", "WARNING",
-            "-s", f"/tmp/bench-scale-beat-{os.getpid()}"]
-    env = dict(os.environ, JOBS_REPUBLISH_AFTER_SECONDS="86400", JOBS_DISPATCH_AHEAD_SECONDS=str(ahead),
-               **PASSES_OFF)
-    log_path = f"/tmp/bench-scale-beat-{os.getpid()}.log"
     consumer = benchenv.Arrivals(current_app.amqp.queues[QUEUE])
     consumer.start()
-    with open(log_path, "wb") as log:
-        beat = subprocess.Popen(argv, cwd=REPO, env=env, start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
-    mine = {mix.backend_pid()}
+    processes = Processes()
+    scheduler = processes.start("beat", beat(f"/tmp/bench-scale-beat-{os.getpid()}"),
+                           JOBS_REPUBLISH_AFTER_SECONDS="86400", JOBS_DISPATCH_AHEAD_SECONDS=str(ahead), **PASSES_OFF)
+    mine = {readings.backend_pid()}
     try:
         # Let it start and catch up what fell due while the jobs were loading, then begin on the
         # next minute at least 20 s away, a few seconds before its slots.
@@ -131,21 +113,19 @@ def run_scheduler(seconds, ahead=0.0):
         samples = []  # (epoch, beat CPU s, {backend pid: CPU s})
         t_end = start + seconds
         while True:
-            cpu = benchenv.proc_cpu(beat.pid)
-            if cpu is None or beat.poll() is not None:
-                raise SystemExit(f"the scheduler exited; see {log_path}")
+            cpu = readings.proc_cpu(scheduler.pid)
+            processes.check()
             samples.append((time.time(), cpu, backends_cpu(mine)))
             if samples[-1][0] >= t_end:
                 break
             if len(samples) % 20 == 0:
                 say(f"    {samples[-1][0] - start:4.0f}s  messages={len(consumer):,}  "
                     f"beat CPU {100 * (cpu - samples[0][1]) / (samples[-1][0] - start):.0f}%  "
-                    f"RSS {benchenv.rss_mb(beat.pid):.0f} MB")
+                    f"RSS {readings.rss_mb(scheduler.pid):.0f} MB")
             time.sleep(0.5)
-        rss = benchenv.rss_mb(beat.pid)
+        rss = readings.rss_mb(scheduler.pid)
     finally:
-        os.killpg(beat.pid, signal.SIGKILL)
-        beat.wait()
+        processes.stop(first=signal.SIGKILL)
         time.sleep(0.5)
         consumer.stop.set()
         consumer.join()
@@ -169,7 +149,7 @@ def run_scheduler(seconds, ahead=0.0):
     return {"sent": len(lags), "expected": expected, "lags": lags, "cpu": total_cpu / wall,
             # Dispatching ahead, the runs are made from second 50 on: no span of the minute is idle.
             "idle": idle_rate, "per_run_ms": float("nan") if ahead else 1000 * busy / max(len(lags), 1), "rss": rss,
-            "pg": pg_total / wall, "log": log_path}
+            "pg": pg_total / wall, "log": processes.logs["beat"]}
 
 
 def beat_schedule_sync():
@@ -195,7 +175,7 @@ def passes(seconds_between, ahead):
             run_scheduler(seconds_between, ahead)
             function = slot_report.check_recent
         say(f"  {name} ...")
-        result, wall, cpu, pg = mix.timed(function)
+        result, wall, cpu, pg = readings.with_backend(function)
         if name == "metrics scrape":
             result = f"{len(result[0]):,} bytes"
         elif name == "retention":
@@ -206,8 +186,8 @@ def passes(seconds_between, ahead):
 
 
 def one(n, args):
-    say(f"=== {n:,} jobs (load average {load_average()})")
-    mix.reset_database()
+    say(f"=== {n:,} jobs (load average {readings.load_average()})")
+    database.empty()
     row = {"n": n, "mix": mix.describe(n)}
     if args.apply == "create":
         row["load"] = None
@@ -222,43 +202,41 @@ def one(n, args):
         if row["apply"]:
             say(f"  jobs apply of the same jobs: {row['apply']['seconds']:.1f} s ({row['apply']['result']})")
     assert Job.objects.count() == n
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+    database.analyze()
     row["schedulers"] = {}
     for ahead in args.ahead:
-        say(f"  the scheduler for {args.seconds} s, dispatching {ahead:g} s ahead (load average {load_average()})")
+        say(f"  the scheduler for {args.seconds} s, dispatching {ahead:g} s ahead (load average {readings.load_average()})")
         s = row["schedulers"][ahead] = run_scheduler(args.seconds, ahead)
         say(f"  sent {s['sent']:,} of {s['expected']:,}, p99 lag {pct(s['lags'], 99):.3f} s, CPU {100 * s['cpu']:.1f} %, "
             f"idle {100 * s['idle']:.2f} %, {s['per_run_ms']:.3f} ms per run, RSS {s['rss']:.0f} MB")
     row["passes"] = passes(args.between, args.ahead[-1]) if args.between else {}
-    row["load average"] = load_average()
+    row["load average"] = readings.load_average()
     return row
 
 
 def report(rows, args):
     say("")
-    say(f"scale: window {args.seconds} s, apply {args.apply}; load average at the end {load_average()} (2 cores, shared)")
+    say(f"scale: window {args.seconds} s, apply {args.apply}; load average at the end {readings.load_average()} (2 cores, shared)")
     for row in rows:
         say(f"mix of {row['n']:,}: {row['mix']}")
     say("")
-    say("| N | load s (jobs/s) | jobs apply s | ahead s | sent / due | p50 lag s | p99 lag s | max lag s | beat CPU | "
-        "idle CPU | CPU per run ms | beat's PostgreSQL | beat RSS MB |")
-    say("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    cells = []
     for row in rows:
         load, applied = row["load"], row["apply"]
         load_text = f"{load['seconds']:.1f} ({row['n'] / load['seconds']:,.0f})" if load else "-"
         apply_text = f"{applied['seconds']:.1f}" if applied else "-"
         for ahead, s in row["schedulers"].items():
-            say(f"| {row['n']:,} | {load_text} | {apply_text} | {ahead:g} | {s['sent']:,} / {s['expected']:,} | "
-                f"{pct(s['lags'], 50):.3f} | {pct(s['lags'], 99):.3f} | {(s['lags'] or [float('nan')])[-1]:.3f} | "
-                f"{100 * s['cpu']:.1f} % | {100 * s['idle']:.2f} % | {s['per_run_ms']:.3f} | {100 * s['pg']:.1f} % | "
-                f"{s['rss']:.0f} |")
+            cells.append([f"{row['n']:,}", load_text, apply_text, f"{ahead:g}", f"{s['sent']:,} / {s['expected']:,}",
+                          f"{pct(s['lags'], 50):.3f}", f"{pct(s['lags'], 99):.3f}",
+                          f"{(s['lags'] or [float('nan')])[-1]:.3f}", f"{100 * s['cpu']:.1f} %",
+                          f"{100 * s['idle']:.2f} %", f"{s['per_run_ms']:.3f}", f"{100 * s['pg']:.1f} %",
+                          f"{s['rss']:.0f}"])
+    markdown(["N", "load s (jobs/s)", "jobs apply s", "ahead s", "sent / due", "p50 lag s", "p99 lag s", "max lag s",
+              "beat CPU", "idle CPU", "CPU per run ms", "beat's PostgreSQL", "beat RSS MB"], cells, "r" * 13)
     say("")
-    say("| N | pass | wall s | CPU s (Python) | CPU s (PostgreSQL backend) | result |")
-    say("|---:|---|---:|---:|---:|---|")
-    for row in rows:
-        for name, (wall, cpu, pg, result) in row["passes"].items():
-            say(f"| {row['n']:,} | {name} | {wall:.2f} | {cpu:.2f} | {pg:.2f} | {result} |")
+    markdown(["N", "pass", "wall s", "CPU s (Python)", "CPU s (PostgreSQL backend)", "result"],
+             [[f"{row['n']:,}", name, f"{wall:.2f}", f"{cpu:.2f}", f"{pg:.2f}", result]
+              for row in rows for name, (wall, cpu, pg, result) in row["passes"].items()], "rlrrrl")
     for row in rows:
         if row["apply"]:
             say(f"jobs apply at {row['n']:,}: {row['apply']['seconds']:.1f} s, CPU {row['apply']['cpu']:.1f} s "
@@ -267,9 +245,8 @@ def report(rows, args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = benchenv.parser(__doc__, seconds=360)
     parser.add_argument("--jobs", type=int, nargs="+", default=[100000, 1000000])
-    parser.add_argument("--seconds", type=int, default=360)
     parser.add_argument("--between", type=int, default=150,
                         help="seconds of scheduler between two slot checks (0: no passes timed)")
     parser.add_argument("--ahead", type=float, nargs="+", default=[0.0],
@@ -277,14 +254,14 @@ def main():
                              "JOBS_DISPATCH_AHEAD_MIN_JOBS jobs share, from the environment or the default 1,000)")
     parser.add_argument("--apply", choices=["again", "create", "none"], default="again")
     args = parser.parse_args()
-    call_command("migrate", verbosity=0)
-    say(f"PostgreSQL jit = {mix.jit_setting()} (ALTER DATABASE ... SET jit = off: see docs/BENCHMARKS.md, issue 21)")
+    database.migrate()
+    say(f"PostgreSQL jit = {database.setting('jit')} (ALTER DATABASE ... SET jit = off: see docs/BENCHMARKS.md, issue 21)")
     benchenv.use_broker(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
     rows = []
     for n in args.jobs:
         rows.append(one(n, args))
         report(rows, args)  # after each N: a long run still leaves its figures
-    mix.reset_database()
+    database.empty()
 
 
 if __name__ == "__main__":

@@ -22,20 +22,21 @@ import argparse
 import os
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 
 import benchenv
+from harness import database, readings
+from harness.processes import Processes, beat
+from harness.readings import pct
+from harness.table import say
 
 QUEUE = "bench"
 REPO = benchenv.setup(JOBS_DEFAULT_QUEUE=QUEUE)
 
 from celery import current_app  # noqa: E402
 from django.conf import settings  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django_celery_beat.models import IntervalSchedule, PeriodicTask, PeriodicTasks  # noqa: E402
 
@@ -45,16 +46,10 @@ from jobs.models import Job, JobRun  # noqa: E402
 PERIOD = 60
 
 
-def say(*parts):
-    print(*parts, flush=True)
-
-
 def reset():
     # TRUNCATE: deleting 100,000 PeriodicTasks through the ORM fires django-celery-beat's change
     # signal once per row and takes many minutes.
-    tables = [JobRun._meta.db_table, Job._meta.db_table, PeriodicTask._meta.db_table]
-    with connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
+    database.empty(JobRun, Job, PeriodicTask)
     PeriodicTasks.update_changed()
     benchenv.drop_queues(settings.CELERY_BROKER_URL, [QUEUE])
 
@@ -133,41 +128,37 @@ def run_one(which, n, seconds, scenario):
     t0 = time.time()
     (create_ours if which == "ours" else create_stock)(n, start, burst)
     say(f"  {which}: created {n} schedules in {time.time() - t0:.1f}s")
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")  # what autovacuum does after a bulk load, within a minute
+    database.analyze()
     late = (datetime.now(UTC) + timedelta(seconds=10) - start).total_seconds()
     if late > 0:  # creating took longer than planned: move every first slot, so nothing starts due
         start += timedelta(seconds=late)
         shift_schedules(which, late)
-    argv = [sys.executable, "-m", "celery", "-A", "scheduler_site", "beat", "-l", "WARNING",
-            "-s", f"/tmp/bench-beat-{os.getpid()}"]
+    argv = beat(f"/tmp/bench-beat-{os.getpid()}")
     if which == "stock":
         argv += ["-S", "django_celery_beat.schedulers:DatabaseScheduler"]
     # No worker claims these runs: left alone, the monitor would take every run queued for longer
     # than JOBS_REPUBLISH_AFTER_SECONDS for lost by the broker and publish it again.
-    env = dict(os.environ, JOBS_REPUBLISH_AFTER_SECONDS="86400")
     consumer = benchenv.Arrivals(current_app.amqp.queues[QUEUE])  # declared as the service declares it
     consumer.start()
-    beat = subprocess.Popen(argv, cwd=REPO, env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    processes = Processes()
+    scheduler = processes.start(which, argv, JOBS_REPUBLISH_AFTER_SECONDS="86400")
     stop_edits = threading.Event()
     if scenario == "edit":
         threading.Thread(target=editor, args=(which, stop_edits), daemon=True).start()
     try:
         time.sleep(max(0.0, (start - datetime.now(UTC)).total_seconds()))
-        cpu0 = benchenv.proc_cpu(beat.pid)
+        cpu0 = readings.proc_cpu(scheduler.pid)
         t_start = time.time()
         while time.time() - t_start < seconds:
             time.sleep(10)
-            cpu, rss = benchenv.proc_cpu(beat.pid), benchenv.rss_mb(beat.pid)
+            cpu, rss = readings.proc_cpu(scheduler.pid), readings.rss_mb(scheduler.pid)
             say(f"  {which} N={n}: {time.time() - t_start:4.0f}s  messages={len(consumer)}  "
                 f"cpu={100 * (cpu - cpu0) / (time.time() - t_start):.0f}%  rss={rss:.0f} MB")
-        cpu, rss = benchenv.proc_cpu(beat.pid), benchenv.rss_mb(beat.pid)
+        cpu, rss = readings.proc_cpu(scheduler.pid), readings.rss_mb(scheduler.pid)
         cpu_share = (cpu - cpu0) / (time.time() - t_start)
     finally:
         stop_edits.set()
-        os.killpg(beat.pid, signal.SIGKILL)
-        beat.wait()
+        processes.stop(first=signal.SIGKILL)
         time.sleep(0.5)
         consumer.stop.set()
         consumer.join()
@@ -180,12 +171,6 @@ def run_one(which, n, seconds, scenario):
     return {"sent": len(lags), "expected": expected, "lags": sorted(lags), "cpu": cpu_share, "rss": rss}
 
 
-def pct(values, p):
-    if not values:
-        return float("nan")
-    return values[min(len(values) - 1, int(len(values) * p / 100))]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, nargs="+", default=[10000])
@@ -194,7 +179,7 @@ def main():
     parser.add_argument("--only", choices=["ours", "stock"])
     benchenv.add_broker_option(parser)
     args = parser.parse_args()
-    call_command("migrate", verbosity=0)
+    database.migrate()
     for label in benchenv.each_broker(args.broker):
         rows = []
         for n in args.jobs:

@@ -45,17 +45,16 @@ At the end the scheduler is stopped, the worker drains what was queued, and:
         .venv/bin/python bench/soak.py --jobs 100000 --minutes 30
 """
 
-import argparse
 import os
-import signal
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 
 import benchenv
+from harness import database, readings
+from harness.processes import Processes, beat, worker
+from harness.table import markdown
 
 QUEUE = "soak"
 PASSES_OFF = {"JOBS_SLOT_CHECK_SECONDS": "0", "JOBS_RETENTION_INTERVAL_SECONDS": "0"}
@@ -64,7 +63,6 @@ REPO = benchenv.setup(JOBS_DEFAULT_QUEUE=QUEUE, **PASSES_OFF)
 import mix  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.db.models import Count  # noqa: E402
 from django.test import Client  # noqa: E402
@@ -86,10 +84,6 @@ def say(*parts):
     print(f"{time.strftime('%H:%M:%S')}", *parts, flush=True)
 
 
-def load_average():
-    return ", ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
 class Periodic(threading.Thread):
     """Runs ``function`` every ``every`` seconds (the first time after ``first``) until stopped,
     noting (wall, CPU of the thread, CPU of its PostgreSQL backend) of each pass."""
@@ -104,7 +98,7 @@ class Periodic(threading.Thread):
             due = time.monotonic() + self.first
             while not self.stop_event.wait(max(0.0, due - time.monotonic())):
                 try:
-                    self.last, wall, cpu, pg = mix.timed(self.function)
+                    self.last, wall, cpu, pg = readings.with_backend(self.function)
                     self.passes.append((wall, cpu, pg))
                 except Exception as exc:  # a soak notes a failing pass and goes on
                     self.errors.append(repr(exc))
@@ -125,17 +119,17 @@ class Sampler(threading.Thread):
         self.seen = {}  # (kind, pid) -> last CPU s
         self.total = {}  # kind -> CPU s since the start
         self.rss = {}  # kind -> [MB]
-        self.postmaster = mix.postmaster_pid()
+        self.postmaster = readings.postmaster_pid()
         self.lock = threading.Lock()
 
     def sample(self):
         pids = [("beat", self.beat), ("worker parent", self.worker)]
-        pids += [("pool children", pid) for pid in benchenv.children(self.worker)]
-        pids += [("PostgreSQL (the soak's database)", pid) for pid in mix.database_backends()]
-        pids += [("PostgreSQL (all of the server)", pid) for pid in benchenv.children(self.postmaster)]
+        pids += [("pool children", pid) for pid in readings.children(self.worker)]
+        pids += [("PostgreSQL (the soak's database)", pid) for pid in readings.database_backends()]
+        pids += [("PostgreSQL (all of the server)", pid) for pid in readings.children(self.postmaster)]
         with self.lock:
             for kind, pid in pids:
-                cpu = benchenv.proc_cpu(pid)
+                cpu = readings.proc_cpu(pid)
                 if cpu is None:
                     continue
                 before = self.seen.get((kind, pid))
@@ -144,7 +138,7 @@ class Sampler(threading.Thread):
                 if before is not None:
                     self.total[kind] += cpu - before
                 if not kind.startswith("PostgreSQL"):
-                    self.rss.setdefault(kind, []).append(benchenv.rss_mb(pid))
+                    self.rss.setdefault(kind, []).append(readings.rss_mb(pid))
 
     def run(self):
         try:
@@ -152,25 +146,6 @@ class Sampler(threading.Thread):
                 self.sample()
         finally:
             connection.close()
-
-
-def start(kind, argv, env):
-    log_path = f"/tmp/bench-soak-{kind}-{os.getpid()}.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(argv, cwd=REPO, env=env, start_new_session=True, stdout=log,
-                                   stderr=subprocess.STDOUT)
-    return process, log_path
-
-
-def stop(process, timeout=30):
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
 
 
 def overview(client):
@@ -186,14 +161,14 @@ def active_runs():
     return dict(JobRun.objects.filter(status__in=ACTIVE_STATUSES).values_list("status").annotate(n=Count("id")))
 
 
-def drain(worker, timeout):
+def drain(processes, timeout):
     """Wait until the queue is empty and no run is active; seconds it took, or None."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
         depth = publishing.queue_depth([QUEUE]).get(QUEUE)
         if depth == 0 and not active_runs():
             return time.monotonic() - t0
-        if worker.poll() is not None:
+        if processes.procs["worker"].poll() is not None:
             return None
         time.sleep(2)
     return None
@@ -205,7 +180,7 @@ def slot_accounting(load_started, stopped):
     # The periodic passes moved every job's place past what they looked at: from the window's
     # start again, so this check looks at every slot of the soak (and alerts none already alerted).
     Job.objects.update(slot_check_from=None)
-    check, wall, cpu, pg = mix.timed(slot_report.check_recent, now=stopped, window=window)
+    check, wall, cpu, pg = readings.with_backend(slot_report.check_recent, now=stopped, window=window)
     outcomes = {}
     every_minute = Job.objects.filter(enabled=True, crontab__minute="*").select_related("crontab")
     for job in every_minute:
@@ -230,34 +205,26 @@ def growth(before, after, seconds, runs, n_jobs_by_kind):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--jobs", type=int, default=100000)
-    parser.add_argument("--minutes", type=float, default=30)
-    parser.add_argument("--drain-timeout", type=float, default=600)
-    args = parser.parse_args()
+    args = benchenv.arguments(__doc__, jobs=100000, minutes=30.0, drain_timeout=600.0)
     duration = args.minutes * 60
-    call_command("migrate", verbosity=0)
-    say(f"PostgreSQL jit = {mix.jit_setting()} (ALTER DATABASE ... SET jit = off: see docs/BENCHMARKS.md, issue 21)")
+    database.migrate()
+    say(f"PostgreSQL jit = {database.setting('jit')} (ALTER DATABASE ... SET jit = off: see docs/BENCHMARKS.md, issue 21)")
     benchenv.use_broker(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
     benchenv.drop_queues(settings.CELERY_BROKER_URL, [QUEUE])
-    mix.reset_database()
-    say(f"soak: {args.jobs:,} jobs, {args.minutes:g} min; load average {load_average()} (2 cores, shared)")
+    database.empty()
+    say(f"soak: {args.jobs:,} jobs, {args.minutes:g} min; load average {readings.load_average()} (2 cores, shared)")
     load_started = datetime.now(UTC)
     seconds = mix.create(args.jobs)
     say(f"loaded {args.jobs:,} jobs in {seconds:.1f} s: {mix.describe(args.jobs)}")
-    with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE")
+    database.execute("VACUUM ANALYZE")
     staff, _ = User.objects.get_or_create(username="soak-staff", defaults={"is_staff": True, "is_superuser": True})
     client = Client(SERVER_NAME="localhost")
     client.force_login(staff)
-    before = mix.table_sizes()
+    before = database.table_sizes()
 
-    env = dict(os.environ, PYTHONPATH=str(REPO), **PASSES_OFF)
-    beat, beat_log = start("beat", [sys.executable, "-m", "celery", "-A", "scheduler_site", "beat", "-l", "WARNING",
-                                    "-s", f"/tmp/bench-soak-beat-{os.getpid()}"], env)
-    worker, worker_log = start("worker", [sys.executable, "-m", "celery", "-A", "scheduler_site", "worker", "-l",
-                                          "WARNING", "-P", "prefork", "-c", "2", "-Q", QUEUE, "-n",
-                                          f"soak-{os.getpid()}@%h", "--without-gossip", "--without-mingle"], env)
+    processes = Processes()
+    scheduler = processes.start("beat", beat(f"/tmp/bench-soak-beat-{os.getpid()}"), **PASSES_OFF)
+    pool = processes.start("worker", worker("scheduler_site", QUEUE, name=f"soak-{os.getpid()}@%h"), **PASSES_OFF)
     stopping = threading.Event()
     half = duration / 2
     threads = [
@@ -268,7 +235,7 @@ def main():
         Periodic("overview page (web)", overview(client), OVERVIEW_SECONDS, OVERVIEW_SECONDS, stopping),
     ]
     time.sleep(3)  # the processes up, the pool forked
-    sampler = Sampler(beat.pid, worker.pid, stopping)
+    sampler = Sampler(scheduler.pid, pool.pid, stopping)
     sampler.sample()
     started = time.monotonic()
     started_at = datetime.now(UTC)
@@ -278,29 +245,26 @@ def main():
     try:
         while time.monotonic() - started < duration:
             time.sleep(min(60, duration - (time.monotonic() - started)))
-            for process, log in ((beat, beat_log), (worker, worker_log)):
-                if process.poll() is not None:
-                    raise SystemExit(f"a process exited; see {log}")
+            processes.check()
             elapsed = time.monotonic() - started
             with sampler.lock:
                 shares = ", ".join(f"{kind} {100 * cpu / elapsed:.1f} %" for kind, cpu in sampler.total.items())
             say(f"{elapsed / 60:5.1f} min: {JobRun.objects.count():,} runs, active {active_runs()}; {shares}; "
-                f"load {load_average()}")
+                f"load {readings.load_average()}")
         stopping.set()
         sampler.join()
         sampler.sample()  # the last figures, at the end of the soak
         soak_seconds = time.monotonic() - started
         for thread in threads:
             thread.join(timeout=600)
-        stop(beat)
+        processes.stop("beat")
         stopped = datetime.now(UTC)
         say("scheduler stopped; the worker drains what was queued")
-        drained = drain(worker, args.drain_timeout)
+        drained = drain(processes, args.drain_timeout)
     finally:
         stopping.set()
-        stop(beat)
-        stop(worker)
-    after = mix.table_sizes()
+        processes.stop()
+    after = database.table_sizes()
     runs = JobRun.objects.count()
     say(f"drained in {drained} s; {runs:,} runs; checking every slot")
     stuck = active_runs()
@@ -315,48 +279,46 @@ def main():
     kinds["daily"] = Job.objects.filter(enabled=True).count() - kinds["every minute"] - kinds["hourly"]
     grown = growth(before, after, soak_seconds, runs, kinds)
     report(args, counts, soak_seconds, sampler, threads, drained, stuck, statuses, accounted, expected, created,
-           before, after, grown, runs, (beat_log, worker_log))
+           before, after, grown, runs, list(processes.logs.values()))
 
 
 def report(args, counts, seconds, sampler, threads, drained, stuck, statuses, accounted, expected, created,
            before, after, grown, runs, logs):
     say("")
     print(f"soak: {args.jobs:,} jobs ({counts}), {seconds / 60:.1f} min; load average at the end "
-          f"{load_average()} (2 cores, shared)")
+          f"{readings.load_average()} (2 cores, shared)")
     print("")
-    print("| process | CPU s | share of one core | RSS MB (first → last) |")
-    print("|---|---:|---:|---:|")
+    rows = []
     for kind in ("beat", "worker parent", "pool children", "PostgreSQL (the soak's database)",
                  "PostgreSQL (all of the server)"):
         cpu = sampler.total.get(kind, 0.0)
         rss = sampler.rss.get(kind)
-        rss_text = f"{rss[0]:.0f} → {rss[-1]:.0f}" if rss else ""
-        print(f"| {kind} | {cpu:.1f} | {100 * cpu / seconds:.1f} % | {rss_text} |")
+        rows.append([kind, f"{cpu:.1f}", f"{100 * cpu / seconds:.1f} %", f"{rss[0]:.0f} → {rss[-1]:.0f}" if rss else ""])
     for thread in threads:
         if thread.name.startswith("overview"):
             cpu, pg = thread.cpu()
-            walls = sorted(w for w, _, _ in thread.passes)
-            print(f"| web: {len(walls)} overview requests, {len(thread.errors)} failed "
-                  f"(p50 {1000 * statistics.median(walls):.0f} ms, "
-                  f"p95 {1000 * walls[int(len(walls) * 0.95)]:.0f} ms) | {cpu:.1f} + {pg:.1f} PostgreSQL | "
-                  f"{100 * (cpu + pg) / seconds:.2f} % | |")
+            walls = [w for w, _, _ in thread.passes]
+            rows.append([f"web: {len(walls)} overview requests, {len(thread.errors)} failed "
+                         f"(p50 {1000 * statistics.median(walls):.0f} ms, p95 {1000 * readings.pct(walls, 95):.0f} ms)",
+                         f"{cpu:.1f} + {pg:.1f} PostgreSQL", f"{100 * (cpu + pg) / seconds:.2f} %", ""])
+    markdown(["process", "CPU s", "share of one core", "RSS MB (first → last)"], rows, "lrrr")
     print("")
-    print("| pass | cadence s | passes | wall s per pass (max) | CPU s per pass: Python + PostgreSQL | "
-          "share of one core (goal ≤ 5 %) | errors |")
-    print("|---|---:|---:|---:|---:|---:|---|")
+    rows = []
     for thread in threads:
         if thread.name.startswith("overview"):
             continue
         if not thread.passes:
-            print(f"| {thread.name} | {thread.every:g} | 0 | | | | {thread.errors[:1]} |")
+            rows.append([thread.name, f"{thread.every:g}", "0", "", "", "", thread.errors[:1]])
             continue
         cpu, pg = thread.cpu()
         n = len(thread.passes)
         # A pass rarer than the soak: its CPU per pass over its cadence (its steady-state share).
         share = (cpu + pg) / max(seconds, n * thread.every)
-        print(f"| {thread.name} | {thread.every:g} | {n} | {statistics.mean(w for w, _, _ in thread.passes):.2f} "
-              f"({max(w for w, _, _ in thread.passes):.2f}) | {cpu / n:.3f} + {pg / n:.3f} | {100 * share:.2f} % | "
-              f"{len(thread.errors)} |")
+        rows.append([thread.name, f"{thread.every:g}", n, f"{statistics.mean(w for w, _, _ in thread.passes):.2f} "
+                     f"({max(w for w, _, _ in thread.passes):.2f})", f"{cpu / n:.3f} + {pg / n:.3f}",
+                     f"{100 * share:.2f} %", len(thread.errors)])
+    markdown(["pass", "cadence s", "passes", "wall s per pass (max)", "CPU s per pass: Python + PostgreSQL",
+              "share of one core (goal ≤ 5 %)", "errors"], rows, "lrrrrrl")
     print("")
     print(f"drain after the scheduler stopped: {drained if drained is None else f'{drained:.0f} s'}; "
           f"runs by status: {statuses}")
@@ -367,10 +329,9 @@ def report(args, counts, seconds, sampler, threads, drained, stuck, statuses, ac
           f"{accounted['every minute']}")
     print(f"scheduled runs created for slots in the soak: {created:,}; slots the enabled jobs had: {expected:,}")
     print("")
-    print("| size | before MB | after MB | growth per day MB, no retention |")
-    print("|---|---:|---:|---:|")
-    for name in before:
-        print(f"| {name} | {before[name] / 1e6:.1f} | {after[name] / 1e6:.1f} | {grown['per day'][name] / 1e6:,.0f} |")
+    markdown(["size", "before MB", "after MB", "growth per day MB, no retention"],
+             [[name, f"{before[name] / 1e6:.1f}", f"{after[name] / 1e6:.1f}", f"{grown['per day'][name] / 1e6:,.0f}"]
+              for name in before], "lrrr")
     print(f"{runs:,} runs; {grown['bytes per run']:.0f} bytes per run (runs + attempts tables, indexes included); "
           f"{grown['runs per day']:,} runs per day")
     print(f"with retention ({settings.JOBS_RETENTION_DAYS} days, at least {settings.JOBS_RETENTION_MIN_RUNS} runs "

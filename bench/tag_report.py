@@ -8,17 +8,16 @@ Seeds the database once (a rerun finds the jobs and skips it).
         SECRET_KEY=x .venv/bin/python bench/tag_report.py
 """
 
-import argparse
 import statistics
 import time
 from datetime import timedelta
 
 import benchenv
+from harness import database
 
 REPO = benchenv.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
@@ -29,7 +28,7 @@ TAG = "fleet"
 
 
 def seed(count):
-    call_command("migrate", verbosity=0)
+    database.migrate()
     if Job.objects.filter(tags__contains=[TAG]).count() >= count:
         return
     save_jobs([(Job(name=f"fleet-{n}", kind="callable", target="builtin.noop", tags=[TAG]),
@@ -38,11 +37,7 @@ def seed(count):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--jobs", type=int, default=1000)
-    parser.add_argument("--days", type=int, default=90)
-    parser.add_argument("--requests", type=int, default=3)
-    args = parser.parse_args()
+    args = benchenv.arguments(__doc__, jobs=1000, days=90, requests=3)
     seed(args.jobs)
     staff, _ = get_user_model().objects.get_or_create(username="bench-staff", defaults={"is_staff": True,
                                                                                        "is_superuser": True})

@@ -9,7 +9,6 @@ network's cost is the collector's). Baseline in the same invocation: the same lo
     .venv/bin/python bench/telemetry.py --runs 20000
 """
 
-import argparse
 import time
 from datetime import UTC, datetime
 from types import SimpleNamespace
@@ -75,9 +74,7 @@ class Dropping:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=20000)
-    args = parser.parse_args()
+    args = benchenv.arguments(__doc__, runs=20000)
     rows = []
     for _ in range(3):  # the best of three, each measure in turn
         baseline = per_run_us(nothing, args.runs)

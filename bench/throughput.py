@@ -33,12 +33,14 @@ from datetime import timedelta
 from pathlib import Path
 
 import benchenv
+from harness import database, readings
+from harness.processes import Processes, worker
+from harness.table import say
 
 QUEUE = "bench"
 REPO = benchenv.setup(JOBS_DEFAULT_QUEUE=QUEUE, JOBS_RETENTION_INTERVAL_SECONDS="0")
 
 from django.conf import settings  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.db.models import Count  # noqa: E402
 from django.utils import timezone  # noqa: E402
@@ -52,15 +54,8 @@ RAW_QUEUE = "rawbench"
 UNFINISHED = [RunStatus.QUEUED, RunStatus.RUNNING]
 
 
-def say(*parts):
-    print(*parts, flush=True)
-
-
 def reset():
-    tables = ["jobs_jobattempt", "jobs_jobrun", "jobs_job", "django_celery_results_taskresult",
-              "notifications_delivery", "jobs_runend", "jobs_jobhourcounts", "jobs_hourcounts", "jobs_recentruns"]
-    with connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE {', '.join(tables)} CASCADE")
+    database.empty()
     benchenv.drop_queues(settings.CELERY_BROKER_URL, [QUEUE, RAW_QUEUE])
 
 
@@ -121,28 +116,22 @@ class Folding(threading.Thread):
 def drain(which, n, concurrency, profile_dir=None):
     queue = QUEUE if which == "ours" else RAW_QUEUE
     app = "scheduler_site" if which == "ours" else "bench.rawcelery"
-    argv = [sys.executable, "-m", "celery", "-A", app, "worker", "-l", "WARNING", "-c", str(concurrency),
-            "-P", "prefork", "-Q", queue, "-n", f"bench-{which}@%h", "--without-gossip", "--without-mingle"]
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    log_path = f"/tmp/bench-throughput-{which}-{os.getpid()}.log"
-    with open(log_path, "wb") as log:
-        worker = subprocess.Popen(argv, cwd=REPO, env=env, start_new_session=True, stdout=log,
-                                  stderr=subprocess.STDOUT)
+    processes = Processes()
+    pid = processes.start(which, worker(app, queue, concurrency, f"bench-{which}@%h")).pid
     spies = []
     folding = Folding() if which == "ours" else None
     backlog = benchenv.Backlog(queue)
     try:
         while backlog.waiting() >= n:
-            if worker.poll() is not None:
-                raise SystemExit(f"the {which} worker exited; see {log_path}")
+            processes.check()
             time.sleep(0.005)
         t0 = time.monotonic()
-        pool = benchenv.children(worker.pid)
-        rss_start = [benchenv.rss_mb(p) for p in pool]
+        pool = readings.children(pid)
+        rss_start = [readings.rss_mb(p) for p in pool]
         if profile_dir:
-            for pid in pool:
-                out = Path(profile_dir) / f"{which}-{pid}.txt"
-                spies.append(subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "-p", str(pid), "-f", "raw", "-r", "200", "--idle",
+            for child in pool:
+                out = Path(profile_dir) / f"{which}-{child}.txt"
+                spies.append(subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "-p", str(child), "-f", "raw", "-r", "200", "--idle",
                                                "-o", str(out)], stdout=subprocess.DEVNULL,
                                               stderr=subprocess.DEVNULL))
         last_say = t0
@@ -159,12 +148,11 @@ def drain(which, n, concurrency, profile_dir=None):
             if now - last_say >= 5:
                 last_say = now
                 say(f"  {which}: {n - left:,}/{n:,} done, {(n - left) / (now - t0):,.0f}/s, "
-                    f"pool RSS {' '.join(f'{benchenv.rss_mb(p):.0f}' for p in pool)} MB")
-            if worker.poll() is not None:
-                raise SystemExit(f"the {which} worker exited; see {log_path}")
+                    f"pool RSS {' '.join(f'{readings.rss_mb(p):.0f}' for p in pool)} MB")
+            processes.check()
             time.sleep(0.01)
         seconds = time.monotonic() - t0
-        rss_end = [benchenv.rss_mb(p) for p in pool]
+        rss_end = [readings.rss_mb(p) for p in pool]
     finally:
         if folding:
             folding.stop()
@@ -173,14 +161,9 @@ def drain(which, n, concurrency, profile_dir=None):
             spy.send_signal(signal.SIGINT)
         for spy in spies:
             spy.wait(timeout=60)
-        os.killpg(worker.pid, signal.SIGTERM)
-        try:
-            worker.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait()
+        processes.stop(grace=20)
     return {"n": n, "seconds": seconds, "rate": n / seconds, "rss_start": rss_start, "rss_end": rss_end,
-            "log": log_path}
+            "log": processes.logs[which]}
 
 
 def check_ours(n):
@@ -205,7 +188,7 @@ def main():
                         help="drain raw and ours this many times, alternating; the table adds the medians")
     benchenv.add_broker_option(parser)
     args = parser.parse_args()
-    call_command("migrate", verbosity=0)
+    database.migrate()
     for label in benchenv.each_broker(args.broker):
         say(f"=== broker: {label}")
         report(label, [one_round(number, args) for number in range(1, args.rounds + 1)])
