@@ -47,20 +47,20 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='auditentry',
             name='action',
-            field=models.CharField(choices=[('create', 'create'), ('change', 'change'), ('pause', 'pause'), ('resume', 'resume'), ('delete', 'delete'), ('run_now', 'run now'), ('cancel', 'cancel a run'), ('backfill', 'backfill'), ('rerun', 'rerun'), ('rotate', 'rotate secrets'), ('login', 'log in'), ('login_failed', 'failed login'), ('logout', 'log out'), ('revoke', 'revoke'), ('prune', 'prune the trail')], max_length=16),
+            field=models.CharField(choices=[('create', 'create'), ('change', 'change'), ('pause', 'pause'), ('resume', 'resume'), ('delete', 'delete'), ('run_now', 'run now'), ('cancel', 'cancel a run'), ('backfill', 'backfill'), ('rerun', 'rerun'), ('rotate', 'rotate secrets'), ('test_send', 'send a test notification'), ('login', 'log in'), ('login_failed', 'failed login'), ('logout', 'log out'), ('revoke', 'revoke'), ('prune', 'prune the trail')], max_length=16),
         ),
         migrations.AlterField(
             model_name='auditentry',
             name='subject',
-            field=models.CharField(choices=[('job', 'job'), ('workflow', 'workflow'), ('channel', 'channel'), ('rule', 'rule'), ('secrets', 'secrets'), ('limit', 'limit'), ('calendar', 'calendar'), ('user', 'user'), ('group', 'group'), ('token', 'API token'), ('trail', 'the audit trail')], default='job', max_length=16),
+            field=models.CharField(choices=[('job', 'job'), ('workflow', 'workflow'), ('channel', 'channel'), ('rule', 'rule'), ('secrets', 'secrets'), ('limit', 'limit'), ('calendar', 'calendar'), ('quota', 'team quota'), ('user', 'user'), ('group', 'group'), ('token', 'API token'), ('trail', 'the audit trail')], default='job', max_length=16),
         ),
         migrations.AddConstraint(
             model_name='auditentry',
-            constraint=models.CheckConstraint(condition=models.Q(('action__in', ['create', 'change', 'pause', 'resume', 'delete', 'run_now', 'cancel', 'backfill', 'rerun', 'rotate', 'login', 'login_failed', 'logout', 'revoke', 'prune'])), name='audit_action_valid'),
+            constraint=models.CheckConstraint(condition=models.Q(('action__in', ['create', 'change', 'pause', 'resume', 'delete', 'run_now', 'cancel', 'backfill', 'rerun', 'rotate', 'test_send', 'login', 'login_failed', 'logout', 'revoke', 'prune'])), name='audit_action_valid'),
         ),
         migrations.AddConstraint(
             model_name='auditentry',
-            constraint=models.CheckConstraint(condition=models.Q(('subject__in', ['job', 'workflow', 'channel', 'rule', 'secrets', 'limit', 'calendar', 'user', 'group', 'token', 'trail'])), name='audit_subject_valid'),
+            constraint=models.CheckConstraint(condition=models.Q(('subject__in', ['job', 'workflow', 'channel', 'rule', 'secrets', 'limit', 'calendar', 'quota', 'user', 'group', 'token', 'trail'])), name='audit_subject_valid'),
         ),
         migrations.AddIndex(
             model_name='auditentry',
