@@ -9,20 +9,14 @@ class JobsConfig(AppConfig):
         from django.conf import settings
         from django.db.models.signals import post_migrate
 
+        from . import as_code
         from .actions.permissions import ensure_command_runners_group
-        from .as_code import calendars as calendar_file
-        from .as_code import (
-            files,
-            limits,  # noqa: F401  (registers the files' limits: section)
-        )
         from .kinds.callable import registry
         from .worker import signals  # noqa: F401  (connects the Celery signal handlers)
 
         registry.load_modules(settings.JOBS_CALLABLE_MODULES)
-        # ``calendars:`` in a jobs-as-code file, saved before the jobs that name them.
-        files.register(files.Section("calendars", export=calendar_file.export_entries,
-                                     plan=calendar_file.plan_calendars, apply=calendar_file.apply_changes,
-                                     delete=calendar_file.delete_pruned), before="jobs")
+        # ``limits:`` and ``calendars:`` in a jobs-as-code file, saved before the jobs that name them.
+        as_code.SECTION_MODULES += ["jobs.as_code.limits", "jobs.as_code.calendars"]
         if settings.JOBS_TRACING:
             from .telemetry import tracing
 

@@ -20,6 +20,7 @@ import pytest_timeout
 import redis
 from django.conf import settings
 from django.db import connection
+from django.test import override_settings
 
 # The broker fixtures and their parametrisation (tests/brokers.py).
 from .brokers import (  # noqa: F401
@@ -148,18 +149,33 @@ class Processes:
 PROCESS_FIXTURES = {"processes", "live_server", "browser_page", "web", "broker"}
 
 
+def starts_processes(item):
+    return bool(PROCESS_FIXTURES & set(item.fixturenames)) or "chaos" in item.path.parts
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "postgres(why): needs PostgreSQL; left out of the SQLite pass")
 
 
+# TEST_PROCESSES=broker keeps only the tests whose workers or beat speak to a broker (the processes and
+# broker fixtures): scripts/test.sh runs them again on RabbitMQ (TEST_BROKER=rabbitmq). TEST_PROCESSES=none
+# keeps the SQLite pass's selection, whatever the database (scripts/test.sh --quick).
+TEST_PROCESSES = os.environ.get("TEST_PROCESSES", "all")
+BROKER_FIXTURES = {"processes", "broker"}
+
+
 def pytest_collection_modifyitems(config, items):
     leave_out_other_brokers_tests(config, items)
-    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3":
+    sqlite = settings.DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3"
+    if not sqlite and TEST_PROCESSES == "all":
         return
     kept, left_out = [], []
     for item in items:
-        starts_processes = PROCESS_FIXTURES & set(item.fixturenames) or "chaos" in item.path.parts
-        (left_out if starts_processes or item.get_closest_marker("postgres") else kept).append(item)
+        if TEST_PROCESSES == "broker":
+            keep = bool(BROKER_FIXTURES & set(item.fixturenames))
+        else:
+            keep = not (starts_processes(item) or item.get_closest_marker("postgres"))
+        (kept if keep else left_out).append(item)
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         items[:] = kept
@@ -271,3 +287,15 @@ def bundling_asks_afresh():
     from jobs.lifecycle import bundling
 
     bundling.forget()
+
+
+@pytest.fixture(autouse=True)
+def cheap_password_hashing(request):
+    """Django hashes a password with a million rounds of PBKDF2, half a CPU-second each time (a
+    user made with one, a login): a test that starts no processes hashes with MD5. The processes a
+    test starts keep the service's hashers, so the users it makes for them keep theirs."""
+    if starts_processes(request.node):
+        yield
+        return
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield

@@ -17,6 +17,7 @@ from ..actions import calendars as actions
 from ..actions.jobs import ActionError
 from ..models import Calendar
 from ..models.calendar import normalised_dates
+from . import files
 from .files import Plan
 
 FIELDS = ["name", "description", "country", "subdivision", "dates"]
@@ -142,3 +143,7 @@ def delete_pruned(plan, actor):
         except ActionError as exc:
             errors.append(f"calendars: - delete {calendar.name}: {exc.message}")
     return errors
+
+
+files.register(files.Section("calendars", export=export_entries, plan=plan_calendars, apply=apply_changes,
+                             delete=delete_pruned), before="jobs")
