@@ -36,9 +36,9 @@ from django.db import connection, transaction  # noqa: E402
 
 from audit.models import AuditEntry  # noqa: E402
 from jobs.actions import jobs as actions  # noqa: E402
-from jobs.api.serializers import JobSerializer  # noqa: E402
 from jobs.as_code import files as as_code  # noqa: E402
 from jobs.models import Job  # noqa: E402
+from jobs.schemas.jobs import JobSerializer  # noqa: E402
 
 ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Tokyo"]
 

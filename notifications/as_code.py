@@ -33,8 +33,8 @@ from jobs.as_code.files import Plan, Section, messages_of, register, show
 from jobs.models import Job
 
 from . import actions, channel_secrets
-from .api.serializers import ChannelSerializer
 from .models import RULE_EVENTS, Channel, Rule, RuleScope
+from .schemas import ChannelSerializer
 
 CHANNEL_FIELDS = ["name", "kind", "config", "enabled"]
 RULE_FIELDS = ["channel", "events", "scope", "tag", "job", "enabled"]

@@ -157,11 +157,16 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "postgres(why): needs PostgreSQL; left out of the SQLite pass")
 
 
-# TEST_PROCESSES=broker keeps only the tests whose workers or beat speak to a broker (the processes and
-# broker fixtures): scripts/test.sh runs them again on RabbitMQ (TEST_BROKER=rabbitmq). TEST_PROCESSES=none
-# keeps the SQLite pass's selection, whatever the database (scripts/test.sh --quick).
+# TEST_PROCESSES=broker keeps only the tests whose workers or beat speak to the suite's broker (the
+# processes and broker fixtures), but not those that name their brokers (pytest.mark.brokers: they run on
+# each one they name already): scripts/test.sh runs them again on RabbitMQ (TEST_BROKER=rabbitmq).
+# TEST_PROCESSES=none keeps the SQLite pass's selection, whatever the database (scripts/test.sh --quick).
 TEST_PROCESSES = os.environ.get("TEST_PROCESSES", "all")
 BROKER_FIXTURES = {"processes", "broker"}
+
+
+def on_the_suites_broker(item):
+    return bool(BROKER_FIXTURES & set(item.fixturenames)) and item.get_closest_marker("brokers") is None
 
 
 def pytest_collection_modifyitems(config, items):
@@ -172,7 +177,7 @@ def pytest_collection_modifyitems(config, items):
     kept, left_out = [], []
     for item in items:
         if TEST_PROCESSES == "broker":
-            keep = bool(BROKER_FIXTURES & set(item.fixturenames))
+            keep = on_the_suites_broker(item)
         else:
             keep = not (starts_processes(item) or item.get_closest_marker("postgres"))
         (kept if keep else left_out).append(item)
@@ -259,11 +264,13 @@ def jobsctl_script(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def web(django_db_setup, django_db_blocker, tmp_path_factory):
-    """A gunicorn web process on the test database (the tests' data comes with transactional_db)."""
+def web(django_db_setup, django_db_blocker, tmp_path_factory, request):
+    """A gunicorn web process on the test database (the tests' data comes with transactional_db), and
+    on the suite's broker: under TEST_BROKER=rabbitmq, the session's RabbitMQ node."""
     from .cli_support import Web
 
-    server = Web(tmp_path_factory.mktemp("web"))
+    broker_env = request.getfixturevalue("rabbit_node").env if TEST_BROKER == "rabbitmq" else {}
+    server = Web(tmp_path_factory.mktemp("web"), **broker_env)
     try:
         server.wait_until_up()
         yield server

@@ -5,12 +5,14 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.db import OperationalError
 from django.utils import timezone
 
 from jobs import lifecycle
 from jobs.execution import publishing
 from jobs.lifecycle import bundling, runs
 from jobs.models import AttemptOutcome, JobAttempt, JobRun, Limit, RecentRuns, RunEnd, RunStatus, RunTrigger
+from jobs.worker import bundle as worker_bundle
 
 from .test_notifications_support import make_job
 
@@ -174,6 +176,32 @@ def test_a_bundles_heartbeat_keeps_its_claimed_runs_and_tells_which_were_taken_f
 
     assert alive == {(made[1].pk, 1), (made[2].pk, 1)}
     assert JobRun.objects.get(pk=made[1].pk).heartbeat_at >= before
+
+
+def test_a_bundles_successes_that_the_database_did_not_take_wait_for_the_next_try(monkeypatch):
+    # A flush while the database is away (its restart) keeps the successes it could not record: dropped,
+    # their runs stayed running after the bundle ended, and were declared lost and run a second time.
+    job = make_job("short", bundle="short")
+    made = queued_runs(job, 3)
+    claimed = lifecycle.claim_many([(run.pk, 1) for run in made], "w1@host", 42, "bundle-x")
+    turns = worker_bundle.Turns("w1@host", "bundle-x", claimed)
+    try:
+        for one in claimed:
+            turns.add(lifecycle.Success(one.run.pk, 1, lifecycle.started_at(one, 0.0), "done", 4, None))
+        with monkeypatch.context() as away:
+            away.setattr(lifecycle, "succeed_many", database_away)
+            with pytest.raises(OperationalError):
+                turns.flush()
+        turns.flush()
+    finally:
+        turns.release_all()
+
+    assert [JobRun.objects.get(pk=run.pk).status for run in made] == [RunStatus.SUCCEEDED] * 3
+    assert turns.pending == []
+
+
+def database_away(*args):
+    raise OperationalError("connection refused: the database is restarting")
 
 
 def test_a_failed_run_of_a_bundle_records_its_start_then_its_failure():

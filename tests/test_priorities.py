@@ -23,6 +23,8 @@ def ledger_job(name, priority, ledger, queue=""):
                         priority=priority, queue=queue), {"type": "manual"})
 
 
+@pytest.mark.redis_only("RabbitMQ orders by priority only in priority queues (JOBS_RABBITMQ_PRIORITY_QUEUES): "
+                        "the test below")
 def test_a_backlog_starts_its_urgent_runs_first(processes, ledger):
     start_backlog_and_check(lambda: processes.worker(concurrency=1), ledger)
 

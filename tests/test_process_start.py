@@ -1,7 +1,7 @@
 """What a process of the service imports as it starts (``django.setup()``, then the worker's, beat's
 and the web's modules), each check in a fresh Python: OpenTelemetry's SDK and exporters only when
 tracing is configured, Sentry only with a DSN, ``holidays`` and ``icalendar`` only when a calendar
-needs them, and the API's serializers (with Django REST framework's) only when a jobs-as-code file
+needs them, and the shared schemas (Django REST framework's serializers) only when a jobs-as-code file
 is first read or written (bench/process_start.py measures what a start costs)."""
 
 import json
@@ -19,7 +19,8 @@ import json, sys
 def loaded(names): return sorted(m for m in sys.modules if m.startswith(names))
 import django
 django.setup()
-after_setup = loaded(("rest_framework.serializers", "drf_spectacular.plumbing", "jobs.api", "jobs.as_code."))
+after_setup = loaded(("rest_framework.serializers", "drf_spectacular.plumbing", "jobs.api", "jobs.schemas",
+                      "notifications.schemas", "jobs.as_code."))
 import jobs.worker.task, jobs.scheduling.dispatch, jobs.lifecycle, jobs.kinds.http, notifications.sending
 import scheduler_site.celery, scheduler_site.urls
 print(json.dumps({"after_setup": after_setup, "lazy": loaded(tuple(sys.argv[1:]))}))

@@ -20,7 +20,8 @@ from rest_framework.response import Response
 from ..actions import calendars as actions
 from ..models import Calendar
 from ..models.calendar import normalised_dates
-from .serializers import OwnedSerializer, field_errors
+from ..schemas.jobs import field_errors
+from ..schemas.owned import OwnedSerializer
 from .views import ApiViewSet, bool_param, text_param
 
 DATES_SCHEMA = {

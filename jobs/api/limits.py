@@ -4,53 +4,15 @@ ones (another's answer 404), and changes their own and their team's; staff any
 (``jobs.actions.limits``, which writes the audit entry)."""
 
 from django.db import transaction
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
-from rest_framework import serializers, viewsets
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import viewsets
 from rest_framework.exceptions import NotFound
 
 from ..actions import limits as actions
 from ..actions import permissions
-from ..lifecycle import limits
-from ..models import Job, Limit
-from .serializers import OwnedSerializer
+from ..models import Limit
+from ..schemas.limits import LimitSerializer
 from .views import ApiViewSet
-
-
-class LimitSerializer(OwnedSerializer):
-    running = serializers.SerializerMethodField(help_text="Runs of its jobs running now.")
-    waiting = serializers.SerializerMethodField(help_text="Runs of its jobs waiting for room.")
-    jobs = serializers.SerializerMethodField(help_text="How many jobs name it (limit_key), yours or not.")
-    job_names = serializers.SerializerMethodField(help_text="The names of (up to 10 of) the jobs naming it that "
-                                                            "you can see.")
-
-    class Meta:
-        model = Limit
-        fields = ["id", "key", "max_running", "max_starts_per_minute", "description", "owner", "group", "shared",
-                  "running", "waiting", "jobs", "job_names", "created_at", "updated_at"]
-        read_only_fields = ["created_at", "updated_at"]
-        extra_kwargs = {"description": {"trim_whitespace": False}}
-
-    @extend_schema_field(OpenApiTypes.INT)
-    def get_running(self, limit):
-        return limits.running_count(limit.key)
-
-    @extend_schema_field(OpenApiTypes.INT)
-    def get_waiting(self, limit):
-        return limits.waiting(limit.key).count()
-
-    @extend_schema_field(OpenApiTypes.INT)
-    def get_jobs(self, limit):
-        return Job.objects.filter(limit_key=limit.key).count()
-
-    @extend_schema_field({"type": "array", "items": {"type": "string"}})
-    def get_job_names(self, limit):
-        request = self.context.get("request")
-        return actions.named_by(limit.key, count=10, user=getattr(request, "user", None))
-
-    def save(self, **kwargs):
-        raise NotImplementedError("A limit is saved by jobs.actions.limits, which checks who may and writes the "
-                                  "audit entry: pass it the validated data.")
 
 
 @extend_schema_view(

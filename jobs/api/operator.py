@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from ..actions import jobs as actions
 from ..operations import slot_report
-from .serializers import field_errors
+from ..schemas.jobs import field_errors
 
 DEFAULT_REPORT_RANGE = timedelta(hours=24)
 

@@ -9,7 +9,7 @@ from rest_framework import mixins, serializers, viewsets
 
 from ..actions import quotas as actions
 from ..models import TeamQuota
-from .serializers import GroupField
+from ..schemas.owned import GroupField
 from .views import ApiViewSet
 
 

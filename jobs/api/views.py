@@ -23,16 +23,10 @@ from ..actions import jobs as actions
 from ..actions.permissions import visible_jobs, visible_runs
 from ..models import Job, JobRun, RunStatus
 from ..operations.reports import job_report
+from ..schemas.jobs import JobSerializer, field_errors
 from . import operator, reports
 from .filters import with_tag
-from .serializers import (
-    JobDetailSerializer,
-    JobSerializer,
-    RunDetailSerializer,
-    RunRequestSerializer,
-    RunSerializer,
-    field_errors,
-)
+from .serializers import JobDetailSerializer, RunDetailSerializer, RunRequestSerializer, RunSerializer
 
 MAX_BODY_BYTES = 256 * 1024
 # What a job's answer does not show of its last run (``LastRunSerializer``), each up to

@@ -7,10 +7,10 @@ registering a ``Section`` in its ``AppConfig.ready`` (``workflows:`` does). Sect
 and saved in the order they were registered (a later one may use what an earlier one defines),
 pruned in the reverse order, and applied all in one transaction.
 
-A job in a file is a job of the API (``JobSerializer``, which validates it: one schema and one set
-of messages) without what the service sets itself (id, owner, next_run_at, last_run, created_at,
-updated_at). ``name``, ``kind``, ``target`` and ``schedule`` are always written; every other field
-only when it differs from its default, so files stay short. Applying a file makes each job in it
+A job in a file is a job of the API (``jobs.schemas.jobs.JobSerializer``, which validates it: one
+schema and one set of messages) without what the service sets itself (id, owner, next_run_at,
+last_run, created_at, updated_at). ``name``, ``kind``, ``target`` and ``schedule`` are always
+written; every other field only when it differs from its default, so files stay short. Applying a file makes each job in it
 match the file: a field missing from an entry is set back to its default. Errors name the entry,
 the key and (YAML) the line: ``line 12: jobs[2] (name: nightly): schedule.cron: ...``.
 """
@@ -34,9 +34,9 @@ from rest_framework.validators import UniqueValidator
 from ..access import secrets
 from ..actions import jobs as actions
 from ..actions.permissions import visible_jobs
-from ..api.serializers import JobSerializer, field_errors
 from ..definitions import jobs as definitions
 from ..models import Job
+from ..schemas.jobs import JobSerializer, field_errors
 from . import SECTION_MODULES
 
 ALWAYS_WRITTEN = {"name", "kind", "target", "schedule"}

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from rest_framework.serializers import ValidationError, as_serializer_error
 
 from ..actions import limits as actions
-from ..api.limits import LimitSerializer
 from ..models import Limit
+from ..schemas.limits import LimitSerializer
 from . import files
 
 FIELDS = actions.EDITABLE

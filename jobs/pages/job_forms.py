@@ -30,10 +30,10 @@ from .. import kinds
 from ..access import secrets
 from ..actions import jobs as actions
 from ..actions.permissions import guarded_kinds, may_run_command_jobs, owned_or_shared, sees_everything, visible_jobs
-from ..api.serializers import JobSerializer, ScheduleField, field_errors
 from ..definitions import fields as job_fields
 from ..definitions import jobs as definitions
 from ..models import DstRepeated, DstSkipped, Job, Limit, ScheduleType
+from ..schemas.jobs import JobSerializer, ScheduleField, field_errors
 from ..timing.spread import MAX_SPREAD_SECONDS
 from .common import actor, job_timezone, page, refused_is_forbidden, slot_text
 

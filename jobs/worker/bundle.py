@@ -30,7 +30,7 @@ import time
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 
 from .. import kinds, lifecycle
 from ..execution import publishing
@@ -202,10 +202,18 @@ class Turns:
         """Record the successes waiting, in one statement."""
         with self.flushing:
             with self.cond:
-                pending, self.pending = self.pending, []
+                pending, self.pending, oldest = self.pending, [], self.oldest_pending
             if not pending:
                 return
-            recorded = lifecycle.succeed_many(pending)
+            try:
+                recorded = lifecycle.succeed_many(pending)
+            except BaseException:
+                # Kept for the next flush: a success dropped here would leave its run running, to be
+                # declared lost and run a second time (the database away for a moment, say).
+                with self.cond:
+                    self.pending = pending + self.pending
+                    self.oldest_pending = oldest
+                raise
             for success in pending:
                 key = (success.run_id, success.attempt)
                 if key not in recorded:
@@ -242,15 +250,31 @@ class Turns:
                         self.split = True
                         rest, self.waiting = self.waiting, []
                         long_one, long_since = self.current, self.current_since
-                try:
-                    self.flush()
-                    if overrun:
-                        self._split_off(long_one, long_since, rest)
-                except Exception:
-                    logger.exception("the bundle's watcher could not record or split; the bundle goes on")
+                recorded = self._flush_once()
+                if overrun:
+                    try:
+                        through_outage(self._split_off, long_one, long_since, rest)
+                    except Exception:
+                        logger.exception("the bundle's watcher could not split it; the bundle goes on")
+                if not recorded:
+                    with self.cond:
+                        if not self.finished:
+                            self.cond.wait(1.0)  # the database away: try again in a second, not at once
         finally:
             publishing.forget()  # the broker connection of a split-off's publishing, if it made one
             connection.close()
+
+    def _flush_once(self):
+        """Record the successes waiting; False when that failed (they wait for the next try)."""
+        try:
+            self.flush()
+            return True
+        except (OperationalError, InterfaceError) as exc:
+            logger.warning("database unavailable for a bundle's successes (%s); trying again in 1 s", exc)
+        except Exception:
+            logger.exception("the bundle's watcher could not record its successes; trying again in 1 s")
+        connection.close()
+        return False
 
     def _split_off(self, long_one, long_since, rest):
         run = long_one.run

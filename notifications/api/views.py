@@ -20,7 +20,8 @@ from jobs.api.views import ApiViewSet, int_param
 
 from .. import actions
 from ..models import Channel, Rule
-from .serializers import ChannelDirectorySerializer, ChannelSerializer, ChannelTestSerializer, RuleSerializer
+from ..schemas import ChannelSerializer
+from .serializers import ChannelDirectorySerializer, ChannelTestSerializer, RuleSerializer
 
 # The permission (notifications.<name>_channel) each action on channels needs.
 CHANNEL_PERMISSIONS = {"create": "add", "update": "change", "partial_update": "change", "destroy": "delete",

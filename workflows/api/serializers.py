@@ -7,7 +7,8 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from jobs.actions.permissions import guarded_kinds, may_run_command_jobs, sees_everything, visible_jobs
-from jobs.api.serializers import GroupField, ScheduleField
+from jobs.schemas.jobs import ScheduleField
+from jobs.schemas.owned import GroupField
 
 from .. import definitions
 from ..models import FailurePolicy, Workflow, WorkflowRun, WorkflowStep
