@@ -10,17 +10,16 @@ class JobsConfig(AppConfig):
         from django.core import checks
         from django.db.models.signals import post_migrate
 
+        from . import as_code
         from .actions.permissions import ensure_command_runners_group
-        from .as_code import calendars, limits, resources
         from .kinds.callable import registry
         from .management import squashed_migrations
-        from .resources import CALENDARS, LIMITS
         from .worker import signals  # noqa: F401  (connects the Celery signal handlers)
 
         registry.load_modules(settings.JOBS_CALLABLE_MODULES)
-        # ``limits:`` and ``calendars:`` in a jobs file, saved before the jobs that name them.
-        resources.register(LIMITS, limits.parse_entry)
-        resources.register(CALENDARS, calendars.parse_entry, exported={"dates": calendars.short_dates})
+        # ``limits:`` and ``calendars:`` in a jobs file, saved before the jobs that name them; each module
+        # registers its section (jobs.as_code.resources) when the files first need it.
+        as_code.SECTION_MODULES += ["jobs.as_code.limits", "jobs.as_code.calendars"]
         if settings.JOBS_TRACING:
             from .telemetry import tracing
 

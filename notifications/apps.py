@@ -6,13 +6,14 @@ class NotificationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from jobs import as_code
         from jobs.access import secrets
         from jobs.lifecycle import events
         from jobs.metrics import collector as metrics
         from jobs.scheduling import duties
         from jobs.worker import watchdog
 
-        from . import actions, as_code, outbox, sending, watch
+        from . import actions, outbox, sending, watch
         from . import metrics as notification_metrics
 
         events.subscribe(
@@ -29,5 +30,5 @@ class NotificationsConfig(AppConfig):
         # While no scheduler runs its monitor, the workers' watchdog sends what waits for a retry.
         watchdog.register("notifications.send_due", sending.send_due)
         metrics.register("notifications", notification_metrics.deliveries_by_status)
-        as_code.register_sections()
-        secrets.register_holder("channels", actions.rotate_channel_secrets)  # manage.py secrets rotate  # channels: and rules: in jobs-as-code files
+        as_code.SECTION_MODULES.append("notifications.as_code")  # channels: and rules: in jobs-as-code files
+        secrets.register_holder("channels", actions.rotate_channel_secrets)  # manage.py secrets rotate

@@ -1,5 +1,5 @@
 """Channels and rules in a jobs-as-code file: the ``channels:`` and ``rules:`` lists next to
-``jobs:``, planned, applied and pruned like jobs (``jobs.as_code``; registered in
+``jobs:``, planned, applied and pruned like jobs (``jobs.as_code``; named in
 ``NotificationsConfig.ready``, so they are planned after the jobs and pruned before them).
 
 A channel is ``name`` (its identity), ``kind``, ``config`` and ``enabled``, checked by the API's
@@ -350,7 +350,5 @@ def delete_rules(plan, actor):
     return []
 
 
-def register_sections():
-    register(Section("channels", export=export_channels, plan=plan_channels, apply=apply_channels,
-                     delete=delete_channels))
-    register(Section("rules", export=export_rules, plan=plan_rules, apply=apply_rules, delete=delete_rules))
+register(Section("channels", export=export_channels, plan=plan_channels, apply=apply_channels, delete=delete_channels))
+register(Section("rules", export=export_rules, plan=plan_rules, apply=apply_rules, delete=delete_rules))

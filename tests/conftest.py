@@ -20,6 +20,7 @@ import pytest_timeout
 import redis
 from django.conf import settings
 from django.db import connection
+from django.test import override_settings
 
 # The broker fixtures and their parametrisation (tests/brokers.py).
 from .brokers import (  # noqa: F401
@@ -148,6 +149,10 @@ class Processes:
 PROCESS_FIXTURES = {"processes", "live_server", "browser_page", "web", "broker"}
 
 
+def starts_processes(item):
+    return bool(PROCESS_FIXTURES & set(item.fixturenames)) or "chaos" in item.path.parts
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "postgres(why): needs PostgreSQL; left out of the SQLite pass")
 
@@ -155,6 +160,7 @@ def pytest_configure(config):
 # TEST_PROCESSES=broker keeps only the tests whose workers or beat speak to the suite's broker (the
 # processes and broker fixtures), but not those that name their brokers (pytest.mark.brokers: they run on
 # each one they name already): scripts/test.sh runs them again on RabbitMQ (TEST_BROKER=rabbitmq).
+# TEST_PROCESSES=none keeps the SQLite pass's selection, whatever the database (scripts/test.sh --quick).
 TEST_PROCESSES = os.environ.get("TEST_PROCESSES", "all")
 BROKER_FIXTURES = {"processes", "broker"}
 
@@ -173,8 +179,7 @@ def pytest_collection_modifyitems(config, items):
         if TEST_PROCESSES == "broker":
             keep = on_the_suites_broker(item)
         else:
-            starts_processes = PROCESS_FIXTURES & set(item.fixturenames) or "chaos" in item.path.parts
-            keep = not (starts_processes or item.get_closest_marker("postgres"))
+            keep = not (starts_processes(item) or item.get_closest_marker("postgres"))
         (kept if keep else left_out).append(item)
     if left_out:
         config.hook.pytest_deselected(items=left_out)
@@ -289,3 +294,15 @@ def bundling_asks_afresh():
     from jobs.lifecycle import bundling
 
     bundling.forget()
+
+
+@pytest.fixture(autouse=True)
+def cheap_password_hashing(request):
+    """Django hashes a password with a million rounds of PBKDF2, half a CPU-second each time (a
+    user made with one, a login): a test that starts no processes hashes with MD5. The processes a
+    test starts keep the service's hashers, so the users it makes for them keep theirs."""
+    if starts_processes(request.node):
+        yield
+        return
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield

@@ -1,11 +1,8 @@
 """Traces (jobs.telemetry.tracing): each run is one trace, from the scheduler's dispatch through its
-message, the worker's claim, the execution and the outcome to the notifications it caused; off, not
-one module of OpenTelemetry is loaded."""
+message, the worker's claim, the execution and the outcome to the notifications it caused (off, not
+one module of OpenTelemetry's SDK is loaded: tests/test_process_start.py)."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 from django.conf import settings
@@ -19,38 +16,11 @@ from jobs.worker.task import execute_run
 from notifications.models import Channel, Delivery, Rule
 from notifications.sending import send_delivery
 
-from .conftest import REPO, wait_for
+from .conftest import wait_for
 from .otlp_receiver import OTLPReceiver
 
 STEPS = ["dispatch", "publish jobs.execute_run", "run/jobs.execute_run", "claim", "execute", "outcome", "notify",
          "notification.send"]
-# redis-py 8 loads opentelemetry.sdk.metrics whenever it is installed (redis.observability, for
-# metrics of its own that stay off unless a program turns them on): what the service loads is
-# what comes on top of that.
-LOADED = """
-import json, sys
-import redis
-def ours(): return {m for m in sys.modules if m.split(".")[0] in ("opentelemetry", "sentry_sdk")}
-by_redis = ours()
-import django
-django.setup()
-import jobs.worker.task, jobs.scheduling.dispatch, jobs.lifecycle, jobs.kinds.http, notifications.sending
-import scheduler_site.celery, scheduler_site.urls
-print(json.dumps(sorted(ours() - by_redis)))
-"""
-
-
-def loaded_in_a_fresh_process(**env):
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "SENTRY_"))}
-    out = subprocess.run([sys.executable, "-c", LOADED], env={**environ, **env}, cwd=REPO, capture_output=True,
-                         text=True, timeout=120, check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
-
-
-def test_nothing_of_opentelemetry_or_sentry_is_imported_when_they_are_off():
-    assert loaded_in_a_fresh_process() == []
-    on = loaded_in_a_fresh_process(OTEL_TRACES_EXPORTER="console", SENTRY_DSN="https://key@127.0.0.1:9/1")
-    assert "opentelemetry.sdk.trace" in on and "sentry_sdk" in on  # the same check sees them when on
 
 
 @pytest.fixture

@@ -7,11 +7,11 @@ class WorkflowsConfig(AppConfig):
     verbose_name = "Workflows"
 
     def ready(self):
-        from jobs.as_code import files as files
+        from jobs import as_code
         from jobs.lifecycle import events
         from jobs.scheduling import duties
 
-        from . import as_code, dispatch, progress
+        from . import dispatch, progress
 
         # A step's run ending moves its workflow run on, in the same transaction. Only workflow
         # steps concern us: the worker records other successes in one statement.
@@ -19,5 +19,4 @@ class WorkflowsConfig(AppConfig):
                          wants_sql={event: "r.trigger = 'workflow'" for event in events.ENDED})
         duties.register("workflows.dispatch", dispatch.dispatch_due_workflows, every="wakeup")
         # ``workflows:`` next to ``jobs:`` in a jobs-as-code file.
-        files.register(files.Section("workflows", export=as_code.export_entries, plan=as_code.plan_workflows,
-                                     apply=as_code.apply_changes, delete=as_code.delete_pruned))
+        as_code.SECTION_MODULES.append("workflows.as_code")

@@ -4,7 +4,7 @@ A workflow in a file is its API shape without what the service sets (id, owner, 
 ``name``, ``nodes`` (job names), ``edges`` ({from, to, on_failure?}) and ``schedule`` are always
 written, ``description``, ``enabled`` and ``on_upstream_failure`` when not the default. Nodes may
 name jobs defined in the same file. ``jobs.as_code`` reads, plans and applies the file; this
-module is the ``workflows`` section of it (registered in ``WorkflowsConfig.ready``), planned after
+module is the ``workflows`` section of it (named in ``WorkflowsConfig.ready``), planned after
 the jobs and pruned before them.
 """
 
@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError
 
 from jobs.actions.permissions import COMMAND_JOBS_DENIED, guarded_kinds, may_run_command_jobs
+from jobs.as_code import files
 from jobs.as_code.files import Plan
 from jobs.definitions import jobs as job_definitions
 from jobs.models import Job
@@ -214,3 +215,7 @@ def apply_changes(plan, actor):
         except DatabaseError as exc:
             errors.append(f"{change.entry.where}: {str(exc).strip()}")
     return errors
+
+
+files.register(files.Section("workflows", export=export_entries, plan=plan_workflows, apply=apply_changes,
+                             delete=delete_pruned))

@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from ..models import Calendar
 from ..models.calendar import normalised_dates
 from ..resources import CALENDARS
+from . import resources
 
 DEFAULTS = {"description": "", "country": "", "subdivision": "", "dates": []}
 
@@ -42,3 +43,6 @@ def parse_entry(entry, stored=None):
     except ValidationError as exc:
         raise ValidationError([f"{here}: {key}: {m}" for key, ms in exc.message_dict.items() for m in ms]) from None
     return {name: getattr(calendar, name) for name in CALENDARS.file.fields}
+
+
+resources.register(CALENDARS, parse_entry, exported={"dates": short_dates})

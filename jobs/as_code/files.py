@@ -20,6 +20,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from importlib import import_module
 
 import yaml
 from django.core.exceptions import NON_FIELD_ERRORS
@@ -36,6 +37,7 @@ from ..actions.permissions import visible_jobs
 from ..definitions import jobs as definitions
 from ..models import Job
 from ..schemas.jobs import JobSerializer, field_errors
+from . import SECTION_MODULES
 
 ALWAYS_WRITTEN = {"name", "kind", "target", "schedule"}
 
@@ -80,6 +82,13 @@ def report(done, total, what):
     out = PROGRESS.get()
     if out is not None and total >= PROGRESS_EVERY and (done % PROGRESS_EVERY == 0 or done == total):
         out(f"{what}: {done:,} of {total:,}")
+
+
+def sections():
+    """{key: Section} in order, the apps' section modules (``SECTION_MODULES``) imported first."""
+    for name in SECTION_MODULES:
+        import_module(name)
+    return SECTIONS
 
 
 def register(section, before=None):
@@ -130,7 +139,7 @@ def export_text(fmt, actor):
     """Every section's entries that ``actor`` sees, as ``fmt`` ("yaml" or "json"). Secret values
     are written masked: applied back, the mask keeps the stored value."""
     document = {}
-    for key, section in SECTIONS.items():
+    for key, section in sections().items():
         entries = section.export(actor)
         if entries or section.required:
             document[key] = entries
@@ -172,13 +181,14 @@ def read_entries(text, fmt):
         raise JobFileError([f"Cannot read the file: {exc}"]) from None
     except RecursionError:
         raise JobFileError(["Cannot read the file: it nests values too deeply."]) from None
-    if (not isinstance(document, dict) or set(document) - set(SECTIONS)
-            or any(key not in document for key, section in SECTIONS.items() if section.required)
+    known = sections()
+    if (not isinstance(document, dict) or set(document) - set(known)
+            or any(key not in document for key, section in known.items() if section.required)
             or not all(isinstance(value, list) for value in document.values())):
         raise JobFileError([shape_error(document)])
     return {key: [Entry(key, i, data, line) for (i, data), line in
                   zip(enumerate(document[key]), entry_lines(root, key, len(document[key])), strict=True)]
-            for key in SECTIONS if key in document}
+            for key in known if key in document}
 
 
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -228,9 +238,10 @@ def check_yaml(text):
 
 
 def shape_error(document):
-    required = [key for key, section in SECTIONS.items() if section.required]
-    optional = [key for key, section in SECTIONS.items() if not section.required]
-    extra = sorted(map(str, set(document) - set(SECTIONS))) if isinstance(document, dict) else []
+    known = sections()
+    required = [key for key, section in known.items() if section.required]
+    optional = [key for key, section in known.items() if not section.required]
+    extra = sorted(map(str, set(document) - set(known))) if isinstance(document, dict) else []
     return (f"The file must hold the key {', '.join(required)} with a list"
             + (f", and may hold {', '.join(optional)} with a list" if optional else "")
             + (f" (unknown top-level keys: {', '.join(extra)})" if extra else "") + ".")
@@ -248,7 +259,7 @@ def entry_lines(root, key, count):
 def plan_file(entries, actor, prune=False):
     """The plan of every section the file holds; raises JobFileError with every error found."""
     plans, errors = {}, []
-    for key, section in SECTIONS.items():
+    for key, section in sections().items():
         if key in entries:
             plans[key], section_errors = section.plan(entries[key], actor, prune, dict(plans))
             errors += section_errors
@@ -261,12 +272,13 @@ def apply_plan(plan, actor, dry_run=False):
     """Save every section's changes, then delete what is pruned (dependents first), in one
     transaction: all of it or none. A dry run saves too (that is the full validation) and then
     rolls back."""
+    known = sections()
     with transaction.atomic():
         errors = [line for key, section_plan in plan.sections.items()
-                  for line in SECTIONS[key].apply(section_plan, actor)]
+                  for line in known[key].apply(section_plan, actor)]
         if not errors:
             errors = [line for key, section_plan in reversed(plan.sections.items())
-                      for line in SECTIONS[key].delete(section_plan, actor)]
+                      for line in known[key].delete(section_plan, actor)]
         if errors:
             raise JobFileError(errors)
         if dry_run:

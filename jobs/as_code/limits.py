@@ -11,8 +11,9 @@ from django.core.exceptions import ValidationError
 from rest_framework import serializers
 
 from ..actions import limits as actions
+from ..resources import LIMITS
 from ..schemas.limits import LimitSerializer
-from . import files
+from . import files, resources
 
 DEFAULTS = {"max_starts_per_minute": None, "description": ""}
 
@@ -30,3 +31,6 @@ def parse_entry(entry, stored):
     if unknown:
         raise ValidationError(unknown)
     return values
+
+
+resources.register(LIMITS, parse_entry)
