@@ -11,13 +11,12 @@ declared in ``notifications.resources``, workflows in ``workflows.resources``.
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from django.utils.module_loading import import_string
+
 from .actions import calendars as calendar_actions
 from .actions import limits as limit_actions
 from .actions import quotas as quota_actions
 from .models import Calendar, Limit, TeamQuota
-from .schemas.calendars import CalendarSerializer
-from .schemas.limits import LimitSerializer
-from .schemas.quotas import TeamQuotaSerializer
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,7 @@ class Resource:
 
     model: type
     noun: str  # "limit": in messages and plans
-    serializer: type
+    serializer: str  # its dotted path: Django REST framework is imported when a shape is first needed, not at start
     visible: Callable
     create: Callable
     edit: Callable
@@ -64,9 +63,13 @@ class Resource:
     admin_list: tuple = ()  # the admin's list columns
     admin_search: tuple = ()
 
+    def shape(self):
+        """The serializer class."""
+        return import_string(self.serializer)
+
 
 LIMITS = Resource(
-    model=Limit, noun="limit", serializer=LimitSerializer, visible=limit_actions.visible,
+    model=Limit, noun="limit", serializer="jobs.schemas.limits.LimitSerializer", visible=limit_actions.visible,
     create=limit_actions.create_limit, edit=limit_actions.edit_limit, delete=limit_actions.delete_limit,
     may_edit=limit_actions.may_edit, refused=limit_actions.STAFF_ONLY, name_field="key",
     route="limits", basename="limit", not_found="No limit has this key or id.",
@@ -88,7 +91,7 @@ LIMITS = Resource(
 )
 
 CALENDARS = Resource(
-    model=Calendar, noun="calendar", serializer=CalendarSerializer, visible=calendar_actions.visible,
+    model=Calendar, noun="calendar", serializer="jobs.schemas.calendars.CalendarSerializer", visible=calendar_actions.visible,
     create=calendar_actions.create, edit=calendar_actions.edit, delete=calendar_actions.delete,
     may_edit=calendar_actions.may_edit, refused=calendar_actions.STAFF_ONLY, name_field="name",
     route="calendars", basename="calendar", filters={"name": (str, "Exact name.")},
@@ -109,7 +112,7 @@ CALENDARS = Resource(
 )
 
 QUOTAS = Resource(
-    model=TeamQuota, noun="quota", serializer=TeamQuotaSerializer, visible=quota_actions.visible_team_quotas,
+    model=TeamQuota, noun="quota", serializer="jobs.schemas.quotas.TeamQuotaSerializer", visible=quota_actions.visible_team_quotas,
     create=quota_actions.save_team_quota, edit=quota_actions.save_team_quota, delete=quota_actions.delete_team_quota,
     route="quotas", basename="quota", api_deletes=False,
     api_docs={

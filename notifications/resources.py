@@ -7,10 +7,9 @@ from jobs.resources import Resource
 
 from . import actions
 from .models import Channel, Rule
-from .schemas import ChannelSerializer, RuleSerializer
 
 CHANNELS = Resource(
-    model=Channel, noun="channel", serializer=ChannelSerializer, visible=actions.visible_channels,
+    model=Channel, noun="channel", serializer="notifications.schemas.ChannelSerializer", visible=actions.visible_channels,
     create=actions.create_channel, edit=actions.edit_channel, delete=actions.delete_channel,
     may_edit=actions.may_change_channel, refused=actions.SHARED_CHANNEL, route="channels", basename="channel",
     api_docs={
@@ -28,7 +27,7 @@ CHANNELS = Resource(
 )
 
 RULES = Resource(
-    model=Rule, noun="rule", serializer=RuleSerializer, visible=actions.visible_rules,
+    model=Rule, noun="rule", serializer="notifications.schemas.RuleSerializer", visible=actions.visible_rules,
     create=actions.create_rule, edit=actions.edit_rule, delete=actions.delete_rule, route="rules", basename="rule",
     filters={"channel": (int, "A channel's id."), "job": (int, "A job's id.")},
     api_docs={

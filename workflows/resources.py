@@ -8,10 +8,9 @@ from jobs.resources import Resource
 from . import actions
 from .models import Workflow
 from .permissions import visible_workflows
-from .schemas import WorkflowSerializer
 
 WORKFLOWS = Resource(
-    model=Workflow, noun="workflow", serializer=WorkflowSerializer, visible=visible_workflows,
+    model=Workflow, noun="workflow", serializer="workflows.schemas.WorkflowSerializer", visible=visible_workflows,
     create=actions.create, edit=actions.change, delete=actions.delete,
     route="workflows", basename="workflow",
     filters={"name": (str, "Exact name."), "enabled": (bool, "")},

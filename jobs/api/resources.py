@@ -40,7 +40,7 @@ class ResourceViewSet(ApiViewSet, viewsets.ModelViewSet):
         extend_schema_view(**api_docs(cls.resource))(cls)
 
     def get_serializer_class(self):
-        return self.resource.serializer
+        return self.resource.shape()
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
