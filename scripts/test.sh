@@ -4,8 +4,8 @@
 # (see tests/conftest.py; TEST_SQLITE=false leaves that pass out). With no arguments the whole suite runs
 # as six passes side by side (the chaos tests of the service's faults then the tests/test_[k-z]* half, the
 # other chaos tests, the DST night then a 3-minute nemesis, the tests that start processes, the others, and
-# SQLite then the tests that start workers or beat again on RabbitMQ; TEST_SHARDS=false: one after the
-# other, without the nemesis or RabbitMQ). Arguments go to pytest in both passes, one after the other
+# SQLite; after the nemesis, the tests that start workers or beat again on RabbitMQ; TEST_SHARDS=false: one
+# after the other, without the nemesis or RabbitMQ). Arguments go to pytest in both passes, one after the other
 # (scripts/test.sh tests/test_schedules.py -x).
 # --quick, for iterating: ruff, import-linter and the tests that start no processes, on PostgreSQL
 # only, keeping the test database between runs; once the venv is there it installs nothing, and it
@@ -132,6 +132,12 @@ chaos=$!
     NEMESIS_SECONDS="${NEMESIS_SECONDS:-180}" run_pass "the nemesis (3 minutes of random faults) on PostgreSQL" \
       "$postgres/scheduler_nemesis" 11 11000 -s tests/nemesis || status=$?
   fi
+  # The tests whose workers and beat speak to the suite's broker, chaos tests among them, again on a
+  # RabbitMQ node of their own (tests/brokers.py); those that name their brokers ran on each already
+  # (TEST_PROCESSES in tests/conftest.py). Not the DST night (the scheduler's clock, 5 minutes) nor the
+  # nemesis (its own Redis Sentinel and RabbitMQ cluster).
+  TEST_BROKER=rabbitmq TEST_PROCESSES=broker run_pass "the tests that start workers or beat, on RabbitMQ" \
+    "$postgres/scheduler_rabbitmq" 7 12400 --ignore="$night" --ignore=tests/nemesis || status=$?
   exit "$status"
 } >"$logs/night" 2>&1 &
 night_pass=$!
@@ -141,20 +147,12 @@ later_pass=$!
 run_pass "the other tests on PostgreSQL" "$DATABASE_URL" "$redis_db" 6390 --ignore=tests/chaos \
   "${later[@]/#/--ignore=}" "${second[@]/#/--ignore=}" >"$logs/main" 2>&1 &
 main=$!
-{
-  status=0
-  if [ "${TEST_SQLITE:-true}" != false ]; then
-    run_pass "the tests that start no processes, on SQLite" "$sqlite" 13 6800 || status=$?
-  fi
-  # The tests whose workers and beat speak to the suite's broker, chaos tests among them, again on a
-  # RabbitMQ node of their own (tests/brokers.py); those that name their brokers ran on each already
-  # (TEST_PROCESSES in tests/conftest.py). Not the DST night (the scheduler's clock, 5 minutes) nor the
-  # nemesis (its own Redis Sentinel and RabbitMQ cluster).
-  TEST_BROKER=rabbitmq TEST_PROCESSES=broker run_pass "the tests that start workers or beat, on RabbitMQ" \
-    "$postgres/scheduler_rabbitmq" 7 12400 --ignore="$night" --ignore=tests/nemesis || status=$?
-  exit "$status"
-} >"$logs/sqlite" 2>&1 &
-sqlite_pass=$!
+if [ "${TEST_SQLITE:-true}" != false ]; then
+  run_pass "the tests that start no processes, on SQLite" "$sqlite" 13 6800 >"$logs/sqlite" 2>&1 &
+  sqlite_pass=$!
+else
+  (exit 0) & sqlite_pass=$!; : >"$logs/sqlite"
+fi
 for pass in "${passes[@]}"; do
   pid_var=$pass
   case $pass in night) pid_var=night_pass ;; later) pid_var=later_pass ;; sqlite) pid_var=sqlite_pass ;; esac
