@@ -14,8 +14,8 @@ class RunEnd(models.Model):
 
     The cheapest write the worker's success can make: on PostgreSQL the table has no index at all,
     not even its primary key (dropped by the migrations, POSTGRESQL_STORAGE), and no foreign key to
-    check, so an end is one heap tuple, and two workers ending runs of the same job never wait for each other. Nothing looks a
-    row up: the fold takes them in the order they lie in the table."""
+    check, so an end is one heap tuple, and two workers ending runs of the same job never wait for
+    each other. Nothing looks a row up: the fold takes them in the order they lie in the table."""
 
     run_id = models.BigIntegerField(primary_key=True)  # a run ends once: it never leaves a terminal status
     job_id = models.BigIntegerField()
