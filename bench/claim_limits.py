@@ -40,7 +40,7 @@ def timed_claims(job, runs):
     """Seconds of each claim + success of ``runs`` new queued runs of ``job``."""
     now = timezone.now()
     rows = [(job, now + timedelta(microseconds=i), RunStatus.QUEUED, "", None) for i in range(runs)]
-    ids = sorted(run_id for run_id, _, _ in create_runs(rows, now))
+    ids = sorted(run_id for run_id, *_ in create_runs(rows, now))
     took = []
     for run_id in ids:
         started = time.perf_counter()

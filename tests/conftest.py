@@ -291,9 +291,10 @@ def jobsctl(jobsctl_script, web, transactional_db, tmp_path):
 def bundling_asks_afresh():
     """Which jobs are short enough to bundle is cached per process by job id (jobs.lifecycle.bundling):
     ids come again in another test (SQLite reuses them after a rollback)."""
-    from jobs.lifecycle import bundling
+    from jobs.lifecycle import ahead, bundling
 
     bundling.forget()
+    ahead.forget()  # messages a test's dispatch held for a slot (per process, like the cache)
 
 
 @pytest.fixture(autouse=True)

@@ -90,7 +90,7 @@ def test_skipped_and_cancelled_runs_leave_the_streak_as_it_is(redis_client):
     fail_a_run(job)
     skipped = lifecycle.create_runs([(job, timezone.now(), RunStatus.SKIPPED, "skipped: overlap", None)],
                                     timezone.now())
-    assert [status for _, _, status in skipped] == [RunStatus.SKIPPED]
+    assert [status for _, _, status, _ in skipped] == [RunStatus.SKIPPED]
     assert state(job) == (True, 2)
     fail_a_run(job)
     assert state(job) == (False, 3)

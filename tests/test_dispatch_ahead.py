@@ -1,7 +1,8 @@
-"""Dispatching ahead of the slot (JOBS_DISPATCH_AHEAD_SECONDS): a run is created waiting a few
-seconds before its slot and queued at it, never before; jobs whose slot depends on the runs active
-at the slot are left to the slot itself, and a job paused in between does not run. Only a slot that
-JOBS_DISPATCH_AHEAD_MIN_JOBS jobs share goes ahead; most tests here set that minimum to 1."""
+"""Dispatching ahead of the slot (JOBS_DISPATCH_AHEAD_SECONDS): a run is created a few seconds before
+its slot, queued for it, and its message sent at the slot, never before (jobs.lifecycle.ahead); jobs
+whose slot depends on the runs active at the slot are left to the slot itself, a job paused in
+between does not run, and a leader that dies with messages held leaves them to the next. Only a slot
+that JOBS_DISPATCH_AHEAD_MIN_JOBS jobs share goes ahead; most tests here set that minimum to 1."""
 
 from datetime import timedelta
 
@@ -15,6 +16,7 @@ from django.utils import timezone
 from jobs import lifecycle
 from jobs.definitions.jobs import pause, save_job
 from jobs.execution import publishing
+from jobs.lifecycle import ahead
 from jobs.models import Job, RunStatus
 from jobs.scheduling import dispatch
 
@@ -46,47 +48,42 @@ def waiting_in_broker():
     return publishing.queue_depth([queue])[queue]
 
 
-def release(now, capture):
-    with capture(execute=True):  # publishing happens once the release commits
-        return lifecycle.release_timed(now=now)
+def dispatch_ahead(now, capture):
+    with capture(execute=True):  # the messages are held once the runs are committed
+        return dispatch.dispatch_due(now=now)
 
 
 @pytest.mark.django_db
 @EVERY_SLOT_AHEAD
-def test_a_run_is_created_ahead_of_its_slot_and_queued_at_it(redis_client, django_capture_on_commit_callbacks):
+def test_a_run_is_created_ahead_of_its_slot_and_sent_at_it(redis_client, django_capture_on_commit_callbacks):
     job = interval_job("soon")
     slot = due_in(job, 5)
-    now = timezone.now()
 
-    with django_capture_on_commit_callbacks(execute=True):
-        dispatch.dispatch_due(now=now)
+    assert dispatch_ahead(timezone.now(), django_capture_on_commit_callbacks).runs_ahead == 1
 
     run = job.runs.get()
-    assert (run.status, run.scheduled_for, run.next_attempt_at) == (RunStatus.PENDING, slot, slot)
-    assert run.reason == dispatch.AHEAD_REASON
+    assert (run.status, run.scheduled_for, run.queued_at, run.next_attempt_at, run.reason) == (
+        RunStatus.QUEUED, slot, slot, None, "")
     job.refresh_from_db()
     assert job.next_run_at == slot + timedelta(seconds=60)
     assert waiting_in_broker() == 0
 
-    assert release(slot - timedelta(milliseconds=1), django_capture_on_commit_callbacks) == 0
-    assert release(slot, django_capture_on_commit_callbacks) == 1
-    run.refresh_from_db()
-    assert (run.status, run.queued_at, run.next_attempt_at, run.reason) == (RunStatus.QUEUED, slot, None, "")
+    assert ahead.publish_due(slot - timedelta(milliseconds=1)) == 0
+    assert waiting_in_broker() == 0
+    assert ahead.publish_due(slot) == 1
+    assert waiting_in_broker() == 1
+    assert ahead.publish_due(slot + timedelta(seconds=1)) == 0  # sent once
     assert waiting_in_broker() == 1
 
 
 @pytest.mark.django_db(transaction=True)
 @EVERY_SLOT_AHEAD
-def test_a_burst_larger_than_a_batch_is_queued_and_published_whole(redis_client, django_capture_on_commit_callbacks):
-    # Batches of 2, outside a transaction (as the leader calls it): each is published by another
-    # thread while the next is released.
+def test_a_crowded_slots_runs_are_sent_whole_at_the_slot(redis_client, django_capture_on_commit_callbacks):
     jobs = [interval_job(f"burst-{i}", bundle="never") for i in range(5)]  # a message a run, to count them
     slots = [due_in(job, 5) for job in jobs]
-    with django_capture_on_commit_callbacks(execute=True):
-        dispatch.dispatch_due(now=timezone.now())
+    dispatch_ahead(timezone.now(), django_capture_on_commit_callbacks)
 
-    with django_capture_on_commit_callbacks(execute=True):
-        assert lifecycle.release_timed(now=slots[0], batch=2) == 5
+    assert ahead.publish_due(slots[0]) == 5
 
     assert sorted(job.runs.get().status for job in jobs) == [RunStatus.QUEUED] * 5
     assert waiting_in_broker() == 5
@@ -106,7 +103,7 @@ def test_only_slots_within_the_window_go_ahead(redis_client):
     slots = list(every_second.runs.values_list("scheduled_for", flat=True).order_by("scheduled_for"))
     assert slots[0] == first and len(slots) in (AHEAD - 1, AHEAD)  # a second of the window may have passed
     assert [(b - a).total_seconds() for a, b in zip(slots, slots[1:], strict=False)] == [1.0] * (len(slots) - 1)
-    assert set(every_second.runs.values_list("status", flat=True)) == {RunStatus.PENDING}
+    assert set(every_second.runs.values_list("status", flat=True)) == {RunStatus.QUEUED}
 
 
 @pytest.mark.django_db
@@ -130,11 +127,11 @@ def test_a_job_whose_slot_depends_on_the_moment_waits_for_its_slot(fields, redis
 def test_a_job_paused_before_the_slot_does_not_run(redis_client, django_capture_on_commit_callbacks):
     job = interval_job("paused")
     slot = due_in(job, 5)
-    dispatch.dispatch_due(now=timezone.now())
+    dispatch_ahead(timezone.now(), django_capture_on_commit_callbacks)
 
     pause(job)
 
-    assert release(slot, django_capture_on_commit_callbacks) == 0
+    assert ahead.publish_due(slot) == 0
     run = job.runs.get()
     assert (run.status, run.reason) == (RunStatus.SKIPPED, lifecycle.runs.PAUSED_BEFORE_START)
     assert waiting_in_broker() == 0
@@ -142,7 +139,7 @@ def test_a_job_paused_before_the_slot_does_not_run(redis_client, django_capture_
 
 @pytest.mark.django_db
 @EVERY_SLOT_AHEAD
-def test_the_scheduler_wakes_for_the_window_and_for_a_waiting_run(redis_client):
+def test_the_scheduler_wakes_for_the_window_and_for_a_held_slot(redis_client, django_capture_on_commit_callbacks):
     job = interval_job("later")
     now = timezone.now()
     Job.objects.filter(pk=job.pk).update(next_run_at=now + timedelta(seconds=30))
@@ -151,7 +148,7 @@ def test_the_scheduler_wakes_for_the_window_and_for_a_waiting_run(redis_client):
     assert dispatch.seconds_until_next_due(now=now) == pytest.approx(30 - AHEAD)
 
     Job.objects.filter(pk=job.pk).update(next_run_at=now + timedelta(seconds=3))
-    dispatch.dispatch_due(now=now)
+    dispatch_ahead(now, django_capture_on_commit_callbacks)
     assert dispatch.seconds_until_next_due(now=now) == pytest.approx(3)
 
 
@@ -175,19 +172,21 @@ def test_beat_dispatching_ahead_never_starts_a_run_before_its_slot(processes, le
 
 @pytest.mark.django_db
 @override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD, JOBS_DISPATCH_AHEAD_MIN_JOBS=3, JOBS_DISPATCH_BATCH=2)
-def test_only_a_slot_many_jobs_share_goes_ahead_and_stays_ahead_while_its_batches_are_made(redis_client):
+def test_only_a_slot_many_jobs_share_goes_ahead_and_stays_ahead_while_its_batches_are_made(
+        redis_client, django_capture_on_commit_callbacks):
     crowd = [interval_job(f"crowd-{i}") for i in range(3)]
     pair = [interval_job(f"pair-{i}") for i in range(2)]
     now = timezone.now()  # the slots are set from it: a slow machine cannot make them due meanwhile
     crowded_slot = [due_in(job, 5, now) for job in crowd][0]
     quiet_slot = [due_in(job, 7, now) for job in pair][0]
 
-    first = dispatch.dispatch_due(now=now)
-    second = dispatch.dispatch_due(now=now)  # one of the crowd left: with the two made, still three
+    first = dispatch_ahead(now, django_capture_on_commit_callbacks)
+    # One of the crowd left: with the two held, still three.
+    second = dispatch_ahead(now, django_capture_on_commit_callbacks)
 
-    assert (first.runs_waiting, second.runs_waiting) == (2, 1)
+    assert (first.runs_ahead, second.runs_ahead) == (2, 1)
     assert [list(job.runs.values_list("status", "scheduled_for")) for job in crowd] == [
-        [(RunStatus.PENDING, crowded_slot)]] * 3
+        [(RunStatus.QUEUED, crowded_slot)]] * 3
     assert not any(job.runs.exists() for job in pair)
     assert dispatch.dispatch_due(now=quiet_slot).runs_created == 2
 
@@ -218,14 +217,15 @@ def test_the_scheduler_wakes_ahead_of_a_crowded_slot_only(redis_client):
 
 @pytest.mark.django_db
 @override_settings(JOBS_DISPATCH_AHEAD_SECONDS=AHEAD, JOBS_DISPATCH_AHEAD_MIN_JOBS=2)
-def test_once_a_crowded_slots_runs_are_made_the_scheduler_sleeps_until_the_slot(redis_client):
+def test_once_a_crowded_slots_runs_are_made_the_scheduler_sleeps_until_the_slot(
+        redis_client, django_capture_on_commit_callbacks):
     Job.objects.update(next_run_at=None)
     crowd = [interval_job(f"crowd-{i}") for i in range(2)]
     slot = [due_in(job, 5) for job in crowd][0]
     now = timezone.now()
 
-    assert dispatch.dispatch_due(now=now).runs_waiting == 2
-    # Its runs wait for the slot: nothing more to make for it, so no wake-up before the slot.
+    assert dispatch_ahead(now, django_capture_on_commit_callbacks).runs_ahead == 2
+    # Its messages wait for the slot: nothing more to make for it, so no wake-up before the slot.
     assert dispatch.seconds_until_next_due(now=now) == pytest.approx((slot - now).total_seconds())
 
 
@@ -249,3 +249,23 @@ def test_a_tick_takes_as_many_statements_for_forty_due_jobs_as_for_four(redis_cl
     Job.objects.all().delete()
     many = dispatch_queries(40, lambda: CaptureQueriesContext(connection))
     assert many == few
+
+
+@pytest.mark.django_db
+@EVERY_SLOT_AHEAD
+def test_the_next_leader_sends_what_a_dead_one_held(redis_client, django_capture_on_commit_callbacks):
+    soon, passed, old = interval_job("soon"), interval_job("passed"), interval_job("old")
+    now = timezone.now()
+    slot = due_in(soon, 5, now)
+    dispatch_ahead(now, django_capture_on_commit_callbacks)
+    for job, seconds_ago in ((passed, 3), (old, settings.JOBS_REPUBLISH_AFTER_SECONDS + 3)):
+        # Made ahead by a leader before, their slots passed since.
+        earlier = now - timedelta(seconds=seconds_ago)
+        lifecycle.create_runs([(job, earlier, RunStatus.QUEUED, "", earlier)], earlier - timedelta(seconds=AHEAD))
+    ahead.forget()  # the leader that held their messages died
+
+    assert ahead.adopt(now) == 2  # the run older than JOBS_REPUBLISH_AFTER_SECONDS is the monitor's
+    assert waiting_in_broker() == 1  # the run whose slot has passed: at once
+    assert ahead.publish_due(slot) == 1
+    assert waiting_in_broker() == 2
+    assert [job.runs.get().status for job in (soon, passed, old)] == [RunStatus.QUEUED] * 3

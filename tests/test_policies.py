@@ -76,7 +76,7 @@ def test_the_schedulers_insert_and_the_orm_agree_on_what_a_slot_is():
     JobRun.objects.create(job=job, scheduled_for=slot, status=RunStatus.SUCCEEDED)
 
     assert lifecycle.create_runs([(job, slot, RunStatus.QUEUED, "", None)], timezone.now()) == []
-    [(run_id, _, _)] = lifecycle.create_runs([(job, slot + timedelta(minutes=1), RunStatus.QUEUED, "", None)],
+    [(run_id, *_)] = lifecycle.create_runs([(job, slot + timedelta(minutes=1), RunStatus.QUEUED, "", None)],
                                               timezone.now())
 
     assert job.runs.count() == 2

@@ -15,6 +15,7 @@ pending ─► queued ─► running ─► succeeded
   and succeed in one transaction with the job's own writes (exactly once, transactional functions);
 - ``streaks``: a job's failures in a row, counted where runs end, and the auto-pause they lead to;
 - ``postgres``: the claim and the success as single statements, the same moves as ``attempts``;
+- ``ahead``: a crowded slot's runs, queued seconds ahead of it, their messages held until the slot;
 - ``bundles``: the same moves for the many short runs of one message (a bundle): claimed, beaten and
   their successes recorded a statement for them all; ``bundling`` says which runs go together;
 - ``limits``: limits shared across jobs, at the claim (a run waits for room; ``runs`` wakes it);
@@ -29,6 +30,8 @@ Each move is one conditional transition (``moves.transition`` along ``moves.MOVE
 processes can never both move a run; times come from the database's clock (``jobs.timing.clock``).
 """
 
+from .ahead import adopt as adopt_runs_ahead
+from .ahead import publish_due as publish_runs_ahead
 from .attempts import (
     DUPLICATES_DROPPED,
     OutcomeRefused,
@@ -66,7 +69,7 @@ from .runs import (
 )
 
 __all__ = [
-    "DUPLICATES_DROPPED", "ENDED", "OutcomeRefused", "Success", "cancel", "claim", "claim_many", "hand_back",
+    "DUPLICATES_DROPPED", "ENDED", "OutcomeRefused", "Success", "adopt_runs_ahead", "publish_runs_ahead", "cancel", "claim", "claim_many", "hand_back",
     "heartbeat_many", "mark_started", "started_at", "succeed_many", "create_run", "create_runs", "declared_lost",
     "fold_ends", "give_up_waiting",
     "heartbeat", "recount_ends",

@@ -53,10 +53,10 @@ def _message(run_id, attempt, queue, kind, timeout_seconds, priority, job_id=Non
 
 def publish_many(items):
     """Publish (run id, attempt, job) triples, one broker round trip per thousand (jobs.execution.publishing)."""
-    _publish_traced([message_for(run_id, attempt, job) for run_id, attempt, job in items])
+    publish_messages([message_for(run_id, attempt, job) for run_id, attempt, job in items])
 
 
-def _publish_traced(messages):
+def publish_messages(messages):
     """``publishing.publish``, each message in its run's trace when traces are on; otherwise the
     runs of short jobs in bundles (``bundling``)."""
     if not tracing.enabled():
@@ -79,12 +79,12 @@ def publish_on_commit(items):
 
 
 def _publish_logged(items):
-    _publish_messages_logged([message_for(run_id, attempt, job) for run_id, attempt, job in items])
+    publish_messages_or_log([message_for(run_id, attempt, job) for run_id, attempt, job in items])
 
 
-def _publish_messages_logged(messages):
+def publish_messages_or_log(messages):
     try:
-        _publish_traced(messages)
+        publish_messages(messages)
     except Exception:
         # The runs stay queued in the database; the monitor publishes them again.
         logger.exception("could not publish %s run(s) (first: run %s attempt %s); the monitor will retry",
@@ -134,21 +134,22 @@ CREATED_STATUSES = {RunStatus.QUEUED, RunStatus.PENDING, RunStatus.SKIPPED}
 def create_runs(rows, now, trigger=RunTrigger.SCHEDULE, user=None, params=None):
     """Insert runs from (job, slot, status, reason, start at) rows, leaving alone any slot that
     already has one (the one-run-per-slot constraint fences a second scheduler, a restart or a
-    repeated backfill). Returns (id, job id, status) of the runs made. A run is born queued, waiting
+    repeated backfill). Returns (id, job id, status, slot) of the runs made. A run is born queued, waiting
     (pending until ``start at``, or until the job's earlier run ends) or skipped (with its reason);
-    the caller publishes the queued ones once its transaction commits. ``params``: the values of
+    the caller publishes the queued ones once its transaction commits (a run queued for a later
+    start time: jobs.lifecycle.ahead holds its message until then). ``params``: the values of
     the job's parameters every run gets (resolved); None: each job's defaults (a scheduled run's)."""
     assert all(status in CREATED_STATUSES for _, _, status, _, _ in rows)
     traceparents, spans = tracing.dispatching(rows, trigger)
     with transaction.atomic():
         created = _insert_runs(rows, now, trigger, user, params, traceparents)
         if spans:  # which rows became runs (a slot that had one already did not)
-            made = dict(JobRun.objects.filter(pk__in=[run_id for run_id, _, _ in created])
+            made = dict(JobRun.objects.filter(pk__in=[run_id for run_id, *_ in created])
                         .values_list("traceparent", "pk"))
             tracing.dispatched(spans, [made.get(t) for t in traceparents])
         # A run born skipped has ended: its end is counted like any other (RunEnd).
         RunEnd.objects.bulk_create([RunEnd(run_id=run_id, job_id=job_id, status=status, ended_at=now)
-                                    for run_id, job_id, status in created if status == RunStatus.SKIPPED])
+                                    for run_id, job_id, status, _ in created if status == RunStatus.SKIPPED])
     # A run born skipped (catch-up, overlap) ends at birth without an event (one would cost the
     # tick a query per run): notifications.watch alerts the missed ones on its next pass.
     return created
@@ -171,10 +172,12 @@ def _insert_runs(rows, now, trigger, user, params=None, traceparents=None):
     created, texts = [], {}
     for start in range(0, len(rows), 5000):
         chunk = rows[start:start + 5000]
+        # A run born queued with a start time is queued for that time (jobs.lifecycle.ahead holds
+        # its message until then); one born pending waits for it (release_timed).
         values = [(job.pk, status, slot, job.max_attempts,
-                   now if status == RunStatus.QUEUED else None,
+                   (start_at or now) if status == RunStatus.QUEUED else None,
                    now if status == RunStatus.SKIPPED else None,
-                   start_at, reason, _params_text(job, params, texts))
+                   start_at if status == RunStatus.PENDING else None, reason, _params_text(job, params, texts))
                   for job, slot, status, reason, start_at in chunk]
         if traced:
             values = [(*row, traceparent) for row, traceparent in zip(values, traceparents[start:start + 5000],
@@ -188,7 +191,7 @@ def _insert_runs(rows, now, trigger, user, params=None, traceparents=None):
                     f"INSERT INTO {table} ({names}, trigger, attempt, created_at, publish_count, worker, output, "
                     f"output_bytes, error, triggered_by_id, lost_attempts) "
                     f"SELECT v.*, %s, 1, %s, 0, '', '', 0, '', %s::bigint, 0 FROM unnest({arrays}) AS v "
-                    "ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id, job_id, status",
+                    "ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id, job_id, status, scheduled_for",
                     [trigger, now, user_id] + [list(column) for column in zip(*values, strict=True)],
                 )
             else:
@@ -200,11 +203,14 @@ def _insert_runs(rows, now, trigger, user, params=None, traceparents=None):
                 cursor.execute(
                     f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
                     + ", ".join([placeholders] * len(values))
-                    + " ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id, job_id, status",
+                    + " ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id, job_id, status, scheduled_for",
                     [p for job_id, status, slot, attempts, queued_at, finished_at, start_at, reason, *rest in values
                      for p in (job_id, status, trigger, at(slot), 1, attempts, at(now), at(queued_at),
                                at(finished_at), at(start_at), 0, "", "", 0, "", reason, user_id, 0, *rest)],
                 )
+                slots = {(job.pk, at(slot)): slot for job, slot, *_ in chunk}  # SQLite returns the text written
+                created += [(run_id, job_id, status, slots[job_id, slot]) for run_id, job_id, status, slot in cursor]
+                continue
             created += cursor.fetchall()
     return created
 
@@ -262,9 +268,9 @@ def _release_timed(now, batch, limit, release_batch):
         messages = [_message(*row) for row in rows]
         more = len(rows) == batch
         if more and not connection.in_atomic_block:
-            publishing_batch = _release_publisher().submit(_publish_messages_logged, messages)
+            publishing_batch = _release_publisher().submit(publish_messages_or_log, messages)
         elif messages:  # at once, or when the caller's transaction commits
-            transaction.on_commit(functools.partial(_publish_messages_logged, messages))
+            transaction.on_commit(functools.partial(publish_messages_or_log, messages))
         queued += len(rows)
         if not more:
             break
@@ -281,11 +287,15 @@ def _release_publisher():
 
 
 def _skip_paused_waiting(now, limit):
+    skip_paused_before_start(JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__lte=now,
+                                                   job__enabled=False)[:limit], RunStatus.PENDING, now)
+
+
+def skip_paused_before_start(runs, status, now):
+    """Skip ``runs`` (a query of runs in ``status``) whose jobs were paused before their start."""
     with transaction.atomic():
-        paused = (JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__lte=now, job__enabled=False)
-                  .select_related("job").select_for_update(skip_locked=True, of=("self",))[:limit])
-        for run in paused:
-            if transition(run, RunStatus.SKIPPED, frm=[RunStatus.PENDING], finished_at=now, reason=PAUSED_BEFORE_START):
+        for run in runs.select_related("job").select_for_update(skip_locked=True, of=("self",)):
+            if transition(run, RunStatus.SKIPPED, frm=[status], finished_at=now, reason=PAUSED_BEFORE_START):
                 events.emit("skipped", run=run)
 
 

@@ -93,6 +93,6 @@ def backfill(job, start, end, user=None, dry_run=False, now=None, runs_left=None
                 "hours). Make the range shorter, or ask an administrator.")})
         rows = [(job, slot, RunStatus.QUEUED, "", None) for slot in found.missing]
         created = lifecycle.create_runs(rows, now, trigger=RunTrigger.BACKFILL, user=user, params=params)
-        found.created = [run_id for run_id, _job_id, _status in created]
+        found.created = [run_id for run_id, *_ in created]
         lifecycle.publish_on_commit([(run_id, 1, job) for run_id in found.created])
     return found

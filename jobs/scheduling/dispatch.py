@@ -18,6 +18,7 @@ from django.db.models import Count, Q
 
 from .. import lifecycle
 from ..coordination import leases
+from ..lifecycle import ahead as held_ahead
 from ..models import ACTIVE_STATUSES, CatchupPolicy, Job, JobRun, OverlapPolicy, RunStatus
 from ..models.calendar import day_rules_cache
 from ..timing import clock
@@ -42,7 +43,6 @@ TICK_FIELDS = (
 # overlap policy other than 'allow' what becomes of a slot depends on the runs active at the slot,
 # and a jittered run waits for a time of its own.
 AHEAD_OF_SLOT = Q(overlap_policy=OverlapPolicy.ALLOW, jitter_seconds=0)
-AHEAD_REASON = "dispatched ahead: waiting for its slot"
 
 
 def goes_ahead(job):
@@ -58,12 +58,9 @@ def crowded_slots(now, until):
     if minimum <= 1:
         return None
     # Runs are made ahead for crowded slots only, so these are a few slots. The jobs are counted in
-    # the database, and only the slots they crowd alone, or that have runs made ahead, come back:
+    # the database, and only the slots they crowd alone, or that have runs held ahead, come back:
     # with 100,000 one-minute jobs on distinct slots that was 17,000 and 25,000 rows, every tick.
-    made = Counter(dict(
-        JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__gt=now, next_attempt_at__lte=until,
-                              reason=AHEAD_REASON)
-        .order_by().values_list("next_attempt_at").annotate(Count("id"))))
+    made = Counter({slot: number for slot, number in held_ahead.held_runs().items() if now < slot <= until})
     jobs = (Job.objects.filter(AHEAD_OF_SLOT, enabled=True, next_run_at__gt=now, next_run_at__lte=until)
             .order_by().values_list("next_run_at").annotate(number=Count("id"))
             .filter(Q(number__gte=minimum) | Q(next_run_at__in=list(made))))
@@ -76,7 +73,8 @@ class TickReport:
     due_jobs: int = 0
     runs_created: int = 0
     slots_skipped: int = 0
-    runs_waiting: int = 0  # created pending: ahead of their slot, jittered, or behind an earlier run
+    runs_ahead: int = 0  # created queued for a slot still to come, their messages held (lifecycle.ahead)
+    runs_waiting: int = 0  # created pending: jittered, or behind an earlier run
     published: list = field(default_factory=list)  # (run id, scheduled_for) of runs published
 
 
@@ -144,11 +142,11 @@ def dispatch_due(now=None, batch=None, lease=None):
                 rows.append(place_slot(job, slot, busy, now))
             for slot in to_skip:
                 rows.append((job, slot, RunStatus.SKIPPED, f"missed: catch-up policy '{job.catchup_policy}'", None))
-            ahead = 0
-            while (next_slot is not None and next_slot <= horizon and ahead < MAX_SLOTS_PER_JOB and goes_ahead(job)
-                   and (crowded is None or next_slot in crowded)):
-                rows.append((job, next_slot, RunStatus.PENDING, AHEAD_REASON, next_slot))
-                next_slot, ahead = job.slot_after(next_slot), ahead + 1
+            slots_ahead = 0
+            while (next_slot is not None and next_slot <= horizon and slots_ahead < MAX_SLOTS_PER_JOB
+                   and goes_ahead(job) and (crowded is None or next_slot in crowded)):
+                rows.append((job, next_slot, RunStatus.QUEUED, "", next_slot))
+                next_slot, slots_ahead = job.slot_after(next_slot), slots_ahead + 1
             job.next_run_at = next_slot
         replaced = [run_id for job in jobs if job.overlap_policy == OverlapPolicy.REPLACE
                     for run_id in busy.get(job.pk, [])]
@@ -159,11 +157,14 @@ def dispatch_due(now=None, batch=None, lease=None):
             transaction.on_commit(lambda: cancel_replaced(replaced))
         created = lifecycle.create_runs(rows, now)
         by_job = {job.pk: job for job in jobs}
-        to_publish = []
-        for run_id, job_id, status in created:
+        to_publish, to_hold = [], []
+        for run_id, job_id, status, slot in created:
             job = by_job[job_id]
             job.last_run_id = max(run_id, job.last_run_id or 0)
-            if status == RunStatus.QUEUED:
+            if status == RunStatus.QUEUED and slot > now:
+                report.runs_ahead += 1
+                to_hold.append((run_id, 1, job, slot))
+            elif status == RunStatus.QUEUED:
                 report.runs_created += 1
                 to_publish.append((run_id, 1, job))
                 report.published.append(run_id)
@@ -173,6 +174,7 @@ def dispatch_due(now=None, batch=None, lease=None):
                 report.slots_skipped += 1
         advance_jobs(jobs)
         lifecycle.publish_on_commit(to_publish)
+        held_ahead.hold_on_commit(to_hold)
         if lease is not None:
             leases.fence(lease, idle_timeout=settings.JOBS_LEADER_TTL_SECONDS)
     return report
@@ -215,7 +217,8 @@ def plan_each_statement_afresh():
 def seconds_until_next_due(now=None):
     """Seconds until the scheduler has something to do: the earliest next slot of an enabled job (from
     the due-jobs index), the earliest slot dispatched ahead less JOBS_DISPATCH_AHEAD_SECONDS (of the
-    crowded ones beat may sleep past), and the earliest start time of a waiting run."""
+    crowded ones beat may sleep past), the earliest slot whose messages are held (lifecycle.ahead),
+    and the earliest start time of a waiting run."""
     now = now or clock.now()
     ahead = timedelta(seconds=settings.JOBS_DISPATCH_AHEAD_SECONDS)
     enabled = Job.objects.filter(enabled=True, next_run_at__isnull=False).order_by("next_run_at")
@@ -223,12 +226,13 @@ def seconds_until_next_due(now=None):
     if ahead:
         crowded = crowded_slots(now, now + ahead + timedelta(seconds=settings.CELERY_BEAT_MAX_LOOP_INTERVAL))
         # A job's next slot, not the slot itself: a crowded slot whose runs are all made waits for
-        # its release (below), and woke the scheduler every 0.1 s until it while it counted here.
+        # its messages to go out (below), and woke the scheduler every 0.1 s until it while it counted here.
         ahead_jobs = enabled.filter(AHEAD_OF_SLOT)
         if crowded is not None:
             ahead_jobs = ahead_jobs.filter(next_run_at__in=crowded)
         first_ahead = ahead_jobs.values_list("next_run_at", flat=True).first()
         moments.append(first_ahead and first_ahead - ahead)
+    moments.append(held_ahead.next_slot())
     moments.append(JobRun.objects.filter(status=RunStatus.PENDING, next_attempt_at__isnull=False)
                    .order_by("next_attempt_at").values_list("next_attempt_at", flat=True).first())
     moments = [moment for moment in moments if moment is not None]

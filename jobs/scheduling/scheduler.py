@@ -36,6 +36,7 @@ class JobScheduler(DatabaseScheduler):
         self._next_lease = self._next_housekeeping = self._next_monitor = 0.0
         self._next_slot_check = time.monotonic() + settings.JOBS_SLOT_CHECK_SECONDS
         self._periodic_delay = 0.0
+        self._adopted = False  # the runs queued ahead by an earlier leader: taken over once this one leads
         # Since when (monotonic) this node has led and reached the database without a break. Silence
         # older than that says nothing of the workers (a database outage kept their heartbeats out
         # too; a lease lost to an outage is the same outage): mark_lost waits a whole lost window.
@@ -56,9 +57,15 @@ class JobScheduler(DatabaseScheduler):
                 # Lost and taken again in one renewal (a frozen database outlived the lease): the
                 # same outage, though no statement failed.
                 self._database_since = None
+                self._adopted = False
         try:
             close_old_connections()
-            lifecycle.release_timed()  # runs waiting for their start: dispatched ahead, jittered
+            if not self._adopted:
+                # The runs a leader before this one queued ahead, whose messages it may not have sent.
+                lifecycle.adopt_runs_ahead()
+                self._adopted = True
+            lifecycle.publish_runs_ahead()  # first: a crowded slot's messages, held until the slot
+            lifecycle.release_timed()  # runs waiting for their start (jittered)
             report = dispatch.dispatch_due(lease=self.leadership.held)
             if self._database_since is None:
                 self._database_since = now

@@ -33,12 +33,12 @@ def publish_together(*jobs_and_counts, bundle=False):
             for job, count in jobs_and_counts for i in range(count)]
     created = lifecycle.create_runs(rows, now)
     jobs = {job.pk: job for job, _ in jobs_and_counts}
-    items = [(run_id, 1, jobs[job_id]) for run_id, job_id, _ in created]
+    items = [(run_id, 1, jobs[job_id]) for run_id, job_id, *_ in created]
     if bundle:
         publishing.publish([bundling.bundle_of([lifecycle.message_for(*item) for item in items])])
     else:
         lifecycle.publish_many(items)
-    return [run_id for run_id, _, _ in created]
+    return [run_id for run_id, *_ in created]
 
 
 def all_ended(run_ids):

@@ -1,0 +1,99 @@
+"""Runs queued ahead of their slot (dispatching ahead, JOBS_DISPATCH_AHEAD_SECONDS).
+
+A crowded slot's runs are made seconds before it, born queued for the slot (``queued_at`` is the
+slot); their messages are built, and bundled, once that commits, and kept here, in the leader's
+memory, until the slot. At the slot, publishing them is all there is left to do: no statement
+stands between a crowded slot and its messages but one that finds the jobs paused meanwhile, whose
+runs are skipped instead.
+
+A leader that stops with messages held leaves their runs queued with no message. Its successor, or
+the same process started again, takes them over on its first tick as leader (``adopt``): it holds
+them again until their slot, or publishes them at once when the slot has passed. Runs older than
+JOBS_REPUBLISH_AFTER_SECONDS are left to the monitor, which publishes queued runs again after that
+long. A message sent twice finds its run claimed, and is dropped.
+"""
+
+import functools
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+
+from ..models import Job, JobRun, RunStatus, RunTrigger
+from ..timing import clock
+from . import bundling, runs
+
+_held = {}  # slot -> [publishing.Message], in the order made
+
+
+def hold_on_commit(items):
+    """Hold the messages of (run id, attempt, job, slot) items, runs queued for their slot, until
+    that slot, once the transaction that made the runs commits."""
+    if items:
+        transaction.on_commit(functools.partial(_hold, items))
+
+
+def _hold(items):
+    for run_id, attempt, job, slot in items:
+        _held.setdefault(slot, []).append(runs.message_for(run_id, attempt, job))
+    if settings.JOBS_BUNDLE_MAX_RUNS >= 2:
+        # Which jobs are short is asked now, not at the slot: bundling keeps the answer for a while.
+        bundling.short_jobs({job.pk for _, _, job, _ in items})
+
+
+def held_runs():
+    """{slot: how many runs' messages are held for it}."""
+    return {slot: len(messages) for slot, messages in _held.items()}
+
+
+def next_slot():
+    """The earliest slot whose messages are held, or None."""
+    return min(_held, default=None)
+
+
+def publish_due(now=None):
+    """Publish the held messages of every slot at or before ``now`` (the database's clock; a paused
+    job's runs are skipped instead). Returns how many runs were published."""
+    if not _held:
+        return 0
+    now = now or clock.now()
+    due = sorted(slot for slot in _held if slot <= now)
+    messages = [message for slot in due for message in _held[slot]]
+    if not messages:
+        return 0
+    paused = set(Job.objects.filter(pk__in={m.job_id for m in messages}, enabled=False).values_list("pk", flat=True))
+    for slot in due:
+        del _held[slot]
+    if paused:
+        skipped = JobRun.objects.filter(pk__in=[m.run_id for m in messages if m.job_id in paused], status=RunStatus.QUEUED)
+        runs.skip_paused_before_start(skipped, RunStatus.QUEUED, now)
+        messages = [m for m in messages if m.job_id not in paused]
+    runs.publish_messages_or_log(messages)
+    return len(messages)
+
+
+def adopt(now=None):
+    """Hold, or publish at once, the runs a leader before this one queued ahead and may not have
+    published: scheduled runs queued at their slot, that slot not older than
+    JOBS_REPUBLISH_AFTER_SECONDS. Returns how many were taken over."""
+    now = now or clock.now()
+    since = now - timedelta(seconds=settings.JOBS_REPUBLISH_AFTER_SECONDS)
+    taken = (JobRun.objects.filter(status=RunStatus.QUEUED, trigger=RunTrigger.SCHEDULE, queued_at__gte=since,
+                                   queued_at=F("scheduled_for"), waiting_since__isnull=True)
+             .select_related("job").only("attempt", "scheduled_for", *(f"job__{name}" for name in HELD_JOB_FIELDS)))
+    items = [(run.pk, run.attempt, run.job, run.scheduled_for) for run in taken]
+    _held.clear()  # what the database says is waiting replaces what this process held
+    if items:
+        _hold(items)
+        publish_due(now)
+    return len(items)
+
+
+# What a message needs of its job (runs.message_for) and what bundling asks.
+HELD_JOB_FIELDS = ("queue", "kind", "timeout_seconds", "priority")
+
+
+def forget():
+    """Drop every held message (a test that plays a leader dying)."""
+    _held.clear()
