@@ -11,7 +11,7 @@ import functools
 import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -208,11 +208,19 @@ def _insert_runs(rows, now, trigger, user, params=None, traceparents=None):
                      for p in (job_id, status, trigger, at(slot), 1, attempts, at(now), at(queued_at),
                                at(finished_at), at(start_at), 0, "", "", 0, "", reason, user_id, 0, *rest)],
                 )
-                slots = {(job.pk, at(slot)): slot for job, slot, *_ in chunk}  # SQLite returns the text written
-                created += [(run_id, job_id, status, slots[job_id, slot]) for run_id, job_id, status, slot in cursor]
+                # SQLite returns the slot as a naive time in UTC: the row's own, aware, is kept.
+                slots = {(job.pk, _naive_utc(slot)): slot for job, slot, *_ in chunk}
+                created += [(run_id, job_id, status, slots[job_id, _naive_utc(slot)])
+                            for run_id, job_id, status, slot in cursor.fetchall()]
                 continue
             created += cursor.fetchall()
     return created
+
+
+def _naive_utc(moment):
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
+    return moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment
 
 
 # --- queueing
