@@ -1,6 +1,6 @@
 """Traces (jobs.telemetry.tracing): each run is one trace, from the scheduler's dispatch through its
-message, the worker's claim, the execution and the outcome to the notifications it caused (off, not
-one module of OpenTelemetry's SDK is loaded: tests/test_process_start.py)."""
+message and the worker's attempt (claim, execution and outcome, one span) to the notifications it
+caused (off, not one module of OpenTelemetry's SDK is loaded: tests/test_process_start.py)."""
 
 import json
 
@@ -19,8 +19,10 @@ from notifications.sending import send_delivery
 from .conftest import wait_for
 from .otlp_receiver import OTLPReceiver
 
-STEPS = ["dispatch", "publish jobs.execute_run", "run/jobs.execute_run", "claim", "execute", "outcome", "notify",
-         "notification.send"]
+# The run's trace as docs/guide/observability.md draws it: each step and its parent's name.
+PARENTS = {"dispatch": None, "publish jobs.execute_run": "dispatch", "run/jobs.execute_run": "publish jobs.execute_run",
+           "notify": "run/jobs.execute_run", "notification.send": "dispatch"}
+STEPS = list(PARENTS)
 
 
 @pytest.fixture
@@ -49,21 +51,30 @@ def assert_one_trace_of_every_step(spans, run, job, receiver):
         by_name.setdefault(span["name"], []).append(span)
     assert set(STEPS) <= set(by_name), f"missing steps: {set(STEPS) - set(by_name)}"
     # One trace, connected: every span but the dispatch has its parent in it.
-    ids = {span["span_id"] for span in spans}
-    roots = [span for span in spans if span["parent"] not in ids]
+    names = {span["span_id"]: span["name"] for span in spans}
+    roots = [span for span in spans if span["parent"] not in names]
     assert [root["name"] for root in roots] == ["dispatch"]
+    assert {name: names.get(by_name[name][0]["parent"]) for name in STEPS} == PARENTS
+    # The worker's attempt is one span: the claim, the execution and the outcome are in it; under it,
+    # the deliveries its outcome planned and (from a worker, on commit) the message that sends them.
+    assert {span["name"] for span in spans if names.get(span["parent"]) == "run/jobs.execute_run"} <= {
+        "notify", "apply_async/notifications.send_delivery"}
+    for name in STEPS:
+        assert by_name[name][0]["attributes"]["jobs.run.id"] == run.pk, name
     dispatch = by_name["dispatch"][0]["attributes"]
     assert dispatch["jobs.job.name"] == job.name and dispatch["jobs.job.kind"] == "http"
     assert dispatch["jobs.job.queue"] == "jobs" and dispatch["jobs.run.id"] == run.pk
     assert dispatch["jobs.run.attempt"] == 1 and dispatch["jobs.run.slot"] == run.scheduled_for.isoformat()
-    execute = by_name["execute"][0]
-    assert execute["attributes"]["jobs.run.id"] == run.pk and execute["attributes"]["jobs.job.name"] == job.name
-    # The service the HTTP job called was handed the trace, at the execute step.
+    attempt = by_name["run/jobs.execute_run"][0]
+    assert {key: value for key, value in attempt["attributes"].items() if key.startswith("jobs.")} == {
+        "jobs.run.id": run.pk, "jobs.run.attempt": 1, "jobs.job.name": job.name, "jobs.job.kind": "http",
+        "jobs.job.queue": "jobs", "jobs.run.slot": run.scheduled_for.isoformat(), "jobs.run.outcome": "succeeded"}
+    # The service the HTTP job called was handed the trace, at the attempt's span.
     called = [{k.lower(): v for k, v in r["headers"].items()} for r in receiver.requests if r["path"] == "/called"]
     traceparents = [headers["traceparent"].split("-") for headers in called
                     if headers["idempotency-key"] == run.idempotency_key]
     assert [(trace_id, parent) for _, trace_id, parent, _ in traceparents] == [
-        (spans[0]["trace_id"], execute["span_id"])]
+        (spans[0]["trace_id"], attempt["span_id"])]
 
 
 @pytest.mark.postgres("Celery's task_prerun handler closes SQLite's in-memory test database (jobs.worker.signals)")
@@ -115,4 +126,4 @@ def test_a_scheduled_run_is_one_trace_across_beat_and_worker_sent_to_an_otlp_rec
                   "attributes": s.attributes, "service": s.service} for s in receiver.trace(trace_id)]
         assert_one_trace_of_every_step(spans, run, job, receiver)
         services = {span["name"]: span["service"] for span in spans}
-        assert services["dispatch"] == "scheduler-beat" and services["claim"] == "scheduler-worker"
+        assert services["dispatch"] == "scheduler-beat" and services["run/jobs.execute_run"] == "scheduler-worker"

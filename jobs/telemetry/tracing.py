@@ -13,14 +13,16 @@ A run's trace:
   the trace there;
 - ``publish jobs.execute_run`` for each attempt's message, a child of the run's root; its context
   travels in the message's headers (``traceparent``);
-- ``run/jobs.execute_run``: the worker's consumption of the message (the Celery instrumentation's
-  span, from the message's headers), with ``claim``, ``execute`` and ``outcome`` under it; an HTTP
-  job sends the ``traceparent`` of its ``execute`` span to the service it calls;
-- ``notify``: the deliveries an outcome planned (in the outcome's transaction), and
-  ``notification.send`` for each delivery sent, a child of the run's root whichever process sends
-  it, when (a retry after a backoff, a digest).
+- ``run/jobs.execute_run``: the worker's attempt, from the message to the recorded outcome, one
+  span (the Celery instrumentation's, from the message's headers; ``attempt``): the claim, the
+  execution and the outcome are in it, not spans of their own. An HTTP job sends its
+  ``traceparent`` to the service it calls;
+- ``notify``: the deliveries an outcome planned (in the outcome's transaction, in the attempt's
+  span), and ``notification.send`` for each delivery sent, a child of the run's root whichever
+  process sends it, when (a retry after a backoff, a digest).
 
-Attributes (``jobs.*``): the job's name, kind and queue, the run id, the attempt and the slot.
+Attributes (``jobs.*``): the job's name, kind and queue, the run id, the attempt, the slot and, on
+the attempt's span, its outcome.
 """
 
 import contextlib
@@ -199,13 +201,20 @@ def published(spans, error=None):
 
 # --- the worker, the outcome, the notifications: spans in the current context
 
-@contextlib.contextmanager
-def consuming(request, run_id, attempt):
-    """The worker's side of an attempt. The Celery instrumentation has opened the message's span
-    from its headers; without it (or a message without them) one is opened here."""
+def attempt(request, run_id, attempt):
+    """The worker's attempt as one span, from its message to its recorded outcome: the Celery
+    instrumentation's (``run/jobs.execute_run``, opened from the message's ``traceparent`` header,
+    a child of its ``publish`` span), given the run's id and attempt. Opened here when there is
+    none in the run's trace (a message without the header, an eager call). Everything in the
+    attempt is in it: the job's own spans, an HTTP job's request (``inject``), the notifications
+    its outcome plans. A do-nothing context when off."""
     if _tracer is None:
-        yield
-        return
+        return _NOOP
+    return _attempt(request, run_id, attempt)
+
+
+@contextlib.contextmanager
+def _attempt(request, run_id, attempt):
     from opentelemetry import trace
 
     traceparent = getattr(request, "traceparent", None) or (getattr(request, "headers", None) or {}).get("traceparent")
@@ -240,7 +249,7 @@ def step(name, attributes=None, traceparent=None):
 
 
 def annotate(attributes):
-    """Add ``attributes`` to the current span and to the message's span it is part of."""
+    """Add ``attributes`` to the current span (in the worker, the attempt's)."""
     if _tracer is None:
         return
     from opentelemetry import trace

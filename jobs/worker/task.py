@@ -32,13 +32,12 @@ NO_LIMIT = contextlib.nullcontext()
 @shared_task(bind=True, name=TASK_NAME, acks_late=True, reject_on_worker_lost=True,
              ignore_result=not settings.JOBS_TASK_RESULTS)
 def execute_run(self, run_id, attempt):
-    with logs.about_run(run_id, attempt), tracing.consuming(self.request, run_id, attempt):
+    with logs.about_run(run_id, attempt), tracing.attempt(self.request, run_id, attempt):
         return _execute_run(self.request.hostname or "unknown", run_id, attempt)
 
 
 def _execute_run(worker, run_id, attempt):
-    with tracing.step("claim", tracing.run_attributes(run_id, attempt)):
-        run = through_outage(lifecycle.claim, run_id, attempt, worker=worker, pid=os.getpid())
+    run = through_outage(lifecycle.claim, run_id, attempt, worker=worker, pid=os.getpid())
     if run is None:
         logger.info("run %s attempt %s is already claimed or finished; dropping this delivery", run_id, attempt)
         return {"run_id": run_id, "attempt": attempt, "duplicate": True}
@@ -51,8 +50,7 @@ def run_claimed(worker, run, run_id, attempt, succeed=None, time_limit=None, bef
     limit, as a context manager around its execution: the message's is the bundle's) and
     ``before_failure`` (writes when the run started, before its failure is recorded)."""
     logs.name_job(run.job.name)
-    attributes = tracing.run_attributes(run_id, attempt, job=run.job, slot=run.scheduled_for)
-    tracing.annotate(attributes)
+    tracing.annotate(tracing.run_attributes(job=run.job, slot=run.scheduled_for))
 
     started = time.monotonic()
     tail = OutputTail(settings.JOBS_OUTPUT_MAX_BYTES)
@@ -66,11 +64,11 @@ def run_claimed(worker, run, run_id, attempt, succeed=None, time_limit=None, bef
                 raise LookupError(f"the job kind {run.job.kind!r} is not registered on this worker (JOBS_KINDS)")
             if spec.transactional(run.job):
                 # Its writes and its success commit together (exactly once), or not at all.
-                with tracing.step("execute", attributes), time_limit or NO_LIMIT:
+                with time_limit or NO_LIMIT:
                     outcome = lifecycle.succeed_in_one_transaction(run_id, attempt, lambda: spec.execute(context))
                 result = stored.result(outcome.result)
                 return {"run_id": run_id, "attempt": attempt, "result": result}
-            with tracing.step("execute", attributes), time_limit or NO_LIMIT:
+            with time_limit or NO_LIMIT:
                 outcome = spec.execute(context)
     except lifecycle.OutcomeRefused:
         logger.warning("run %s attempt %s: outcome refused, the run is no longer this attempt's (declared lost "
@@ -117,12 +115,11 @@ def record_outcome(record, run_id, attempt, *args, worker, **kwargs):
     def refused(recorded):  # a success says False, a failure None
         return recorded is None or recorded is False
 
-    with tracing.step("outcome", tracing.run_attributes(run_id, attempt)):
+    recorded = through_outage(record, run_id, attempt, *args, **kwargs)
+    if refused(recorded) and through_outage(lifecycle.restore_claim, run_id, attempt, worker, os.getpid()):
         recorded = through_outage(record, run_id, attempt, *args, **kwargs)
-        if refused(recorded) and through_outage(lifecycle.restore_claim, run_id, attempt, worker, os.getpid()):
-            recorded = through_outage(record, run_id, attempt, *args, **kwargs)
-        tracing.annotate({"jobs.run.outcome": "refused" if refused(recorded)
-                          else "succeeded" if recorded is True else str(recorded)})
+    tracing.annotate({"jobs.run.outcome": "refused" if refused(recorded)
+                      else "succeeded" if recorded is True else str(recorded)})
     if refused(recorded):
         logger.warning("run %s attempt %s: outcome refused, the run is no longer this attempt's "
                        "(declared lost and run again, or cancelled)", run_id, attempt)
