@@ -15,16 +15,27 @@ long. A message sent twice finds its run claimed, and is dropped.
 
 import functools
 from datetime import timedelta
+from typing import NamedTuple
 
+import psycopg
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 
 from ..models import Job, JobRun, RunStatus, RunTrigger
+from ..telemetry import tracing
 from ..timing import clock
 from . import bundling, runs
 
-_held = {}  # slot -> [publishing.Message], in the order made
+_held = {}  # slot -> [Batch], in the order made
+
+
+class Batch(NamedTuple):
+    """A tick's messages for one slot, and the same as they go to the broker (bundled), made when
+    they were held; None while traces are on (each message is sent in its run's trace)."""
+
+    messages: list
+    grouped: list | None
 
 
 def hold_on_commit(items):
@@ -35,16 +46,18 @@ def hold_on_commit(items):
 
 
 def _hold(items):
+    by_slot = {}
     for run_id, attempt, job, slot in items:
-        _held.setdefault(slot, []).append(runs.message_for(run_id, attempt, job))
-    if settings.JOBS_BUNDLE_MAX_RUNS >= 2:
-        # Which jobs are short is asked now, not at the slot: bundling keeps the answer for a while.
-        bundling.short_jobs({job.pk for _, _, job, _ in items})
+        by_slot.setdefault(slot, []).append(runs.message_for(run_id, attempt, job))
+    for slot, messages in by_slot.items():
+        # Bundled now, not at the slot: which jobs are short is a query.
+        grouped = None if tracing.enabled() else bundling.grouped(messages, [m.job_id for m in messages])
+        _held.setdefault(slot, []).append(Batch(messages, grouped))
 
 
 def held_runs():
     """{slot: how many runs' messages are held for it}."""
-    return {slot: len(messages) for slot, messages in _held.items()}
+    return {slot: sum(len(batch.messages) for batch in batches) for slot, batches in _held.items()}
 
 
 def next_slot():
@@ -58,19 +71,36 @@ def publish_due(now=None):
     if not _held:
         return 0
     now = now or clock.now()
-    due = sorted(slot for slot in _held if slot <= now)
-    messages = [message for slot in due for message in _held[slot]]
-    if not messages:
+    batches = [batch for slot in sorted(_held) if slot <= now for batch in _held[slot]]
+    if not batches:
         return 0
-    paused = set(Job.objects.filter(pk__in={m.job_id for m in messages}, enabled=False).values_list("pk", flat=True))
-    for slot in due:
+    messages = [message for batch in batches for message in batch.messages]
+    paused = _paused({m.job_id for m in messages})
+    for slot in [slot for slot in _held if slot <= now]:
         del _held[slot]
-    if paused:
+    if paused:  # (rare) their runs skipped, the others bundled again without them
         skipped = JobRun.objects.filter(pk__in=[m.run_id for m in messages if m.job_id in paused], status=RunStatus.QUEUED)
         runs.skip_paused_before_start(skipped, RunStatus.QUEUED, now)
         messages = [m for m in messages if m.job_id not in paused]
-    runs.publish_messages_or_log(messages)
+        runs.publish_messages_or_log(messages)
+    elif any(batch.grouped is None for batch in batches):
+        runs.publish_messages_or_log(messages)
+    else:
+        runs.publish_messages_or_log([sent for batch in batches for sent in batch.grouped], grouped=True)
     return len(messages)
+
+
+def _paused(job_ids):
+    """Those of ``job_ids`` paused: on PostgreSQL as one array, which costs a fraction of an IN list of
+    10,000 placeholders (0.6 s, most of it building the statement)."""
+    if connection.vendor != "postgresql":
+        return set(Job.objects.filter(pk__in=job_ids, enabled=False).values_list("pk", flat=True))
+    connection.ensure_connection()
+    # Bound on the server, in binary (Django's cursor would write the array into the statement's text).
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(f"SELECT id FROM {Job._meta.db_table} WHERE id = ANY(%s) AND NOT enabled", [list(job_ids)],
+                       binary=True)
+        return {job_id for (job_id,) in cursor.fetchall()}
 
 
 def adopt(now=None):

@@ -82,13 +82,16 @@ def _publish_logged(items):
     publish_messages_or_log([message_for(run_id, attempt, job) for run_id, attempt, job in items])
 
 
-def publish_messages_or_log(messages):
+def publish_messages_or_log(messages, grouped=False):
+    """``publish_messages``, a failure logged. ``grouped``: the messages are already as they go to
+    the broker (``bundling.grouped``), sent as they are."""
     try:
-        publish_messages(messages)
+        publishing.publish(messages) if grouped else publish_messages(messages)
     except Exception:
         # The runs stay queued in the database; the monitor publishes them again.
-        logger.exception("could not publish %s run(s) (first: run %s attempt %s); the monitor will retry",
-                         len(messages), messages[0].run_id, messages[0].attempt)
+        first = messages[0].runs[0] if isinstance(messages[0], publishing.Bundle) else messages[0][:2]
+        logger.exception("could not publish %s message(s) (first: run %s attempt %s); the monitor will retry",
+                         len(messages), *first)
 
 
 # --- creating runs
