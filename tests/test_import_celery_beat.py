@@ -157,7 +157,7 @@ def test_every_shape_carries_over_as_beat_reads_it(rows, now):
     assert "'first monday' (builtin.noop): not carried over: the crontab restricts both" in out
     assert "'celery only' (tests.celery_only): not carried over: needs the task kind" in out
     assert "'cleanup' (celery.backend_cleanup): not carried over: the service's own task" in out
-    assert "imported: 9 created, 0 updated." in out
+    assert "imported: 9 jobs created." in out
     assert AuditEntry.objects.filter(action="create", source="cli", detail="jobs apply: 9 job(s) created").exists()
     assert PeriodicTask.objects.filter(enabled=True).count() == 12  # without --disable-originals: untouched
 
@@ -167,7 +167,7 @@ def test_running_it_again_changes_nothing(rows):
     before = {job.name: (job.updated_at, job.next_run_at, job.enabled) for job in Job.objects.all()}
     entries = AuditEntry.objects.count()
     out = run_import("--disable-originals")
-    assert "no changes" not in out and "imported: 0 created, 0 updated." in out
+    assert "no changes" not in out and "imported: 0 jobs created." in out
     assert "-> job poller: a job of this name exists already; left as it is." in out
     assert {job.name: (job.updated_at, job.next_run_at, job.enabled) for job in Job.objects.all()} == before
     assert AuditEntry.objects.count() == entries

@@ -50,18 +50,23 @@ CONTAINER_ONLY = {
 
 def read(text, actor):
     imported = Import()
-    for document, line in documents(text):
+    for document, node in documents(text):
         if document is None:
             continue
         items = document.get("items") if isinstance(document, dict) and document.get("kind") == "List" else None
-        for item, where in [(i, line) for i in items] if isinstance(items, list) else [(document, line)]:
+        found = (
+            zip(items, item_lines(node, len(items)), strict=True)
+            if isinstance(items, list)
+            else [(document, line_of(node))]
+        )
+        for item, line in found:
             kind = item.get("kind") if isinstance(item, dict) else type(item).__name__
             if kind != "CronJob":
-                imported.errors.append(f"line {where}: a {kind or 'document without kind'}, not a CronJob.")
+                imported.errors.append(f"line {line}: a {kind or 'document without kind'}, not a CronJob.")
                 continue
-            entry = entry_of(item, where, imported)
+            entry = entry_of(item, line, imported)
             if entry is not None:
-                imported.add("jobs", entry, where)
+                imported.add("jobs", entry, line)
     if not imported.rows and not imported.errors:
         imported.errors.append("The file holds no CronJob.")
     imported.keep_existing()
@@ -69,17 +74,29 @@ def read(text, actor):
 
 
 def documents(text):
-    """(document, its first line) of each YAML document, after the jobs files' checks of aliases and depth."""
+    """(document, its node) of each YAML document, after the jobs files' checks of aliases and depth."""
     files.check_yaml(text)
     loader = files.YAML_LOADER(text)
     try:
         while loader.check_node():
             node = loader.get_node()
-            yield loader.construct_document(node), node.start_mark.line + 1
+            yield loader.construct_document(node), node
     except yaml.YAMLError as exc:
         raise files.JobFileError([f"Cannot read the manifest: {exc}"]) from None
     finally:
         loader.dispose()
+
+
+def line_of(node):
+    return node.start_mark.line + 1
+
+
+def item_lines(node, count):
+    """The first line of each item of a List document."""
+    for key, value in node.value:
+        if key.value == "items" and isinstance(value, yaml.SequenceNode):
+            return [line_of(item) for item in value.value]
+    return [line_of(node)] * count
 
 
 def mapping(value):

@@ -38,9 +38,10 @@ MAIL_EVENTS = ["failed", "timed_out", "lost"]
 NAME_WORDS = 40
 
 
-def read(text, actor, zone="UTC", prefix="cron"):
+def read(text, actor, zone=None, prefix="cron"):
+    """The ``Import`` of a crontab's ``text``; ``zone`` is that of the lines before any CRON_TZ (UTC when None)."""
     imported = Import()
-    environment, mailto, shell, names = {}, None, None, {}
+    environment, mailto, shell, names, defaulted = {}, None, None, {}, False
     channels = existing_channels(actor) if has_channels() else set()
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -66,6 +67,7 @@ def read(text, actor, zone="UTC", prefix="cron"):
         if parsed is None:
             continue
         cron, given = parsed
+        defaulted = defaulted or zone is None
         command, stdin = split_at_percent(given)
         name = job_name(prefix, command, names)
         row.job = name
@@ -73,11 +75,11 @@ def read(text, actor, zone="UTC", prefix="cron"):
             "name": name,
             "kind": "command",
             "target": target_of(command, stdin, shell),
-            "schedule": {"type": "cron", "cron": cron, "timezone": zone},
+            "schedule": {"type": "cron", "cron": cron, "timezone": zone or "UTC"},
             "tags": [TAG],
             "description": f"Line {number} of a crontab: {line}"[:2000],
         }
-        row.carried.append(f"{cron} in {zone}" + (f" ({line.split()[0]})" if line.startswith("@") else ""))
+        row.carried.append(f"{cron} in {zone or 'UTC'}" + (f" ({line.split()[0]})" if line.startswith("@") else ""))
         if environment:
             entry["environment"] = dict(environment)
             row.carried.append(f"environment {', '.join(environment)}")
@@ -93,8 +95,10 @@ def read(text, actor, zone="UTC", prefix="cron"):
         "Cron puts no time limit on a command; each job has the service's default timeout "
         "(timeout_seconds): raise it where a command runs longer."
     )
-    if zone == "UTC" and "CRON_TZ" not in environment:
-        imported.notes.append("No CRON_TZ: the times are read in UTC (--timezone); cron reads them in its host's zone.")
+    if defaulted:
+        imported.notes.append(
+            "Lines before any CRON_TZ are read in UTC (--timezone): cron reads them in its host's zone."
+        )
     imported.keep_existing()
     return imported
 

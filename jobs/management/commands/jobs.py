@@ -156,7 +156,7 @@ class Command(BaseCommand):
                           help="Disable the rows that became jobs, in the import's transaction: nothing runs twice.")
         cron = source.add_parser("crontab", help="A crontab file (crontab -l), its environment lines, CRON_TZ and MAILTO.")
         cron.add_argument("file", help="The file, or - for stdin.")
-        cron.add_argument("--timezone", default="UTC",
+        cron.add_argument("--timezone",
                           help="The zone of the lines before any CRON_TZ (cron's is its host's): default UTC.")
         cron.add_argument("--prefix", default="cron", help="The start of the jobs' names (default: cron).")
         kube = source.add_parser("cronjob", help="A Kubernetes CronJob manifest (one or more documents, or a List).")
@@ -332,7 +332,8 @@ class Command(BaseCommand):
         if dry_run:
             self.stdout.write("dry run: the import is valid; nothing was saved.")
         else:
-            self.stdout.write("imported: {} created, {} updated.".format(*plan.counts()[:2]))
+            made = ", ".join(f"{section.counts()[0]} {key}" for key, section in plan.sections.items())
+            self.stdout.write(f"imported: {made} created.")  # nothing that exists is changed
 
     def may_import_periodic_tasks(self, disable):
         """With --as, reading the periodic tasks needs the permission to view them, disabling them to change them."""
