@@ -90,6 +90,7 @@ def rows(settings, now):
         periodic("celery only", task="tests.celery_only", interval=every_90s),
         periodic("cleanup", task="celery.backend_cleanup", crontab=crontab("0", "4")),
         periodic("routed", interval=every_90s, exchange="topic", routing_key="a.b", headers='{"x": 1}'),
+        periodic("one-off cron", crontab=crontab("0", "6", zone="Asia/Kolkata"), one_off=True),
     ]
     return {task.name: task for task in made}
 
@@ -117,14 +118,22 @@ def test_every_shape_carries_over_as_beat_reads_it(rows, now):
         "begun",
         "over",
         "routed",
+        "one-off cron",
     }
 
     nightly = jobs["nightly report"]
     assert (nightly.kind, nightly.target, nightly.kwargs) == ("callable", "test.keys", {"path": "/tmp/ledger"})
     assert (nightly.cron_expression, str(nightly.crontab.timezone)) == ("30 2 * * *", "Europe/Berlin")
     assert nightly.description == "The nightly report." and nightly.enabled and "celery-beat" in nightly.tags
-    after = datetime(2026, 6, 1, tzinfo=UTC)  # ten slots away from a change of the clocks
-    assert nightly.upcoming_slots(10, after=after) == slots_of_crontab(rows["nightly report"], after, 10)
+    # Beat's reading and the job's agree on ordinary days and across both changes of the clocks
+    # (02:30 is skipped on 29 March and comes twice on 25 October in Berlin).
+    for after in (
+        datetime(2026, 6, 1, tzinfo=UTC),
+        datetime(2026, 3, 24, tzinfo=UTC),
+        datetime(2026, 10, 20, tzinfo=UTC),
+    ):
+        assert nightly.upcoming_slots(10, after=after) == slots_of_crontab(rows["nightly report"], after, 10)
+    after = datetime(2026, 6, 1, tzinfo=UTC)
     weekdays = jobs["weekdays"]
     assert not weekdays.enabled and str(weekdays.crontab.timezone) == "America/New_York"
     weekdays.enabled = True  # the slots it would have
@@ -143,6 +152,9 @@ def test_every_shape_carries_over_as_beat_reads_it(rows, now):
     assert launch.clocked.clocked_time == rows["launch"].clocked.clocked_time
     assert launch.start_deadline_seconds == 600  # expires ten minutes after its moment
     assert jobs["later once"].clocked.clocked_time == rows["later once"].start_time
+    # A one-off beat sends at the first slot after the row's last change.
+    one_off = rows["one-off cron"]
+    assert [jobs["one-off cron"].clocked.clocked_time] == slots_of_crontab(one_off, one_off.date_changed, 1)
     assert not jobs["not yet"].enabled  # its start is to come; a job has no start date
     assert not jobs["over"].enabled  # expired: beat sends it no more
 
@@ -157,9 +169,9 @@ def test_every_shape_carries_over_as_beat_reads_it(rows, now):
     assert "'first monday' (builtin.noop): not carried over: the crontab restricts both" in out
     assert "'celery only' (tests.celery_only): not carried over: needs the task kind" in out
     assert "'cleanup' (celery.backend_cleanup): not carried over: the service's own task" in out
-    assert "imported: 9 jobs created." in out
-    assert AuditEntry.objects.filter(action="create", source="cli", detail="jobs apply: 9 job(s) created").exists()
-    assert PeriodicTask.objects.filter(enabled=True).count() == 12  # without --disable-originals: untouched
+    assert "imported: 10 jobs created." in out
+    assert AuditEntry.objects.filter(action="create", source="cli", detail="jobs apply: 10 job(s) created").exists()
+    assert PeriodicTask.objects.filter(enabled=True).count() == 13  # without --disable-originals: untouched
 
 
 def test_running_it_again_changes_nothing(rows):
@@ -178,7 +190,7 @@ def test_dry_run_writes_nothing(rows):
     out = run_import("--dry-run", "--disable-originals")
     assert "+ create poller" in out and "dry run: the import is valid; nothing was saved." in out
     assert not Job.objects.exists() and AuditEntry.objects.count() == entries
-    assert PeriodicTask.objects.filter(enabled=True).count() == 12
+    assert PeriodicTask.objects.filter(enabled=True).count() == 13
     assert PeriodicTasks.last_change() == changed
 
 
@@ -188,8 +200,8 @@ def test_disable_originals_disables_what_became_jobs(rows):
     # What did not carry over keeps running under beat.
     assert still == {"sunset", "first monday", "celery only", "cleanup"}
     assert (
-        "disables 8 PeriodicTask row(s): nightly report, poller, launch, later once, not yet, begun, over, "
-        "routed." in out
+        "disables 9 PeriodicTask row(s): nightly report, poller, launch, later once, not yet, begun, over, "
+        "routed, one-off cron." in out
     )
     assert PeriodicTasks.last_change() is not None  # beat is told
 
@@ -203,7 +215,7 @@ def test_a_failing_import_leaves_the_originals_enabled(rows, settings):
         run_import("--disable-originals", user="ann")
     assert "may own at most 3 (JOBS_MAX_JOBS_PER_USER)" in str(refused.value)
     assert not Job.objects.exists()
-    assert PeriodicTask.objects.filter(enabled=True).count() == 12
+    assert PeriodicTask.objects.filter(enabled=True).count() == 13
 
 
 def test_another_user_needs_the_permission_to_disable(rows):
@@ -224,7 +236,7 @@ def test_bad_rows_are_named_and_nothing_is_imported(rows):
     )
     assert "'bad args' (builtin.noop): args: not JSON" in message
     assert not Job.objects.exists()
-    assert PeriodicTask.objects.filter(enabled=True).count() == 14
+    assert PeriodicTask.objects.filter(enabled=True).count() == 15
 
 
 def test_a_job_of_the_same_name_that_no_import_made_keeps_its_row_running(rows):

@@ -191,3 +191,15 @@ def test_a_file_too_large_is_refused_unread(tmp_path):
     with pytest.raises(CommandError, match="is larger than 1,000,000 characters: split it."):
         run_import(path)
     assert not Job.objects.exists()
+
+
+def test_the_jobs_are_shared_with_a_team(tmp_path):
+    from django.contrib.auth.models import Group
+
+    Group.objects.create(name="ops")
+    path = tmp_path / "crontab"
+    path.write_text("MAILTO=\n0 2 * * * /bin/nightly\n")
+    run_import(path, "--team", "ops")
+    assert Job.objects.get().group.name == "ops"
+    with pytest.raises(CommandError, match=r"line 2: jobs\[0\] \(name: other-bin-nightly-[0-9a-f]+\): group: "):
+        run_import(path, "--team", "nobody", "--prefix", "other")

@@ -68,10 +68,15 @@ class Import:
             ]
         return taken
 
-    def entries(self):
-        """The entries as ``files.plan_file`` takes them; ``line`` is the source's, for its errors."""
+    def entries(self, team=None):
+        """The entries as ``files.plan_file`` takes them; ``line`` is the source's, for its errors. With
+        ``team`` (a group's name) every job is that team's too."""
+        shared = {"jobs": {"group": team}} if team else {}
         return {
-            key: [files.Entry(key, index, data, line) for index, (data, line) in enumerate(items)]
+            key: [
+                files.Entry(key, index, {**data, **shared.get(key, {})}, line)
+                for index, (data, line) in enumerate(items)
+            ]
             for key, items in self.sections.items()
             if items or key == "jobs"
         }
@@ -82,12 +87,13 @@ def check(imported):
         raise files.JobFileError(imported.errors)
 
 
-def apply(imported, actor, dry_run=False, then=None):
+def apply(imported, actor, dry_run=False, then=None, team=None):
     """Plan the import and save it in one transaction with ``then()`` (what else the import does,
     such as disabling the originals): all of it or none. A dry run does it all and rolls back.
-    Raises ``files.JobFileError`` naming every entry refused. Returns the plan."""
+    ``team`` shares every job with that group, as a file's ``group`` does. Raises
+    ``files.JobFileError`` naming every entry refused. Returns the plan."""
     check(imported)
-    plan = files.plan_file(imported.entries(), actor)
+    plan = files.plan_file(imported.entries(team), actor)
     with transaction.atomic():
         if not plan.is_empty:
             files.apply_plan(plan, actor)

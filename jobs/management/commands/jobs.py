@@ -7,6 +7,7 @@
 queues need their rights, and the audit trail names them. Without it the command line is the
 operator's, who holds the service's own credentials anyway."""
 
+import functools
 import sys
 import time
 from datetime import UTC, timedelta
@@ -163,6 +164,7 @@ class Command(BaseCommand):
         kube.add_argument("file", help="The file, or - for stdin.")
         for parser in (beat, cron, kube):
             parser.add_argument("--dry-run", action="store_true", help="Report and check everything; save nothing.")
+            parser.add_argument("--team", help="A group (team) the jobs are shared with, as a jobs file's group.")
 
     def handle(self, *args, action, acting_user=None, **options):
         self.user = resolve_user(acting_user)
@@ -305,9 +307,10 @@ class Command(BaseCommand):
         else:
             self.stdout.write("applied: {} created, {} updated, {} deleted.".format(*plan.counts()))
 
-    def handle_import(self, source, dry_run, disable_originals=False, file=None, **options):
+    def handle_import(self, source, dry_run, team=None, disable_originals=False, file=None, **options):
         actor = actions.Actor.command_line(self.user)
         then = None
+        progress = as_code.PROGRESS.set(self.stderr.write)  # a long import says how far it got
         try:
             if source == "celery-beat":
                 self.may_import_periodic_tasks(disable_originals)
@@ -315,7 +318,7 @@ class Command(BaseCommand):
                 if disable_originals:
                     names = celery_beat.enabled_among(carried)
                     imported.notes.append(f"disables {len(names)} PeriodicTask row(s): {', '.join(names) or 'none'}.")
-                    then = lambda: celery_beat.disable(carried)  # noqa: E731
+                    then = functools.partial(celery_beat.disable, carried)
             else:
                 text = importers.read_text(file, sys.stdin)
                 if source == "crontab":
@@ -324,9 +327,11 @@ class Command(BaseCommand):
                     imported = cronjob.read(text, actor)
             for line in imported.report():
                 self.stdout.write(line)
-            plan = importers.apply(imported, actor, dry_run=dry_run, then=then)
+            plan = importers.apply(imported, actor, dry_run=dry_run, then=then, team=team)
         except importers.files.JobFileError as exc:
             raise CommandError(f"{file or source}: nothing was imported:\n{exc}") from None
+        finally:
+            as_code.PROGRESS.reset(progress)
         for line in plan.lines():
             self.stdout.write(line)
         if dry_run:
