@@ -183,6 +183,8 @@ def test_no_zone_is_read_in_the_given_one(tmp_path):
     out = run_import(path, "--timezone", "Europe/Berlin", "--prefix", "berlin")
     assert "Lines before any CRON_TZ" not in out
     assert str(Job.objects.get(name__startswith="berlin-").crontab.timezone) == "Europe/Berlin"
+    with pytest.raises(CommandError, match="--timezone: 'Mars/Base' is not a known IANA timezone."):
+        run_import(path, "--timezone", "Mars/Base", "--prefix", "mars")
 
 
 def test_a_file_too_large_is_refused_unread(tmp_path):

@@ -40,7 +40,7 @@ PERIOD_SECONDS = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1, "mi
 MOST_URGENT = 9
 
 
-def read(actor, now):
+def read(now):
     """(the ``Import`` of every PeriodicTask row, the ids of the rows whose jobs it makes or made)."""
     imported, carried = Import(), {}
     tasks = PeriodicTask.objects.select_related("crontab", "interval", "solar", "clocked").order_by("id")

@@ -48,7 +48,7 @@ CONTAINER_ONLY = {
 }
 
 
-def read(text, actor):
+def read(text):
     imported = Import()
     for document, node in documents(text):
         if document is None:

@@ -42,6 +42,11 @@ def read(text, actor, zone=None, prefix="cron"):
     """The ``Import`` of a crontab's ``text``; ``zone`` is that of the lines before any CRON_TZ (UTC when None)."""
     imported = Import()
     environment, mailto, shell, names, defaulted = {}, None, None, {}, False
+    if zone is not None:
+        try:
+            schedules.validate_timezone(zone)
+        except ValidationError as exc:
+            imported.errors.append(f"--timezone: {' '.join(exc.messages)}")
     channels = existing_channels(actor) if has_channels() else set()
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()

@@ -1,7 +1,7 @@
 """manage.py jobs list | show NAME | run NAME [--wait] | pause NAME | resume NAME
 | export FILE | apply FILE [--dry-run] [--prune] | backfill NAME --from --to [--dry-run]
 | slots NAME [--from --to] | why NAME AT
-| import celery-beat [--dry-run] [--disable-originals] | import crontab FILE | import cronjob FILE
+| import celery-beat [--disable-originals] | import crontab FILE | import cronjob FILE (each [--dry-run] [--team TEAM])
 
 ``--as USER`` (before the action) acts as that user: only their jobs are seen, command jobs and
 queues need their rights, and the audit trail names them. Without it the command line is the
@@ -314,7 +314,7 @@ class Command(BaseCommand):
         try:
             if source == "celery-beat":
                 self.may_import_periodic_tasks(disable_originals)
-                imported, carried = celery_beat.read(actor, timezone.now())
+                imported, carried = celery_beat.read(timezone.now())
                 if disable_originals:
                     names = celery_beat.enabled_among(carried)
                     imported.notes.append(f"disables {len(names)} PeriodicTask row(s): {', '.join(names) or 'none'}.")
@@ -324,11 +324,11 @@ class Command(BaseCommand):
                 if source == "crontab":
                     imported = crontab.read(text, actor, zone=options["timezone"], prefix=options["prefix"])
                 else:
-                    imported = cronjob.read(text, actor)
+                    imported = cronjob.read(text)
             for line in imported.report():
                 self.stdout.write(line)
             plan = importers.apply(imported, actor, dry_run=dry_run, then=then, team=team)
-        except importers.files.JobFileError as exc:
+        except as_code.JobFileError as exc:
             raise CommandError(f"{file or source}: nothing was imported:\n{exc}") from None
         finally:
             as_code.PROGRESS.reset(progress)
