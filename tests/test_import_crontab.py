@@ -1,7 +1,9 @@
 """manage.py jobs import crontab FILE: a real crontab of more than 20 lines with its odd cases, each
 job's next slots against croniter's reading of its line, and bad input that imports nothing."""
 
+import os
 import subprocess
+import sys
 from datetime import UTC, datetime
 from io import StringIO
 from zoneinfo import ZoneInfo
@@ -12,6 +14,8 @@ from django.core.management import CommandError, call_command
 
 from jobs.models import Job
 from notifications.models import Channel, Rule
+
+from .conftest import REPO, database_url
 
 pytestmark = pytest.mark.django_db
 
@@ -205,3 +209,20 @@ def test_the_jobs_are_shared_with_a_team(tmp_path):
     assert Job.objects.get().group.name == "ops"
     with pytest.raises(CommandError, match=r"line 2: jobs\[0\] \(name: other-bin-nightly-[0-9a-f]+\): group: "):
         run_import(path, "--team", "nobody", "--prefix", "other")
+
+
+def test_the_crontab_is_read_from_stdin(transactional_db):
+    """`crontab -l | manage.py jobs import crontab -`, in a process of its own."""
+    env = {**os.environ, "DATABASE_URL": database_url(), "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "jobs", "import", "crontab", "-", "--dry-run"],
+        cwd=REPO,
+        env=env,
+        input="MAILTO=\n@daily /usr/bin/backup\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "    carried over: 0 0 * * * in UTC (@daily)" in done.stdout
+    assert "dry run: the import is valid; nothing was saved." in done.stdout
