@@ -2,6 +2,9 @@
 --disable-originals in the import's transaction, and a second run that changes nothing."""
 
 from datetime import UTC, datetime, timedelta
+import os
+import subprocess
+import sys
 from io import StringIO
 
 import pytest
@@ -21,6 +24,8 @@ from django_celery_beat.models import (
 
 from audit.models import AuditEntry
 from jobs.models import Job
+
+from .conftest import REPO, database_url
 
 pytestmark = pytest.mark.django_db
 
@@ -247,3 +252,23 @@ def test_a_job_of_the_same_name_that_no_import_made_keeps_its_row_running(rows):
     assert Job.objects.get(name="poller").target == "builtin.echo"
     assert "a job of this name that no import made exists: the row is left enabled." in out
     assert PeriodicTask.objects.get(name="poller").enabled
+
+
+def test_a_process_of_its_own_knows_the_apps_tasks(transactional_db):
+    """manage.py has not imported the apps' task modules (a worker does as it starts): the service's
+    own rows are still recognised, and a user's Celery task still found."""
+    every = IntervalSchedule.objects.create(every=600, period=IntervalSchedule.SECONDS)
+    periodic("jobs-prune-runs", task="jobs.prune_runs", interval=every)
+    periodic("deliver", task="notifications.send_delivery", interval=every)
+    env = {**os.environ, "DATABASE_URL": database_url(), "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "jobs", "import", "celery-beat", "--dry-run"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "'jobs-prune-runs' (jobs.prune_runs): not carried over: the service's own task" in done.stdout
+    assert "'deliver' (notifications.send_delivery): not carried over: the service's own task" in done.stdout

@@ -43,6 +43,7 @@ MOST_URGENT = 9
 def read(now):
     """(the ``Import`` of every PeriodicTask row, the ids of the rows whose jobs it makes or made)."""
     imported, carried = Import(), {}
+    current_app.loader.import_default_modules()  # the tasks of the apps, which a worker imports as it starts
     tasks = PeriodicTask.objects.select_related("crontab", "interval", "solar", "clocked").order_by("id")
     for task in tasks:
         row = Row(f"PeriodicTask {task.pk} {task.name!r} ({task.task})", job=task.name)
