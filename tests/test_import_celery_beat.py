@@ -1,10 +1,10 @@
 """manage.py jobs import celery-beat: every PeriodicTask shape, the report, --dry-run,
 --disable-originals in the import's transaction, and a second run that changes nothing."""
 
-from datetime import UTC, datetime, timedelta
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from io import StringIO
 
 import pytest
