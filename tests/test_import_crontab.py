@@ -12,10 +12,11 @@ import pytest
 from croniter import croniter
 from django.core.management import CommandError, call_command
 
-from jobs.models import Job
+from jobs import lifecycle
+from jobs.models import Job, JobRun, RunStatus
 from notifications.models import Channel, Rule
 
-from .conftest import REPO, database_url
+from .conftest import REPO, database_url, wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -226,3 +227,19 @@ def test_the_crontab_is_read_from_stdin(transactional_db):
     assert done.returncode == 0, done.stderr
     assert "    carried over: 0 0 * * * in UTC (@daily)" in done.stdout
     assert "dry run: the import is valid; nothing was saved." in done.stdout
+
+
+def test_a_worker_runs_an_imported_line_as_cron_would(processes, tmp_path):
+    """Its environment line, and the text after % as its standard input, through a real worker."""
+    path = tmp_path / "crontab"
+    path.write_text('MAILTO=""\nGREETING="hello there"\n0 0 1 1 * echo "$GREETING"; cat%first line%50\\% done\n')
+    run_import(path)
+    job = Job.objects.get()
+    processes.worker(concurrency=1)
+
+    run = lifecycle.create_run(job)
+    wait_for(lambda: JobRun.objects.get(pk=run.pk).is_terminal, timeout=60, message="the imported line's run to end")
+
+    run.refresh_from_db()
+    assert run.status == RunStatus.SUCCEEDED, run.error
+    assert run.output == "hello there\nfirst line\n50% done"
