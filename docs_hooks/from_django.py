@@ -56,14 +56,19 @@ def _here():
     known = get_commands()
     helps = {}
     for name in project_commands():
-        parser = load_command_class(known[name], name).create_parser("manage.py", name)
-        pages = [(f"manage.py {name}", parser.format_help())]
-        for action in parser._actions:  # argparse keeps its subparsers here; it has no public accessor
-            if isinstance(action, argparse._SubParsersAction):
-                pages += [(f"manage.py {name} {sub}", subparser.format_help())
-                          for sub, subparser in action.choices.items()]
-        helps[name] = pages
+        helps[name] = _parser_helps(load_command_class(known[name], name).create_parser("manage.py", name),
+                                    f"manage.py {name}")
     return {"schema": schema, "manage": helps, "jobsctl": _jobsctl_helps()}
+
+
+def _parser_helps(parser, title):
+    """(title, help) of ``parser`` and of each of its subcommands, theirs too (``jobs import crontab``)."""
+    pages = [(title, parser.format_help())]
+    for action in parser._actions:  # argparse keeps its subparsers here; it has no public accessor
+        if isinstance(action, argparse._SubParsersAction):
+            for sub, subparser in action.choices.items():
+                pages += _parser_helps(subparser, f"{title} {sub}")
+    return pages
 
 
 def _jobsctl_helps():

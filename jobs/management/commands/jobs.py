@@ -1,11 +1,13 @@
 """manage.py jobs list | show NAME | run NAME [--wait] | pause NAME | resume NAME
 | export FILE | apply FILE [--dry-run] [--prune] | backfill NAME --from --to [--dry-run]
 | slots NAME [--from --to] | why NAME AT
+| import celery-beat [--disable-originals] | import crontab FILE | import cronjob FILE (each [--dry-run] [--team TEAM])
 
 ``--as USER`` (before the action) acts as that user: only their jobs are seen, command jobs and
 queues need their rights, and the audit trail names them. Without it the command line is the
 operator's, who holds the service's own credentials anyway."""
 
+import functools
 import sys
 import time
 from datetime import UTC, timedelta
@@ -20,6 +22,8 @@ from jobs import kinds, parameters
 from jobs.actions import jobs as actions
 from jobs.actions.permissions import visible_jobs
 from jobs.as_code import files as as_code
+from jobs.as_code import importers
+from jobs.as_code.importers import celery_beat, cronjob, crontab
 from jobs.definitions import jobs as definitions
 from jobs.models import Job, RunStatus, ScheduleType
 from jobs.operations import slot_report
@@ -139,9 +143,28 @@ class Command(BaseCommand):
         slots.add_argument("name")
         slots.add_argument("--from", dest="start", help="ISO 8601; default 24 hours ago.")
         slots.add_argument("--to", dest="end", help="ISO 8601, excluded; default now.")
+        self.add_import(sub)
         why = sub.add_parser("why", help="Why did (or didn't) the job run at a moment? One line.")
         why.add_argument("name")
         why.add_argument("at", help="ISO 8601; UTC unless an offset is given.")
+
+    def add_import(self, sub):
+        imports = sub.add_parser("import", help="Make jobs of django-celery-beat's periodic tasks, a crontab file "
+                                                "or a Kubernetes CronJob manifest, and report what could not carry over.")
+        source = imports.add_subparsers(dest="source", required=True, metavar="SOURCE")
+        beat = source.add_parser("celery-beat", help="Every PeriodicTask row; the service's own tasks are left to beat.")
+        beat.add_argument("--disable-originals", action="store_true",
+                          help="Disable the rows that became jobs, in the import's transaction: nothing runs twice.")
+        cron = source.add_parser("crontab", help="A crontab file (crontab -l), its environment lines, CRON_TZ and MAILTO.")
+        cron.add_argument("file", help="The file, or - for stdin.")
+        cron.add_argument("--timezone",
+                          help="The zone of the lines before any CRON_TZ (cron's is its host's): default UTC.")
+        cron.add_argument("--prefix", default="cron", help="The start of the jobs' names (default: cron).")
+        kube = source.add_parser("cronjob", help="A Kubernetes CronJob manifest (one or more documents, or a List).")
+        kube.add_argument("file", help="The file, or - for stdin.")
+        for parser in (beat, cron, kube):
+            parser.add_argument("--dry-run", action="store_true", help="Report and check everything; save nothing.")
+            parser.add_argument("--team", help="A group (team) the jobs are shared with, as a jobs file's group.")
 
     def handle(self, *args, action, acting_user=None, **options):
         self.user = resolve_user(acting_user)
@@ -283,6 +306,46 @@ class Command(BaseCommand):
             self.stdout.write("dry run: the plan is valid; nothing was saved.")
         else:
             self.stdout.write("applied: {} created, {} updated, {} deleted.".format(*plan.counts()))
+
+    def handle_import(self, source, dry_run, team=None, disable_originals=False, file=None, **options):
+        actor = actions.Actor.command_line(self.user)
+        then = None
+        progress = as_code.PROGRESS.set(self.stderr.write)  # a long import says how far it got
+        try:
+            if source == "celery-beat":
+                self.may_import_periodic_tasks(disable_originals)
+                imported, carried = celery_beat.read(timezone.now())
+                if disable_originals:
+                    names = celery_beat.enabled_among(carried)
+                    imported.notes.append(f"disables {len(names)} PeriodicTask row(s): {', '.join(names) or 'none'}.")
+                    then = functools.partial(celery_beat.disable, carried)
+            else:
+                text = importers.read_text(file, sys.stdin)
+                if source == "crontab":
+                    imported = crontab.read(text, actor, zone=options["timezone"], prefix=options["prefix"])
+                else:
+                    imported = cronjob.read(text)
+            for line in imported.report():
+                self.stdout.write(line)
+            plan = importers.apply(imported, actor, dry_run=dry_run, then=then, team=team)
+        except as_code.JobFileError as exc:
+            raise CommandError(f"{file or source}: nothing was imported:\n{exc}") from None
+        finally:
+            as_code.PROGRESS.reset(progress)
+        for line in plan.lines():
+            self.stdout.write(line)
+        if dry_run:
+            self.stdout.write("dry run: the import is valid; nothing was saved.")
+        else:
+            made = ", ".join(f"{section.counts()[0]} {key}" for key, section in plan.sections.items())
+            self.stdout.write(f"imported: {made} created.")  # nothing that exists is changed
+
+    def may_import_periodic_tasks(self, disable):
+        """With --as, reading the periodic tasks needs the permission to view them, disabling them to change them."""
+        needed = "django_celery_beat.change_periodictask" if disable else "django_celery_beat.view_periodictask"
+        if self.user is not None and not self.user.has_perm(needed):
+            raise CommandError(f"--as {self.user.get_username()}: importing periodic tasks"
+                               f"{' and disabling them' if disable else ''} needs the permission {needed}.")
 
     def handle_backfill(self, name, start, end, dry_run, params=(), **options):
         job = find_job(name, self.user)
