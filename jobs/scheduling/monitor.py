@@ -106,8 +106,9 @@ def fail_never_started(now):
 
 def republish_unclaimed(now):
     deadline = now - timedelta(seconds=settings.JOBS_REPUBLISH_AFTER_SECONDS)
-    # A run waiting for room under a limit has no message on purpose (wake_all_waiting publishes it).
-    queued = JobRun.objects.filter(status=RunStatus.QUEUED, waiting_since__isnull=True)
+    # A run waiting for room under a limit has no message on purpose (wake_all_waiting publishes it),
+    # nor yet one queued for a slot to come (its message held by the leader, lifecycle.ahead).
+    queued = JobRun.objects.filter(status=RunStatus.QUEUED, waiting_since__isnull=True, queued_at__lte=now)
     stale = queued.filter(queued_at__lt=deadline).select_related("job")
     if not stale.exists():
         return 0
