@@ -17,8 +17,8 @@ from jobs import lifecycle
 from jobs.definitions.jobs import pause, save_job
 from jobs.execution import publishing
 from jobs.lifecycle import ahead
-from jobs.models import Job, RunStatus
-from jobs.scheduling import dispatch
+from jobs.models import Job, JobRun, RunStatus
+from jobs.scheduling import dispatch, monitor
 
 from .conftest import wait_for
 
@@ -269,3 +269,18 @@ def test_the_next_leader_sends_what_a_dead_one_held(redis_client, django_capture
     assert ahead.publish_due(slot) == 1
     assert waiting_in_broker() == 2
     assert [job.runs.get().status for job in (soon, passed, old)] == [RunStatus.QUEUED] * 3
+
+
+@pytest.mark.django_db
+@EVERY_SLOT_AHEAD
+def test_a_run_held_for_its_slot_is_not_taken_for_a_lost_message(redis_client, django_capture_on_commit_callbacks):
+    busy = interval_job("busy", every=3600)
+    with django_capture_on_commit_callbacks(execute=True):
+        waiting = lifecycle.create_run(busy)  # its message in the broker, no worker to take it
+    JobRun.objects.filter(pk=waiting.pk).update(queued_at=timezone.now() - timedelta(hours=1))
+    due_in(interval_job("soon"), 5)
+    dispatch_ahead(timezone.now(), django_capture_on_commit_callbacks)
+
+    # One message for one queued run whose time has come: nothing to publish again.
+    assert waiting_in_broker() == 1
+    assert monitor.republish_unclaimed(timezone.now()) == 0
