@@ -11,13 +11,6 @@ from jobs import lifecycle
 from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, Limit, RunStatus, RunTrigger
 
-from .api_personas import make_personas
-
-
-@pytest.fixture
-def people(db):
-    return make_personas()
-
 
 def make_limit(key="warehouse", max_running=1, **fields):
     """A shared limit, as every limit made before teams is (the migration)."""

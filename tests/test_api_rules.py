@@ -8,14 +8,7 @@ from jobs.definitions.jobs import save_job
 from jobs.models import Job
 from notifications.models import Channel, Rule
 
-from .api_personas import make_personas
-
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def people():
-    return make_personas()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection
 
-from .cluster import alive, children, clock_skewed, signal_group, signal_pid
+from .cluster import alive, children, clock_skewed, signal_group, signal_pid, stopped_for
 
 # The faults that act on one worker host, and those on the leader's host (its beat).
 WORKER_FAULTS = ("worker-parent-kill", "worker-child-kill", "worker-parent-stop", "worker-child-stop",
@@ -129,9 +129,7 @@ class Nemesis:
 
     def worker_parent_stop(self, host, hold):
         worker = self.service.workers[host]
-        signal_pid(worker.pid, signal.SIGSTOP)
-        time.sleep(hold)
-        signal_pid(worker.pid, signal.SIGCONT)
+        stopped_for(hold, signal_pid, worker.pid)
         return f"SIGSTOP worker parent {worker.pid} for {hold:.1f} s"
 
     def worker_child_stop(self, host, hold):
@@ -139,9 +137,7 @@ class Nemesis:
         if child is None:
             return "no pool process to stop"
         self.current.pid = child
-        signal_pid(child, signal.SIGSTOP)
-        time.sleep(hold)
-        signal_pid(child, signal.SIGCONT)
+        stopped_for(hold, signal_pid, child)
         return f"SIGSTOP pool process {child} for {hold:.1f} s"
 
     def worker_partition(self, host, hold):
@@ -166,9 +162,7 @@ class Nemesis:
 
     def leader_stop(self, host, hold):
         beat = self.service.beats[host]
-        signal_group(beat.pid, signal.SIGSTOP)
-        time.sleep(hold)
-        signal_group(beat.pid, signal.SIGCONT)
+        stopped_for(hold, signal_group, beat.pid)
         return f"SIGSTOP leader beat {beat.pid} for {hold:.1f} s"
 
     def leader_partition(self, host, hold):
