@@ -112,12 +112,13 @@ def signal_group(pid, sig):
         os.killpg(pid, sig)
 
 
-def stopped_for(hold, send, pid):
+def stopped_for(hold, send, pid, what):
     """SIGSTOP ``pid`` through ``send`` (signal_pid, or signal_group for its process group), and
-    SIGCONT it ``hold`` seconds later."""
+    SIGCONT it ``hold`` seconds later; what happened, for the fault list (``what``: the process)."""
     send(pid, signal.SIGSTOP)
     time.sleep(hold)
     send(pid, signal.SIGCONT)
+    return f"SIGSTOP {what} for {hold:.1f} s"
 
 
 def alive(proc):

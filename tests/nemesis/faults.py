@@ -128,17 +128,15 @@ class Nemesis:
         return f"SIGKILL pool process {child}"
 
     def worker_parent_stop(self, host, hold):
-        worker = self.service.workers[host]
-        stopped_for(hold, signal_pid, worker.pid)
-        return f"SIGSTOP worker parent {worker.pid} for {hold:.1f} s"
+        pid = self.service.workers[host].pid
+        return stopped_for(hold, signal_pid, pid, f"worker parent {pid}")
 
     def worker_child_stop(self, host, hold):
         child = self._child(host)
         if child is None:
             return "no pool process to stop"
         self.current.pid = child
-        stopped_for(hold, signal_pid, child)
-        return f"SIGSTOP pool process {child} for {hold:.1f} s"
+        return stopped_for(hold, signal_pid, child, f"pool process {child}")
 
     def worker_partition(self, host, hold):
         return self._partition(host, hold)
@@ -161,9 +159,8 @@ class Nemesis:
         return f"SIGKILL leader beat {beat.pid}, started again 2 s later"
 
     def leader_stop(self, host, hold):
-        beat = self.service.beats[host]
-        stopped_for(hold, signal_group, beat.pid)
-        return f"SIGSTOP leader beat {beat.pid} for {hold:.1f} s"
+        pid = self.service.beats[host].pid
+        return stopped_for(hold, signal_group, pid, f"leader beat {pid}")
 
     def leader_partition(self, host, hold):
         return self._partition(host, hold)
