@@ -12,7 +12,7 @@ import click
 from . import __version__, calendars, config, limits, output, workflows
 from .client import Api
 from .errors import INTERRUPTED, NOT_FOUND, OK, REJECTED, RUN_FAILED, USAGE, WAIT_TIMED_OUT, CliError
-from .subcommands import subcommand
+from .subcommands import subcommand, switch
 from .tailing import TERMINAL, Follower
 
 TOKEN_PREFIX_LENGTH = 15  # the server names a token by its key's first 15 characters
@@ -175,14 +175,9 @@ def run(ctx, as_json, job, params, wait, timeout, interval):
     values = param_values(params)
     found = find_job(ctx.api, job)
     queued = ctx.api.post(f"/api/jobs/{found['id']}/run/", {"params": values} if values else None)
+    output.started(queued, as_json, f"Run {queued['id']} of {found['name']} queued", wait)
     if not wait:
-        if as_json:
-            output.emit_json(queued)
-        else:
-            click.echo(f"Run {queued['id']} of {found['name']} queued.")
         return
-    if not as_json:
-        click.echo(f"Run {queued['id']} of {found['name']} queued; waiting for it to end.", err=True)
     finished = wait_for_end(ctx.api, queued["id"], timeout, interval)
     if as_json:
         output.emit_json(finished)
@@ -223,18 +218,8 @@ def exit_for(run):
         sys.exit(RUN_FAILED)
 
 
-@command()
-@click.argument("job")
-def pause(ctx, as_json, job):
-    """Pause a job's schedule (run now still works)."""
-    output.switched(ctx.api.post(f"/api/jobs/{find_job(ctx.api, job)['id']}/pause/"), as_json, paused=True)
-
-
-@command()
-@click.argument("job")
-def resume(ctx, as_json, job):
-    """Resume a job's schedule from now on."""
-    output.switched(ctx.api.post(f"/api/jobs/{find_job(ctx.api, job)['id']}/resume/"), as_json, paused=False)
+pause = switch(cli, "pause", "jobs", find_job, "job", help="Pause a job's schedule (run now still works).")
+resume = switch(cli, "resume", "jobs", find_job, "job", help="Resume a job's schedule from now on.")
 
 
 @command()
@@ -296,10 +281,7 @@ def runs(ctx, as_json, job, status, since, limit, values):
     if job:
         params["job"] = find_job(ctx.api, job)["id"]
     found = ctx.api.get_all("/api/runs/", {k: v for k, v in params.items() if v is not None}, limit=limit)
-    if as_json:
-        output.emit_json(found)
-    else:
-        click.echo(output.runs_table(found) if found else "No runs.")
+    output.listed(found, as_json, output.runs_table, "No runs.")
 
 
 @command()
@@ -312,10 +294,7 @@ def audit(ctx, as_json, subject, actor, action, since, limit):
     """The audit trail, newest first: what you may see (staff: everything)."""
     params = {"subject": subject, "actor": actor, "action": action, "since": since and since_param(since)}
     found = ctx.api.get_all("/api/audit/", {k: v for k, v in params.items() if v is not None}, limit=limit)
-    if as_json:
-        output.emit_json(found)
-    else:
-        click.echo(output.audit_table(found) if found else "No entries.")
+    output.listed(found, as_json, output.audit_table, "No entries.")
 
 
 @command()

@@ -119,6 +119,26 @@ def switched(answer, as_json, paused):
         click.echo(f"Resumed {answer['name']}; next run {when(answer['next_run_at'])}.")
 
 
+def started(answer, as_json, says, wait):
+    """A run or a workflow run just started, which ``says`` (its id and what of): as JSON, or in a
+    line; with ``wait``, only a line on stderr, the run's end being the answer."""
+    if wait:
+        if not as_json:
+            click.echo(f"{says}; waiting for it to end.", err=True)
+    elif as_json:
+        emit_json(answer)
+    else:
+        click.echo(f"{says}.")
+
+
+def listed(found, as_json, table, empty):
+    """A list the API answered: as JSON, or as ``table`` lays it out, or ``empty`` when there is none."""
+    if as_json:
+        emit_json(found)
+    else:
+        click.echo(table(found) if found else empty)
+
+
 def audit_table(entries):
     return table(["WHEN", "SUBJECT", "NAME", "ACTION", "ACTOR", "SOURCE", "DETAIL"], [
         (when(entry["created_at"]), entry["subject"], entry["name"], entry["action"], entry["actor"], entry["source"],

@@ -5,6 +5,8 @@ import functools
 
 import click
 
+from . import output
+
 
 def subcommand(group, name=None, **attrs):
     """A command of ``group`` with --json, receiving the Context and whether to answer in JSON
@@ -18,3 +20,14 @@ def subcommand(group, name=None, **attrs):
             return function(ctx, as_json or ctx.json, **kwargs)
         return run
     return wrap
+
+
+def switch(group, call, route, find, noun, **attrs):
+    """``call`` (pause or resume) of ``group``: pauses or resumes the schedule of a job or a workflow
+    (``noun``), named by name or id as ``find`` finds it, through the API's /api/<route>/<id>/<call>/."""
+    @subcommand(group, call, **attrs)
+    @click.argument(noun)
+    def switched(ctx, as_json, **named):
+        found = find(ctx.api, named[noun])
+        output.switched(ctx.api.post(f"/api/{route}/{found['id']}/{call}/"), as_json, paused=call == "pause")
+    return switched

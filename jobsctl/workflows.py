@@ -9,7 +9,7 @@ import click
 from . import output
 from .errors import RUN_FAILED, WAIT_TIMED_OUT, CliError
 from .resources import Resource, group_of
-from .subcommands import subcommand
+from .subcommands import subcommand, switch
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 
@@ -62,14 +62,9 @@ def run_lines(run):
 def started(ctx, as_json, wf_run, wait, timeout, interval, verb):
     """Print a workflow run just started (or re-run); with ``wait``, follow it to its end and exit 1
     unless it succeeded."""
+    output.started(wf_run, as_json, f"Workflow run {wf_run['id']} of {wf_run['workflow_name']} {verb}", wait)
     if not wait:
-        if as_json:
-            output.emit_json(wf_run)
-        else:
-            click.echo(f"Workflow run {wf_run['id']} of {wf_run['workflow_name']} {verb}.")
         return
-    if not as_json:
-        click.echo(f"Workflow run {wf_run['id']} of {wf_run['workflow_name']} {verb}; waiting for it to end.", err=True)
     deadline = time.monotonic() + timeout
     while wf_run["status"] not in TERMINAL:
         if time.monotonic() >= deadline:
@@ -125,18 +120,8 @@ def run(ctx, as_json, workflow, wait, timeout, interval):
     started(ctx, as_json, ctx.api.post(f"/api/workflows/{found['id']}/run/"), wait, timeout, interval, "started")
 
 
-@command()
-@click.argument("workflow")
-def pause(ctx, as_json, workflow):
-    """Pause a workflow's schedule (run still works)."""
-    output.switched(ctx.api.post(f"/api/workflows/{find_workflow(ctx.api, workflow)['id']}/pause/"), as_json, paused=True)
-
-
-@command()
-@click.argument("workflow")
-def resume(ctx, as_json, workflow):
-    """Resume a workflow's schedule from now on."""
-    output.switched(ctx.api.post(f"/api/workflows/{find_workflow(ctx.api, workflow)['id']}/resume/"), as_json, paused=False)
+pause = switch(group, "pause", "workflows", find_workflow, "workflow", help="Pause a workflow's schedule (run still works).")
+resume = switch(group, "resume", "workflows", find_workflow, "workflow", help="Resume a workflow's schedule from now on.")
 
 
 @command()
@@ -148,11 +133,7 @@ def runs(ctx, as_json, workflow, status, limit):
     params = {"status": status} if status else {}
     if workflow:
         params["workflow"] = find_workflow(ctx.api, workflow)["id"]
-    found = ctx.api.get_all("/api/workflow-runs/", params, limit=limit)
-    if as_json:
-        output.emit_json(found)
-    else:
-        click.echo(runs_table(found) if found else "No workflow runs.")
+    output.listed(ctx.api.get_all("/api/workflow-runs/", params, limit=limit), as_json, runs_table, "No workflow runs.")
 
 
 @command()

@@ -27,6 +27,13 @@ class Personas:
         client.force_authenticate(user)
         return client
 
+    def staff_post_refused(self, path, body, field, model):
+        """Staff's POST of ``body`` to ``path`` answers 400 naming ``field``, and makes no ``model``."""
+        response = self.client(self.staff).post(path, body, format="json")
+        assert response.status_code == 400
+        assert field in response.json(), response.json()
+        assert not model.objects.exists()
+
 
 def browser(user):
     """A client of the pages, logged in as ``user``."""

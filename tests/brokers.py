@@ -139,10 +139,39 @@ class PrivateRedis(Broker):
         self.kill()
 
 
-class PrivateSentinel(Broker):
-    """A master, one replica and three sentinels; clients find the master through the sentinels."""
+class SentinelBroker(Broker):
+    """Redis behind three sentinels (``sentinels``: their ports and processes, set by a subclass);
+    clients find the master through them."""
 
     kind = "sentinel"
+
+    def start_sentinel(self, port, master_address, master_port, bind=()):
+        """A sentinel on ``port`` of 127.0.0.1 and ``bind``, watching the master at ``master_address``."""
+        config = self.log_dir / f"sentinel-{port}.conf"
+        config.write_text(
+            f"port {port}\nbind {' '.join(['127.0.0.1', *bind])}\nprotected-mode {'no' if bind else 'yes'}\n"
+            f"dir {self.log_dir}\nlogfile {self.log_dir / f'sentinel-{port}.log'}\n"
+            f"sentinel monitor {self.master_name} {master_address} {master_port} 2\n"
+            f"sentinel down-after-milliseconds {self.master_name} 1000\n"
+            f"sentinel failover-timeout {self.master_name} 5000\n"
+            f"sentinel parallel-syncs {self.master_name} 1\n")
+        proc = subprocess.Popen(["redis-server", str(config), "--sentinel"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        wait_until(lambda: _answers(f"redis://127.0.0.1:{port}"), 10, f"sentinel on {port}")
+        return proc
+
+    def master_port(self):
+        """The master's port as the sentinels see it now (the first one that answers), or None."""
+        for port, _ in self.sentinels:
+            with contextlib.suppress(redis.RedisError, OSError):
+                client = redis.Redis(port=port, socket_connect_timeout=1, socket_timeout=2)
+                return int(client.execute_command("SENTINEL", "get-master-addr-by-name", self.master_name)[1])
+        return None
+
+
+class PrivateSentinel(SentinelBroker):
+    """A master, one replica and three sentinels."""
+
     master_name = MASTER_NAME
 
     def __init__(self, log_dir):
@@ -154,29 +183,8 @@ class PrivateSentinel(Broker):
         self.sentinels = []
         for _ in range(3):
             port = free_port((self.sentinels[-1][0] if self.sentinels else self.replica.port) + 1)
-            self.sentinels.append((port, self._start_sentinel(port)))
+            self.sentinels.append((port, self.start_sentinel(port, "127.0.0.1", self.master.port)))
         self.url = ";".join(f"sentinel://127.0.0.1:{port}" for port, _ in self.sentinels)
-
-    def _start_sentinel(self, port):
-        config = self.log_dir / f"sentinel-{port}.conf"
-        config.write_text(
-            f"port {port}\nbind 127.0.0.1\ndir {self.log_dir}\nlogfile {self.log_dir / f'sentinel-{port}.log'}\n"
-            f"sentinel monitor {MASTER_NAME} 127.0.0.1 {self.master.port} 2\n"
-            f"sentinel down-after-milliseconds {MASTER_NAME} 1000\n"
-            f"sentinel failover-timeout {MASTER_NAME} 5000\n"
-            f"sentinel parallel-syncs {MASTER_NAME} 1\n")
-        proc = subprocess.Popen(["redis-server", str(config), "--sentinel"], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
-        wait_until(lambda: _answers(f"redis://127.0.0.1:{port}"), 10, f"sentinel on {port}")
-        return proc
-
-    def master_port(self):
-        """The master's port as the sentinels see it now (the first one that answers)."""
-        for port, _ in self.sentinels:
-            with contextlib.suppress(redis.RedisError, OSError):
-                client = redis.Redis(port=port, socket_connect_timeout=1, socket_timeout=2)
-                return int(client.execute_command("SENTINEL", "get-master-addr-by-name", MASTER_NAME)[1])
-        return None
 
     def fault(self):
         """SIGKILL the master and wait until the sentinels promoted the replica and it accepts writes."""
@@ -195,6 +203,20 @@ class PrivateSentinel(Broker):
             _kill(proc, port)
         self.master.kill()
         self.replica.kill()
+
+
+def write_rabbit_config(directory, port, addresses):
+    """A RabbitMQ node's rabbitmq.conf and enabled_plugins (none) in ``directory``: it listens on
+    ``port`` of each of ``addresses``."""
+    listeners = "".join(f"listeners.tcp.{n} = {address}:{port}\n" for n, address in enumerate(addresses, 1))
+    (directory / "rabbitmq.conf").write_text(
+        f"{listeners}"
+        "loopback_users = none\n"
+        # Runs hold their message (acks_late) as long as they run: RabbitMQ must not close the
+        # channel of a consumer that holds one longer than its default 30 minutes.
+        f"consumer_timeout = {(django_settings.JOBS_MAX_TIMEOUT_SECONDS + 3600) * 1000}\n"
+        "log.console = false\n")
+    (directory / "enabled_plugins").write_text("[].\n")
 
 
 class PrivateRabbit(Broker):
@@ -218,16 +240,7 @@ class PrivateRabbit(Broker):
         cookie = home / ".erlang.cookie"
         cookie.write_text(f"scheduler-test-{self.port}")
         cookie.chmod(0o400)
-        listeners = "".join(f"listeners.tcp.{n} = {address}:{self.port}\n"
-                            for n, address in enumerate(["127.0.0.1", *self.bind], 1))
-        (self.base / "rabbitmq.conf").write_text(
-            f"{listeners}"
-            "loopback_users = none\n"
-            # Runs hold their message (acks_late) as long as they run: RabbitMQ must not close the
-            # channel of a consumer that holds one longer than its default 30 minutes.
-            f"consumer_timeout = {(django_settings.JOBS_MAX_TIMEOUT_SECONDS + 3600) * 1000}\n"
-            "log.console = false\n")
-        (self.base / "enabled_plugins").write_text("[].\n")
+        write_rabbit_config(self.base, self.port, ["127.0.0.1", *self.bind])
 
     def environment(self):
         return {

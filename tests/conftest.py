@@ -13,12 +13,14 @@ import signal
 import subprocess
 import sys
 import time
+from io import StringIO
 from pathlib import Path
 
 import pytest
 import pytest_timeout
 import redis
 from django.conf import settings
+from django.core.management import call_command
 from django.db import connection
 from django.test import override_settings
 
@@ -67,6 +69,13 @@ def wait_for(predicate, timeout=30.0, interval=0.2, message="condition"):
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout}s waiting for {message}")
         time.sleep(interval)
+
+
+def command_output(*args):
+    """What ``manage.py <args>`` writes on its standard output."""
+    out = StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
 
 
 def database_url():
@@ -184,6 +193,14 @@ def pytest_collection_modifyitems(config, items):
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         items[:] = kept
+
+
+@pytest.fixture
+def people(db):
+    """The personas of tests/api_personas.py: staff, a team's owner and member, an outsider, a job."""
+    from .api_personas import make_personas
+
+    return make_personas()
 
 
 @pytest.fixture

@@ -48,24 +48,32 @@ def matcher(expression):
 
 
 @functools.lru_cache(maxsize=64)
-def wall_clock(zone_name, around):
-    """{wall-clock minute: its instant} for the wall times read in the 3 days either side of the
-    UTC instant ``around``, skipped ones included, by the rule above."""
+def wall_readings(zone_name, around, hours=72):
+    """({wall-clock minute: (its instants, in order)}, {skipped wall-clock minute: its instant
+    shifted by the gap}) for the ``hours`` either side of the UTC instant ``around``."""
     zone = ZoneInfo(zone_name)
-    first = (around - timedelta(days=3)).replace(second=0, microsecond=0)
-    instants, previous = {}, None
-    for step in range(6 * 24 * 60):
+    first = (around - timedelta(hours=hours)).replace(second=0, microsecond=0)
+    read, skipped, previous = {}, {}, None
+    for step in range(2 * hours * 60):
         instant = first + step * MINUTE
         reading = instant.astimezone(zone).replace(tzinfo=None)
         if previous is not None and reading - previous > MINUTE:
             gap = reading - previous - MINUTE
-            skipped = previous + MINUTE
-            while skipped < reading:
-                instants.setdefault(skipped, skipped + gap - reading + instant)
-                skipped += MINUTE
-        instants.setdefault(reading, instant)
+            wall = previous + MINUTE
+            while wall < reading:
+                skipped.setdefault(wall, wall + gap - reading + instant)
+                wall += MINUTE
+        read.setdefault(reading, []).append(instant)
         previous = reading
-    return instants
+    return {wall: tuple(at) for wall, at in read.items()}, skipped
+
+
+@functools.lru_cache(maxsize=64)
+def wall_clock(zone_name, around):
+    """{wall-clock minute: its instant} for the wall times read in the 3 days either side of the
+    UTC instant ``around``, skipped ones included, by the rule above."""
+    read, skipped = wall_readings(zone_name, around)
+    return {**skipped, **{wall: instants[0] for wall, instants in read.items()}}
 
 
 def oracle_slots(expression, zone_name, transition, day_of):
@@ -113,30 +121,9 @@ def transitions_2026_2030():
 
 # --- each DST policy (a job's dst_skipped and dst_repeated)
 #
-# The same walk, keeping every reading of a wall-clock minute rather than its first: a policy then
-# picks, for a minute the clock skips, its shifted instant (shift) or none (skip), and for a minute
-# the clock reads twice, its first reading, its last one, or both.
-
-
-@functools.lru_cache(maxsize=64)
-def wall_readings(zone_name, around, hours=72):
-    """({wall-clock minute: (its instants, in order)}, {skipped wall-clock minute: its instant
-    shifted by the gap}) for the ``hours`` either side of the UTC instant ``around``."""
-    zone = ZoneInfo(zone_name)
-    first = (around - timedelta(hours=hours)).replace(second=0, microsecond=0)
-    read, skipped, previous = {}, {}, None
-    for step in range(2 * hours * 60):
-        instant = first + step * MINUTE
-        reading = instant.astimezone(zone).replace(tzinfo=None)
-        if previous is not None and reading - previous > MINUTE:
-            gap = reading - previous - MINUTE
-            wall = previous + MINUTE
-            while wall < reading:
-                skipped.setdefault(wall, wall + gap - reading + instant)
-                wall += MINUTE
-        read.setdefault(reading, []).append(instant)
-        previous = reading
-    return {wall: tuple(at) for wall, at in read.items()}, skipped
+# From every reading of a wall-clock minute rather than its first: a policy picks, for a minute the
+# clock skips, its shifted instant (shift) or none (skip), and for a minute the clock reads twice,
+# its first reading, its last one, or both.
 
 
 @functools.lru_cache(maxsize=64)

@@ -5,12 +5,13 @@ its headers."""
 import gzip
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+
+from .local_http import LocalHTTPServer, QuietHandler
 
 
 @dataclass
@@ -43,13 +44,13 @@ def decode(body):
     return spans
 
 
-class OTLPReceiver:
+class OTLPReceiver(LocalHTTPServer):
     def __init__(self):
         self.spans, self.requests = [], []
         self.lock = threading.Lock()
         receiver = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if self.headers.get("Content-Encoding") == "gzip":
@@ -67,21 +68,7 @@ class OTLPReceiver:
                 self.end_headers()
                 self.wfile.write(answer)
 
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
     def trace(self, trace_id):
         with self.lock:

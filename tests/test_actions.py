@@ -14,17 +14,11 @@ from jobs.actions.jobs import ActionError, Actor
 from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus
 
-from .api_personas import make_personas
 from .work_trail import work_entries
 
 pytestmark = pytest.mark.django_db
 
 DAY = datetime(2026, 11, 20, tzinfo=UTC)
-
-
-@pytest.fixture
-def people():
-    return make_personas()
 
 
 def actor_of(user, source="api", address="10.9.8.7"):

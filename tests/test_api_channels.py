@@ -96,10 +96,7 @@ def test_the_mask_without_a_stored_value_is_refused(people):
     ({"kind": "slack", "config": {"url": "https://a.example/"}}, "name"),
 ])
 def test_bad_channels_get_a_message_per_field(people, body, field):
-    response = people.client(people.staff).post("/api/channels/", body, format="json")
-    assert response.status_code == 400
-    assert field in response.json()
-    assert not Channel.objects.exists()
+    people.staff_post_refused("/api/channels/", body, field, Channel)
 
 
 def test_users_who_are_not_staff_see_a_directory_and_change_nothing(people):

@@ -10,16 +10,9 @@ from rest_framework.test import APIClient
 from jobs.access import tokens as api_tokens
 from jobs.models import Job, JobRun, RunStatus, RunTrigger
 
-from .api_personas import make_personas
-
 pytestmark = pytest.mark.django_db
 
 CRON = {"type": "cron", "cron": "*/5 * * * *", "timezone": "Europe/Berlin"}
-
-
-@pytest.fixture
-def people():
-    return make_personas()
 
 
 def new_job(**fields):

@@ -11,8 +11,6 @@ from jobs.definitions.jobs import save_job
 from jobs.models import Job
 from workflows.models import Workflow
 
-from .api_personas import make_personas
-
 pytestmark = pytest.mark.django_db
 
 FILE = """\
@@ -27,11 +25,6 @@ jobs:
   max_retries: 2
   schedule: {type: cron, cron: '0 9 * * 1', timezone: UTC}
 """
-
-
-@pytest.fixture
-def people():
-    return make_personas()
 
 
 def apply(client, text, **options):

@@ -11,13 +11,6 @@ from jobs import lifecycle
 from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, Limit, RunStatus, RunTrigger
 
-from .api_personas import make_personas
-
-
-@pytest.fixture
-def people(db):
-    return make_personas()
-
 
 def make_limit(key="warehouse", max_running=1, **fields):
     """A shared limit, as every limit made before teams is (the migration)."""
@@ -79,10 +72,7 @@ def test_everyone_reads_shared_limits_but_only_staff_change_them(people):
     ({"max_running": 1}, "key"),
 ])
 def test_bad_values_are_refused_naming_the_field(people, body, field):
-    answer = people.client(people.staff).post("/api/limits/", body, format="json")
-    assert answer.status_code == 400
-    assert field in answer.json()
-    assert not Limit.objects.exists()
+    people.staff_post_refused("/api/limits/", body, field, Limit)
 
 
 def test_a_key_is_unique_and_a_body_must_be_an_object(people):

@@ -8,14 +8,7 @@ from jobs.definitions.jobs import save_job
 from jobs.models import Job
 from notifications.models import Channel, Rule
 
-from .api_personas import make_personas
-
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def people():
-    return make_personas()
 
 
 @pytest.fixture
@@ -89,10 +82,7 @@ def test_a_user_changes_and_deletes_only_their_rules(people, channel):
     ({"events": ["failed"], "scope": "everything"}, "scope"),
 ])
 def test_bad_rules_get_a_message_per_field(people, channel, body, field):
-    response = people.client(people.staff).post("/api/rules/", {"channel": channel.pk, **body}, format="json")
-    assert response.status_code == 400
-    assert field in response.json(), response.json()
-    assert not Rule.objects.exists()
+    people.staff_post_refused("/api/rules/", {"channel": channel.pk, **body}, field, Rule)
 
 
 def test_a_staff_rule_changed_to_all_jobs_forgets_its_job(people, channel):

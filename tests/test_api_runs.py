@@ -16,11 +16,6 @@ from .conftest import wait_for
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture
-def people(db):
-    return make_personas()
-
-
 def add_run(job, minutes, status=RunStatus.SUCCEEDED, **fields):
     moment = T0 + timedelta(minutes=minutes)
     return JobRun.objects.create(job=job, status=status, scheduled_for=moment, created_at=moment, **fields)

@@ -21,18 +21,12 @@ from audit.models import AuditEntry
 from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun
 
-from .api_personas import make_personas
 from .test_admin import act, change_data, form_data
 
 pytestmark = pytest.mark.django_db
 
 DAY = "2026-11-20T00:00:00Z"
 TWO_HOURS_LATER = "2026-11-20T02:00:00Z"
-
-
-@pytest.fixture
-def people():
-    return make_personas()
 
 
 def trail(job_name=None):

@@ -44,6 +44,14 @@ def state(job):
     return job.enabled, job.consecutive_failures
 
 
+def personas_with_a_job_pausing_after(failures):
+    """The personas of tests/api_personas.py, their job pausing itself after ``failures`` in a row."""
+    people = make_personas()
+    Job.objects.filter(pk=people.job.pk).update(pause_after_failures=failures)
+    people.job.refresh_from_db()
+    return people
+
+
 # --- the streak, through the lifecycle (both databases)
 
 
@@ -181,10 +189,8 @@ def test_every_channel_kind_says_why_the_job_paused(redis_client, local_http_all
 
 @pytest.mark.django_db(transaction=True)
 def test_the_api_shows_why_and_resuming_clears_it(redis_client):
-    people = make_personas()
+    people = personas_with_a_job_pausing_after(2)
     job = people.job
-    Job.objects.filter(pk=job.pk).update(pause_after_failures=2)
-    job.refresh_from_db()
     fail_a_run(job)
     fail_a_run(job)
     api = people.client(people.owner)
@@ -208,10 +214,8 @@ def test_the_api_shows_why_and_resuming_clears_it(redis_client):
 
 @pytest.mark.django_db(transaction=True)
 def test_resuming_from_the_pages_and_by_enabling_clears_it_too(redis_client):
-    people = make_personas()
+    people = personas_with_a_job_pausing_after(1)
     job = people.job
-    Job.objects.filter(pk=job.pk).update(pause_after_failures=1)
-    job.refresh_from_db()
     fail_a_run(job)
     assert state(job) == (False, 1)
     browser(people.owner).post(f"/jobs/{job.pk}/resume/")

@@ -11,7 +11,6 @@ from django.test import Client, override_settings
 from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus, RunTrigger
 
-from .api_personas import make_personas
 from .conftest import wait_for
 
 DAY = datetime(2026, 11, 20, tzinfo=UTC)
@@ -25,11 +24,6 @@ def hourly(name="hourly", **fields):
 
 def backfill_url(job):
     return f"/api/jobs/{job.pk}/backfill/"
-
-
-@pytest.fixture
-def people(db):
-    return make_personas()
 
 
 def test_it_backfills_a_day_of_an_hourly_job_once_and_a_repeat_creates_none(people):

@@ -11,7 +11,7 @@ from audit.models import Action, AuditEntry, Subject
 from jobs.definitions.jobs import save_job
 from jobs.models import Calendar, Job
 
-from .api_personas import browser, make_personas
+from .api_personas import browser
 
 # A real calendar file: an all-day event, one of three days, one recurring every year on 24
 # December (RRULE), a weekly one with an exception (EXDATE), and a timed event.
@@ -58,11 +58,6 @@ SUMMARY:Afternoon off
 END:VEVENT
 END:VCALENDAR
 """.replace("\n", "\r\n")
-
-
-@pytest.fixture
-def people(db):
-    return make_personas()
 
 
 def entries():

@@ -5,8 +5,6 @@ usage), and the URL and token come from the documented places in the documented 
 import json
 import signal
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.contrib.auth.models import User
@@ -16,6 +14,7 @@ from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus
 
 from .cli_support import free_port
+from .local_http import LocalHTTPServer, QuietHandler
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -27,30 +26,17 @@ def token(transactional_db):
     return api_tokens.create(user)[1]
 
 
-class AnsweringServer:
+def answering_server(status, body, content_type):
     """A local HTTP server that answers every GET with a fixed status and body."""
 
-    def __init__(self, status, body, content_type):
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.end_headers()
-                self.wfile.write(body)
+    class Handler(QuietHandler):
+        def do_GET(self):
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.end_headers()
+            self.wfile.write(body)
 
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+    return LocalHTTPServer(Handler)
 
 
 def write_config(jobsctl, text, mode=0o600):
@@ -102,12 +88,12 @@ def test_a_server_that_does_not_answer_in_time_exits_5(jobsctl, token):
 
 
 def test_something_that_is_not_the_api_exits_8(jobsctl, token):
-    with AnsweringServer(200, b"<html>a blog</html>", "text/html") as blog:
+    with answering_server(200, b"<html>a blog</html>", "text/html") as blog:
         result = jobsctl("--url", blog.url, "list", token=token)
     assert result.returncode == 8
     assert result.stderr == (f"jobsctl: {blog.url} answered text/html, not the job scheduler's API: is the URL "
                              "right (from --url)?\n")
-    with AnsweringServer(502, b"bad gateway", "text/plain") as proxy:
+    with answering_server(502, b"bad gateway", "text/plain") as proxy:
         failed = jobsctl("list", token=token, JOBSCTL_URL=proxy.url)
     assert failed.returncode == 8
     assert failed.stderr == f"jobsctl: {proxy.url} failed: HTTP 502 for GET /api/jobs/.\n"

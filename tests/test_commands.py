@@ -3,17 +3,16 @@
 import subprocess
 import sys
 from datetime import timedelta
-from io import StringIO
 
 import pytest
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 from django.utils import timezone
 
 from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus, RunTrigger
 from jobs.scheduling.leader import Leadership
 
-from .conftest import REPO
+from .conftest import REPO, command_output
 
 
 def make_job(name, schedule=None, **fields):
@@ -29,12 +28,6 @@ def make_run(job, status=RunStatus.SUCCEEDED, ago=timedelta(0), **fields):
     return run
 
 
-def run_command(*args):
-    out = StringIO()
-    call_command(*args, stdout=out)
-    return out.getvalue()
-
-
 @pytest.mark.django_db
 def test_it_lists_jobs_with_their_schedule_and_last_run():
     nightly = make_job("nightly", {"type": "cron", "cron": "30 2 * * *", "timezone": "Europe/Berlin"})
@@ -43,7 +36,7 @@ def test_it_lists_jobs_with_their_schedule_and_last_run():
     paused.enabled = False
     paused.save()
 
-    lines = run_command("jobs", "list").splitlines()
+    lines = command_output("jobs", "list").splitlines()
 
     assert lines[0].split() == ["NAME", "KIND", "SCHEDULE", "ENABLED", "NEXT", "RUN", "LAST", "RUN"]
     nightly_line = next(line for line in lines if line.startswith("nightly"))
@@ -60,7 +53,7 @@ def test_it_shows_a_job_with_its_next_and_last_runs():
     old = [make_run(job, ago=timedelta(hours=h), worker=f"w{h}@host") for h in range(7, 0, -1)]
     job.refresh_from_db()
 
-    out = run_command("jobs", "show", "report")
+    out = command_output("jobs", "show", "report")
 
     assert "target" in out and "builtin.echo" in out and "{'to': 'ops'}" in out
     assert "At 09:00 AM, only on Monday (0 9 * * 1, America/New_York)" in out
@@ -78,14 +71,14 @@ def test_it_shows_a_job_with_its_next_and_last_runs():
 @pytest.mark.parametrize("action", ["show", "run", "pause", "resume"])
 def test_it_rejects_an_unknown_job_name(action):
     with pytest.raises(CommandError, match="No job named 'ghost'"):
-        run_command("jobs", action, "ghost")
+        command_output("jobs", action, "ghost")
 
 
 @pytest.mark.django_db
 def test_it_queues_a_manual_run_and_prints_its_id():
     job = make_job("adhoc")
 
-    out = run_command("jobs", "run", "adhoc")
+    out = command_output("jobs", "run", "adhoc")
 
     run = JobRun.objects.get(job=job)
     assert (run.trigger, run.status) == (RunTrigger.MANUAL, RunStatus.QUEUED)
@@ -97,7 +90,7 @@ def test_it_exits_2_when_the_wait_times_out():
     make_job("nobody-runs-me")
 
     with pytest.raises(CommandError, match="still queued after 0.5s") as raised:
-        run_command("jobs", "run", "nobody-runs-me", "--wait", "--timeout", "0.5")
+        command_output("jobs", "run", "nobody-runs-me", "--wait", "--timeout", "0.5")
     assert raised.value.returncode == 2
 
 
@@ -105,11 +98,11 @@ def test_it_exits_2_when_the_wait_times_out():
 def test_it_pauses_and_resumes_a_job():
     job = make_job("hourly", {"type": "cron", "cron": "0 * * * *"})
 
-    assert run_command("jobs", "pause", "hourly").strip() == "Paused hourly."
+    assert command_output("jobs", "pause", "hourly").strip() == "Paused hourly."
     job.refresh_from_db()
     assert job.enabled is False
 
-    out = run_command("jobs", "resume", "hourly")
+    out = command_output("jobs", "resume", "hourly")
     job.refresh_from_db()
     assert job.enabled is True
     assert out.strip() == f"Resumed hourly; next run {job.next_run_at.strftime('%Y-%m-%d %H:%M:%S')} UTC."
@@ -123,7 +116,7 @@ def test_it_lists_runs_newest_first_with_filters():
     newest = make_run(b, ago=timedelta(minutes=5))
 
     def ids(*args):
-        lines = run_command("runs", "list", *args).splitlines()
+        lines = command_output("runs", "list", *args).splitlines()
         return [int(line.split()[0]) for line in lines[2:]] if lines[0].startswith("ID") else []
 
     assert ids() == [newest.pk, failed.pk, old.pk]
@@ -133,9 +126,9 @@ def test_it_lists_runs_newest_first_with_filters():
     since = (timezone.now() - timedelta(minutes=10)).isoformat()
     assert ids("--since", since) == [newest.pk]
     assert ids("--limit", "1") == [newest.pk]
-    assert run_command("runs", "list", "--job", "beta", "--status", "failed").strip() == "No runs."
+    assert command_output("runs", "list", "--job", "beta", "--status", "failed").strip() == "No runs."
     with pytest.raises(CommandError, match="--since 'yesterday'"):
-        run_command("runs", "list", "--since", "yesterday")
+        command_output("runs", "list", "--since", "yesterday")
 
 
 @pytest.mark.django_db
@@ -148,11 +141,11 @@ def test_it_reports_the_scheduler_status():
     make_run(due, ago=timedelta(minutes=30))
     make_run(due, ago=timedelta(hours=2))
 
-    assert "leader: none" in run_command("scheduler", "status")
+    assert "leader: none" in command_output("scheduler", "status")
 
     leadership = Leadership(name="node-a")
     assert leadership.refresh()
-    out = run_command("scheduler", "status")
+    out = command_output("scheduler", "status")
     leadership.release()
 
     assert "leader: node-a since " in out

@@ -23,7 +23,7 @@ from jobs.models import Job
 
 from . import dst_oracle
 from .api_personas import make_personas
-from .test_dst_slots import changed_hour, first_of_each_kind, hours_around
+from .test_dst_slots import changed_hour, first_of_each_kind, hour_fields, hours_around, minute_fields
 
 pytestmark = pytest.mark.postgres("the policies' slot math and its oracle read no database: once, on PostgreSQL, is enough")
 
@@ -146,28 +146,7 @@ def test_every_zone_that_changes_in_2026_2030_follows_each_policy_on_its_first_j
             assert slots["skip", repeated] <= slots["shift", repeated]
 
 
-# --- any expression, any zone's change, any policy
-
-
-def minute_fields():
-    value = st.integers(0, 59)
-    return st.one_of(
-        value.map(str),
-        st.lists(value, min_size=2, max_size=4, unique=True).map(lambda vs: ",".join(map(str, sorted(vs)))),
-        st.tuples(st.integers(0, 29), st.integers(30, 59)).map(lambda ab: f"{ab[0]}-{ab[1]}/5"),
-        st.integers(5, 30).map(lambda n: f"*/{n}"),
-    )
-
-
-def hour_fields(around):
-    value = st.integers(0, 23)
-    return st.one_of(
-        st.just("*"),
-        st.just(around),
-        value.map(str),
-        st.lists(value, min_size=2, max_size=5, unique=True).map(lambda vs: ",".join(map(str, sorted(vs)))),
-        st.integers(2, 8).map(lambda n: f"*/{n}"),
-    )
+# --- any expression (the fields test_dst_slots.py draws), any zone's change, any policy
 
 
 @settings(max_examples=120, deadline=None)

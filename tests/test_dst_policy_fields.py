@@ -4,11 +4,10 @@ policy moves the job's next slot (a new policy is a new schedule). The expected 
 test's own oracle (tests/dst_oracle.py)."""
 
 from datetime import UTC, datetime, timedelta
-from io import StringIO
 
 import pytest
 import time_machine
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 from django.urls import reverse
 
 from audit.models import AuditEntry
@@ -17,7 +16,8 @@ from jobs.models import Job
 from jobs.operations import slot_report
 
 from . import dst_oracle
-from .api_personas import browser, make_personas
+from .api_personas import browser
+from .conftest import command_output
 from .test_admin import ADD_URL, form_data
 from .test_job_forms import form_of, submit
 
@@ -25,11 +25,6 @@ pytestmark = pytest.mark.django_db
 
 BEFORE_SPRING = datetime(2027, 3, 27, 12, 0, tzinfo=UTC)  # Berlin's clocks jump at 2027-03-28 01:00 UTC
 BAD_VALUES = ["sometimes", "", None, 1, ["skip"], "skip' OR '1'='1", "x" * 100_000]
-
-
-@pytest.fixture
-def people():
-    return make_personas()
 
 
 def cron_body(name, **fields):
@@ -127,12 +122,6 @@ def test_the_admin_saves_the_policy_and_refuses_a_bad_one(admin_client):
     assert job.dst_skipped == "skip"
 
 
-def run_command(*args):
-    out = StringIO()
-    call_command("jobs", *args, stdout=out)
-    return out.getvalue()
-
-
 def test_jobs_files_carry_the_policy_and_name_a_bad_one(tmp_path):
     path = tmp_path / "jobs.yaml"
     path.write_text("""\
@@ -148,18 +137,18 @@ jobs:
   target: builtin.noop
   schedule: {type: cron, cron: '30 2 * * *', timezone: Europe/Berlin}
 """)
-    run_command("apply", str(path))
+    command_output("jobs", "apply", str(path))
     night = Job.objects.get(name="night")
     assert (night.dst_skipped, night.dst_repeated) == ("skip", "both")
     exported = tmp_path / "out.yaml"
-    run_command("export", str(exported))
+    command_output("jobs", "export", str(exported))
     text = exported.read_text()
     assert text.count("dst_skipped: skip") == 1 and text.count("dst_repeated: both") == 1
     assert "dst_skipped: shift" not in text  # a default is left out, as every field's
 
     path.write_text(path.read_text().replace("dst_repeated: both", "dst_repeated: twice"))
     with pytest.raises(CommandError) as error:
-        run_command("apply", str(path))
+        command_output("jobs", "apply", str(path))
     assert "line 2: jobs[0] (name: night): dst_repeated: Must be one of first, second, both." in str(error.value)
     assert Job.objects.get(name="night").dst_repeated == "both"
 

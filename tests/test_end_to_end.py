@@ -14,9 +14,16 @@ def make_job(name, kind="callable", target="builtin.noop", schedule=None, **fiel
     return save_job(Job(name=name, kind=kind, target=target, **fields), schedule or {"type": "manual"})
 
 
-def finished(run):
-    run.refresh_from_db()
-    return run.is_terminal
+def run_to_its_end(job, timeout=40):
+    """A run made now (run now), once it has ended."""
+    run = lifecycle.create_run(job)
+
+    def finished():
+        run.refresh_from_db()
+        return run.is_terminal
+
+    wait_for(finished, timeout=timeout, message="the run to finish")
+    return run
 
 
 def test_it_runs_an_interval_job_every_two_seconds_without_duplicates(processes, ledger):
@@ -42,8 +49,7 @@ def test_it_retries_with_growing_gaps_until_the_third_attempt_succeeds(processes
     processes.worker()
     processes.beat()
 
-    run = lifecycle.create_run(job)
-    wait_for(lambda: finished(run), timeout=40, message="the run to finish")
+    run = run_to_its_end(job)
 
     assert run.status == RunStatus.SUCCEEDED
     assert run.attempt == 3
@@ -64,8 +70,7 @@ def test_it_fails_a_run_after_max_retries_plus_one_attempts(processes):
     processes.worker()
     processes.beat()
 
-    run = lifecycle.create_run(job)
-    wait_for(lambda: finished(run), timeout=40, message="the run to finish")
+    run = run_to_its_end(job)
 
     assert run.status == RunStatus.FAILED
     assert run.attempt == 3
@@ -78,8 +83,7 @@ def test_it_kills_a_command_at_its_timeout_and_leaves_no_process(processes):
     job = make_job("too-slow", kind="command", target=f"{marker}", timeout_seconds=2)
     processes.worker()
 
-    run = lifecycle.create_run(job)
-    wait_for(lambda: finished(run), timeout=30, message="the run to finish")
+    run = run_to_its_end(job, timeout=30)
 
     assert run.status == RunStatus.TIMED_OUT
     assert "Timed out after 2 s" in run.error
@@ -92,8 +96,7 @@ def test_run_now_executes_exactly_once(processes, ledger):
     job = make_job("once-now", target="test.ledger", kwargs={"path": ledger.path})
     processes.worker()
 
-    run = lifecycle.create_run(job)
-    wait_for(lambda: finished(run), timeout=30, message="the run to finish")
+    run = run_to_its_end(job, timeout=30)
 
     assert run.status == RunStatus.SUCCEEDED
     assert [line[1] for line in ledger.lines("start")] == [f"{run.pk}:1"]

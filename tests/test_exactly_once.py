@@ -2,6 +2,7 @@
 success, or not at all: a failure, a timeout, or an outcome refused because the attempt was declared
 lost or cancelled meanwhile takes its writes back with it. (The SIGKILLs are tests/chaos/test_exactly_once.py.)"""
 
+import contextlib
 import threading
 from types import SimpleNamespace
 
@@ -21,20 +22,27 @@ TABLE = "exactly_once_unit_rows"
 CONCURRENT = pytest.mark.postgres("a second connection writes while the job's transaction is open")
 
 
-@pytest.fixture
-def rows_table(transactional_db):
+@contextlib.contextmanager
+def rows_table_named(table):
+    """A table of (run_id, attempt) rows, which the jobs insert into, dropped after the block."""
     key = "bigserial PRIMARY KEY" if connection.vendor == "postgresql" else "INTEGER PRIMARY KEY AUTOINCREMENT"
     with connection.cursor() as cursor:
-        cursor.execute(f"DROP TABLE IF EXISTS {TABLE}")
-        cursor.execute(f"CREATE TABLE {TABLE} (id {key}, run_id bigint NOT NULL, attempt int NOT NULL)")
-    yield TABLE
+        cursor.execute(f"DROP TABLE IF EXISTS {table}")
+        cursor.execute(f"CREATE TABLE {table} (id {key}, run_id bigint NOT NULL, attempt int NOT NULL)")
+    yield table
     with connection.cursor() as cursor:
-        cursor.execute(f"DROP TABLE IF EXISTS {TABLE}")
+        cursor.execute(f"DROP TABLE IF EXISTS {table}")
 
 
-def rows():
+@pytest.fixture
+def rows_table(transactional_db):
+    with rows_table_named(TABLE) as table:
+        yield table
+
+
+def rows(table=TABLE):
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT run_id, attempt FROM {TABLE} ORDER BY id")
+        cursor.execute(f"SELECT run_id, attempt FROM {table} ORDER BY id")
         return [tuple(row) for row in cursor.fetchall()]
 
 

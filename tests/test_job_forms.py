@@ -16,15 +16,10 @@ from jobs.actions.permissions import COMMAND_JOBS_DENIED
 from jobs.definitions.jobs import save_job
 from jobs.models import Job
 
-from .api_personas import browser, make_personas
+from .api_personas import browser
 from .workflow_helpers import make_workflow
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def people():
-    return make_personas()
 
 
 class FormReader(HTMLParser):

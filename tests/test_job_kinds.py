@@ -6,16 +6,17 @@ import re
 from io import StringIO
 
 import pytest
-from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
 
 from jobs import kinds, lifecycle
 from jobs.models import Job, RunStatus
+from notifications import channels
 
 from .api_personas import browser, make_personas
 from .conftest import wait_for
 from .test_job_forms import form_of, submit
+from .test_notifications_kinds import KINDS as CHANNEL_KINDS
 
 KINDS = [*kinds.DEFAULT_KINDS, "tests.echo_kind"]
 
@@ -76,14 +77,12 @@ def test_the_job_form_offers_the_added_kind_with_its_fields_and_saves_a_job_of_i
 
 
 @pytest.mark.django_db
-def test_the_admin_offers_the_added_kind_with_its_fields(echo_kind, client):
-    client.force_login(User.objects.create_superuser("root"))
-
-    form = client.get("/admin/jobs/job/add/").content.decode()
+def test_the_admin_offers_the_added_kind_with_its_fields(echo_kind, admin_client):
+    form = admin_client.get("/admin/jobs/job/add/").content.decode()
 
     assert '<option value="echo">Echo a line</option>' in form
     assert "Registered function only" in form and 'name="kwargs"' in form
-    response = client.post("/admin/jobs/job/add/", {
+    response = admin_client.post("/admin/jobs/job/add/", {
         "name": "greeting", "kind": "echo", "target": "one\ntwo", "args": "[]", "kwargs": "{}", "tags": "[]",
         "environment": "{}", "secret_environment": "{}", "http_headers": "{}", "secret_http_headers": "{}",
         "http_ok_statuses": "[]", "schedule_type": "manual", "catchup_policy": "latest", "catchup_max": 10,
@@ -131,12 +130,17 @@ def test_a_real_worker_runs_a_job_of_the_added_kind(echo_kind, processes):
     assert run.output == "> hello\n" and run.result == {"echoed": "> hello"}
 
 
-@pytest.mark.parametrize("path, says", [
-    ("tests.jobfuncs", "tests.jobfuncs exports no KIND (a JobKindSpec)"),
-    ("tests.echo_kind", "tests.echo_kind: the kind's name 'echo' is taken"),
+# The kinds of jobs and of notification channels are loaded alike (jobs.kinds.registered).
+@pytest.mark.parametrize("setting, listed, loaded, path, says", [
+    ("JOBS_KINDS", KINDS, kinds.kinds, "tests.jobfuncs", "tests.jobfuncs exports no KIND (a JobKindSpec)"),
+    ("JOBS_KINDS", KINDS, kinds.kinds, "tests.echo_kind", "tests.echo_kind: the kind's name 'echo' is taken"),
+    ("NOTIFICATION_CHANNEL_KINDS", CHANNEL_KINDS, channels.kinds, "tests.jobfuncs",
+     "tests.jobfuncs exports no CHANNEL (a ChannelKindSpec)"),
+    ("NOTIFICATION_CHANNEL_KINDS", CHANNEL_KINDS, channels.kinds, "tests.log_channel",
+     "tests.log_channel: the kind's name 'log' is taken"),
 ])
-def test_a_misconfigured_kind_list_is_refused_naming_the_package(settings, path, says):
-    settings.JOBS_KINDS = [*KINDS, path]
+def test_a_misconfigured_kind_list_is_refused_naming_the_package(settings, setting, listed, loaded, path, says):
+    setattr(settings, setting, [*listed, path])
 
     with pytest.raises(ImproperlyConfigured, match=re.escape(says)):
-        kinds.kinds()
+        loaded()

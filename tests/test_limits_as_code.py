@@ -8,7 +8,7 @@ from django.contrib.auth.models import Permission
 from audit.models import AuditEntry, Subject
 from jobs.models import Job, Limit
 
-from .api_personas import make_personas
+from .test_api_jobs_as_code import apply
 
 pytestmark = pytest.mark.django_db
 
@@ -27,15 +27,6 @@ jobs:
   limit_key: warehouse
   schedule: {type: manual}
 """
-
-
-@pytest.fixture
-def people():
-    return make_personas()
-
-
-def apply(client, text, **options):
-    return client.post("/api/jobs-as-code/", {"text": text, **options}, format="json")
 
 
 def texts(answer):

@@ -8,14 +8,9 @@ from jobs import lifecycle
 from jobs.definitions.jobs import save_job
 from jobs.models import Job, Limit
 
-from .api_personas import browser, make_personas
+from .api_personas import browser
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def people():
-    return make_personas()
 
 
 def test_everyone_sees_the_shared_limits_and_what_runs_under_them(people):

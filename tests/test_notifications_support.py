@@ -6,7 +6,6 @@ import email.policy
 import json
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from aiosmtpd.controller import Controller
 from django.contrib.auth.models import Permission
@@ -19,6 +18,8 @@ from notifications import channel_secrets
 from notifications.models import Channel, Delivery, DeliveryStatus, Rule
 from notifications.sending import send_delivery
 
+from .local_http import LocalHTTPServer, QuietHandler
+
 HANG_LIMIT_SECONDS = 10
 
 
@@ -28,7 +29,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-class RecordingHTTPServer:
+class RecordingHTTPServer(LocalHTTPServer):
     """Answers POSTs with the scripted statuses in order (then 200); "hang" answers only when
     the server stops (or after HANG_LIMIT_SECONDS)."""
 
@@ -38,7 +39,7 @@ class RecordingHTTPServer:
         self.stopping = threading.Event()
         recorder = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 recorder.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
@@ -51,22 +52,11 @@ class RecordingHTTPServer:
                 self.end_headers()
                 self.wfile.write(b"ok" if answer == 200 else b"no_service")
 
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
+        super().__init__(Handler)
 
     def __exit__(self, *exc):
         self.stopping.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().__exit__(*exc)
 
     def json_bodies(self):
         return [json.loads(r["body"]) for r in self.requests]

@@ -19,14 +19,7 @@ from jobs.models import TERMINAL_STATUSES, AttemptOutcome, Job, JobAttempt, JobR
 from jobs.pages import figures
 from notifications.models import Channel, Delivery
 
-from .api_personas import make_personas
-
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def people():
-    return make_personas()
 
 
 def client_for(user, **kwargs):

@@ -5,11 +5,10 @@ placeholders of an HTTP job encoded for their place."""
 
 import json
 import re
-from io import StringIO
 
 import pytest
 from django.core.exceptions import ValidationError
-from django.core.management import CommandError, call_command
+from django.core.management import CommandError
 from django.test import override_settings
 
 from audit.models import Action, AuditEntry
@@ -18,7 +17,8 @@ from jobs.definitions.jobs import save_job
 from jobs.kinds.http import placeholders
 from jobs.models import Job, JobRun, RunTrigger
 
-from .api_personas import browser, make_personas
+from .api_personas import browser
+from .conftest import command_output
 from .test_job_forms import FormReader, form_of, submit
 
 pytestmark = pytest.mark.django_db
@@ -32,11 +32,6 @@ REPORT_PARAMETERS = [
     {"name": "since", "type": "datetime"},
     {"name": "note", "type": "string"},
 ]
-
-
-@pytest.fixture
-def people():
-    return make_personas()
 
 
 @pytest.fixture
@@ -201,13 +196,13 @@ def test_values_larger_than_16_kb_together_are_refused(people):
 
 
 def test_manage_py_jobs_run_and_backfill_take_params(report):
-    run_jobs_command("run", "report", "--param", "day=2026-11-01", "--param", "region=us")
+    command_output("jobs", "run", "report", "--param", "day=2026-11-01", "--param", "region=us")
     run = JobRun.objects.get()
     assert run.params["day"] == "2026-11-01" and run.params["region"] == "us"
     with pytest.raises(CommandError, match="params.day: day must be a date"):
-        run_jobs_command("run", "report", "--param", "day=soon")
+        command_output("jobs", "run", "report", "--param", "day=soon")
     with pytest.raises(CommandError, match="give name=value"):
-        run_jobs_command("run", "report", "--param", "day")
+        command_output("jobs", "run", "report", "--param", "day")
     assert JobRun.objects.count() == 1
 
 
@@ -500,16 +495,10 @@ workflows:
 """
 
 
-def run_jobs_command(*args):
-    out = StringIO()
-    call_command("jobs", *args, stdout=out)
-    return out.getvalue()
-
-
 def test_a_file_declares_parameters_and_a_workflow_steps_values_and_applies_again_unchanged(tmp_path):
     path = tmp_path / "jobs.yml"
     path.write_text(JOBS_FILE)
-    run_jobs_command("apply", str(path))
+    command_output("jobs", "apply", str(path))
     job = Job.objects.get(name="report")
     assert job.parameters == [
         {"name": "day", "type": "date", "default": "2026-01-01", "required": False, "description": "", "choices": []},
@@ -519,15 +508,15 @@ def test_a_file_declares_parameters_and_a_workflow_steps_values_and_applies_agai
 
     assert Workflow.objects.get(name="nightly").step_params == {"report": {"customer": 9}}
 
-    again = run_jobs_command("apply", str(path))
+    again = command_output("jobs", "apply", str(path))
     assert "= unchanged: 1" in again and "~" not in again
 
     exported = tmp_path / "exported.yml"
-    run_jobs_command("export", str(exported))
+    command_output("jobs", "export", str(exported))
     assert "parameters:" in exported.read_text() and "params:" in exported.read_text()
     path.write_text(JOBS_FILE.replace('{customer: "9"}', '{customer: "nine"}'))
     with pytest.raises(CommandError, match="report: params.customer: customer must be a whole number"):
-        run_jobs_command("apply", str(path))
+        command_output("jobs", "apply", str(path))
 
 
 def test_the_workflow_page_shows_each_steps_values(people, report):

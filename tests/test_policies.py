@@ -113,14 +113,21 @@ def assert_never_concurrent(ledger):
         assert next_start >= end
 
 
-def test_the_skip_policy_records_overlapping_slots_as_skipped(processes, ledger):
-    job = interval_job("skip-overlap", every=1, target="test.ledger", overlap_policy="skip",
-                       kwargs={"path": ledger.path, "seconds": 2.5})
+def overlapping_runs(processes, ledger, policy, seconds, succeeded):
+    """A job due every second whose runs take ``seconds``, under the overlap ``policy``, on a worker
+    and beat until ``succeeded`` runs succeeded, then disabled."""
+    job = interval_job(f"{policy}-overlap", every=1, target="test.ledger", overlap_policy=policy,
+                       kwargs={"path": ledger.path, "seconds": seconds})
     processes.worker()
     processes.beat()
-
-    wait_for(lambda: job.runs.filter(status=RunStatus.SUCCEEDED).count() >= 2, timeout=40, message="two runs")
+    wait_for(lambda: job.runs.filter(status=RunStatus.SUCCEEDED).count() >= succeeded, timeout=40,
+             message=f"{succeeded} runs")
     Job.objects.filter(pk=job.pk).update(enabled=False)
+    return job
+
+
+def test_the_skip_policy_records_overlapping_slots_as_skipped(processes, ledger):
+    job = overlapping_runs(processes, ledger, "skip", seconds=2.5, succeeded=2)
 
     skipped = job.runs.filter(status=RunStatus.SKIPPED)
     assert skipped.count() >= 2
@@ -129,13 +136,7 @@ def test_the_skip_policy_records_overlapping_slots_as_skipped(processes, ledger)
 
 
 def test_the_queue_policy_runs_overlapping_slots_one_after_another(processes, ledger):
-    job = interval_job("queue-overlap", every=1, target="test.ledger", overlap_policy="queue",
-                       kwargs={"path": ledger.path, "seconds": 1.5})
-    processes.worker()
-    processes.beat()
-
-    wait_for(lambda: job.runs.filter(status=RunStatus.SUCCEEDED).count() >= 3, timeout=40, message="three runs")
-    Job.objects.filter(pk=job.pk).update(enabled=False)
+    job = overlapping_runs(processes, ledger, "queue", seconds=1.5, succeeded=3)
 
     assert not job.runs.filter(status=RunStatus.SKIPPED).exists()
     assert_never_concurrent(ledger)

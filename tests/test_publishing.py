@@ -60,6 +60,19 @@ def ways_to_publish(broker):
             ("kombu batch", publishing.Publisher(app, fast_path=False).send)]
 
 
+def sent_each_way(broker, message, read=received):
+    """What each way of ``ways_to_publish`` puts on the wire for ``message`` (as ``read`` finds the
+    two), each checked to be what Celery's send_task puts there."""
+    sent = []
+    for way, send in ways_to_publish(broker):
+        publishing.send_one(message)  # Celery's send_task
+        send([message])
+        by_celery, by_batch = read()
+        assert by_batch == by_celery, way
+        sent.append(by_batch)
+    return sent
+
+
 def wire_job(kind="callable"):
     return Job(name="wire", kind=kind, target="x", timeout_seconds=30, queue=QUEUE)
 
@@ -68,11 +81,7 @@ def wire_job(kind="callable"):
 def test_a_batched_message_is_the_message_celery_sends(broker, kind):
     message = lifecycle.message_for(41, 3, wire_job(kind))
 
-    for way, send in ways_to_publish(broker):
-        publishing.send_one(message)  # Celery's send_task
-        send([message])
-        by_celery, by_batch = received()
-        assert by_batch == by_celery, way
+    for by_batch in sent_each_way(broker, message):
         assert by_batch["headers"]["id"] == "run-41-3"
         assert by_batch["headers"]["task"] == "jobs.execute_run"
         assert by_batch["body"][0] == [41, 3]
@@ -83,11 +92,7 @@ def test_a_batched_message_is_the_message_celery_sends(broker, kind):
 def test_a_bundle_is_the_message_celery_sends(broker):
     bundle = publishing.Bundle(((41, 3), (42, 1)), QUEUE, 95.0, None, 7)
 
-    for way, send in ways_to_publish(broker):
-        publishing.send_one(bundle)  # Celery's send_task
-        send([bundle])
-        by_celery, by_batch = received()
-        assert by_batch == by_celery, way
+    for by_batch in sent_each_way(broker, bundle):
         assert by_batch["headers"]["id"] == "bundle-41-3-2"
         assert by_batch["headers"]["task"] == "jobs.execute_bundle"
         assert by_batch["body"][0] == [[[41, 3], [42, 1]]]
@@ -102,12 +107,8 @@ def test_the_fast_path_stores_the_bytes_kombu_stores(broker, priority):
     job.priority = priority
     message = lifecycle.message_for(7, 1, job)
 
-    for way, send in ways_to_publish(broker):
-        publishing.send_one(message)
-        send([message])
-        # kombu's Redis transport pops lower numbers first: a job's 9 (most urgent) is its 0.
-        by_celery, by_batch = stored_on_redis(client, kombu_priority=9 - priority)
-        assert by_batch == by_celery, way
+    # kombu's Redis transport pops lower numbers first: a job's 9 (most urgent) is its 0.
+    for by_batch in sent_each_way(broker, message, read=lambda: stored_on_redis(client, kombu_priority=9 - priority)):
         assert by_batch["properties"]["priority"] == 9 - priority
 
 

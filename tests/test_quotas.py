@@ -12,17 +12,12 @@ from django.utils.html import escape
 from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunTrigger
 
-from .api_personas import browser, make_personas
+from .api_personas import browser
 
 pytestmark = pytest.mark.django_db
 
 DAY = datetime(2026, 11, 20, tzinfo=UTC)
 HOURLY = {"type": "cron", "cron": "0 * * * *", "timezone": "UTC"}
-
-
-@pytest.fixture
-def people():
-    return make_personas()
 
 
 def new_job(name, schedule=None):

@@ -17,7 +17,6 @@ from jobs.models import Job, JobRun, RunStatus, RunTrigger
 from jobs.operations import slot_report
 from notifications.models import Delivery
 
-from .api_personas import make_personas
 from .conftest import wait_for
 from .test_notifications_support import RecordingHTTPServer, channel_with_rule, send_pending
 
@@ -30,11 +29,6 @@ LATER = DAY + timedelta(days=1)
 
 def at(hours, minutes=0):
     return DAY + timedelta(hours=hours, minutes=minutes)
-
-
-@pytest.fixture
-def people(db):
-    return make_personas()
 
 
 @pytest.fixture

@@ -10,15 +10,9 @@ from jobs import lifecycle
 from workflows import progress
 from workflows.models import WorkflowRun
 
-from .api_personas import make_personas
 from .workflow_helpers import make_job, make_workflow
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def people():
-    return make_personas()
 
 
 @pytest.fixture

@@ -6,22 +6,12 @@ save and delete through ``workflows.actions`` (``workflows.resources``: which wr
 
 from django.contrib import admin
 
+from jobs.admin.jobs import ReadOnlyInline
 from jobs.admin.through_actions import ResourceAdmin
 
 from .models import WorkflowEdge, WorkflowNode, WorkflowRun, WorkflowStep
 from .permissions import may_act_on
 from .resources import WORKFLOWS
-
-
-class ReadOnlyInline(admin.TabularInline):
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 class NodeInline(ReadOnlyInline):

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 from ..actions import calendars as actions
 from ..models import Calendar
 from ..models.calendar import dates_from_text, dates_text
-from .common import actor, page, refused_is_forbidden
+from .common import actor, attempt, page, refused_is_forbidden
 
 FIELDS = ("name", "description", "country", "subdivision")
 
@@ -42,16 +42,12 @@ def calendar_list(request):
     if request.method == "POST":
         values = {name: request.POST.get(name, "") for name in FIELDS}
         values["dates"] = request.POST.get("dates", "")
-        try:
-            calendar = actions.create(actor(request), Calendar(**{name: values[name] for name in FIELDS},
-                                                               dates=dates_from_text(values["dates"])))
-        except actions.ActionError as exc:
-            if exc.kind == actions.ActionError.FORBIDDEN:
-                raise
-            errors = _messages(exc)
-        else:
-            messages.success(request, f"Calendar {calendar.name} made.")
-            return redirect("pages:calendar", name=calendar.name)
+        made, refused = attempt(actions.create, actor(request), Calendar(**{name: values[name] for name in FIELDS},
+                                                                         dates=dates_from_text(values["dates"])))
+        if not refused:
+            messages.success(request, f"Calendar {made.name} made.")
+            return redirect("pages:calendar", name=made.name)
+        errors = _messages(refused)
     return page(request, "pages/calendars.html", {
         "calendars": actions.visible(request.user), "may_edit": actions.may_edit(actor(request)),
         "values": values, "errors": errors, "other_errors": errors.get(NON_FIELD_ERRORS, [])}, "calendars")
@@ -69,15 +65,11 @@ def calendar_detail(request, name):
         values["dates"] = request.POST.get("dates", "")
         changes = {name: values[name] for name in FIELDS}
         changes["dates"] = dates_from_text(values["dates"])
-        try:
-            calendar = actions.edit(actor(request), calendar, changes)
-        except actions.ActionError as exc:
-            if exc.kind == actions.ActionError.FORBIDDEN:
-                raise
-            errors = _messages(exc)
-        else:
-            messages.success(request, f"Calendar {calendar.name} saved.")
-            return redirect("pages:calendar", name=calendar.name)
+        saved, refused = attempt(actions.edit, actor(request), calendar, changes)
+        if not refused:
+            messages.success(request, f"Calendar {saved.name} saved.")
+            return redirect("pages:calendar", name=saved.name)
+        errors = _messages(refused)
     if errors:
         calendar.refresh_from_db()  # the page shows what is stored beside the values refused
     year = datetime.now(UTC).year
@@ -117,15 +109,12 @@ def calendar_import(request, name):
     if upload is None:
         messages.error(request, "Choose an .ics file to import.")
         return redirect("pages:calendar", name=calendar.name)
-    try:
-        calendar = actions.import_ics(actor(request), calendar, upload.read(),
-                                      replace=request.POST.get("replace") == "on")
-    except actions.ActionError as exc:
-        if exc.kind == actions.ActionError.FORBIDDEN:
-            raise
-        messages.error(request, f"Nothing was imported: {exc.message}")
+    imported, refused = attempt(actions.import_ics, actor(request), calendar, upload.read(),
+                                replace=request.POST.get("replace") == "on")
+    if refused:
+        messages.error(request, f"Nothing was imported: {refused.message}")
     else:
-        messages.success(request, f"Imported: {calendar.name} has {len(calendar.dates)} typed-in date(s).")
+        messages.success(request, f"Imported: {imported.name} has {len(imported.dates)} typed-in date(s).")
     return redirect("pages:calendar", name=calendar.name)
 
 
@@ -134,12 +123,9 @@ def calendar_import(request, name):
 @refused_is_forbidden
 def calendar_delete(request, name):
     calendar = _calendar(request, name)
-    try:
-        actions.delete(actor(request), calendar)
-    except actions.ActionError as exc:
-        if exc.kind == actions.ActionError.FORBIDDEN:
-            raise
-        messages.error(request, exc.message)
+    _, refused = attempt(actions.delete, actor(request), calendar)
+    if refused:
+        messages.error(request, refused.message)
         return redirect("pages:calendar", name=calendar.name)
     messages.success(request, f"Calendar {name} deleted.")
     return redirect("pages:calendars")

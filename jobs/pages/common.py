@@ -47,6 +47,18 @@ def may_act_on(request, job):
     return actions.may_act_on(actor(request), job)
 
 
+def attempt(action, *args, **kwargs):
+    """``action(*args, **kwargs)``: (what it returned, None), or (None, its ActionError) when it is
+    refused for a reason the page shows. Refused as forbidden, it raises on, for
+    ``refused_is_forbidden`` to answer 403."""
+    try:
+        return action(*args, **kwargs), None
+    except actions.ActionError as exc:
+        if exc.kind == actions.ActionError.FORBIDDEN:
+            raise
+        return None, exc
+
+
 def refused_is_forbidden(view):
     """An action the view's user may not take answers 403, with the action's message; one over a
     quota of runs 429, naming the quota."""

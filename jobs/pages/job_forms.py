@@ -35,7 +35,7 @@ from ..definitions import jobs as definitions
 from ..models import DstRepeated, DstSkipped, Job, Limit, ScheduleType
 from ..schemas.jobs import JobSerializer, ScheduleField, field_errors
 from ..timing.spread import MAX_SPREAD_SECONDS
-from .common import actor, job_timezone, page, refused_is_forbidden, slot_text
+from .common import actor, attempt, job_timezone, page, refused_is_forbidden, slot_text
 
 PREVIEW_SLOTS = 10
 
@@ -516,12 +516,9 @@ def job_edit(request, pk):
 @refused_is_forbidden
 def job_clone(request, pk):
     original = editable_job(request, pk)
-    try:
-        copy = actions.clone(actor(request), original)
-    except actions.ActionError as exc:
-        if exc.kind == actions.ActionError.FORBIDDEN:
-            raise
-        messages.error(request, exc.message)  # over the user's quota of jobs
+    copy, refused = attempt(actions.clone, actor(request), original)
+    if refused:
+        messages.error(request, refused.message)  # over the user's quota of jobs
         return redirect("pages:job", pk=original.pk)
     messages.success(request, f"{copy.name} is a paused copy of {original.name}: change what differs, save, "
                               "and resume it when it is ready.")

@@ -13,10 +13,9 @@ from django.views.decorators.http import require_POST
 
 from ..actions import limits as actions
 from ..actions import permissions
-from ..actions.jobs import ActionError
 from ..lifecycle import limits
 from ..models import Job, Limit
-from .common import actor, page, refused_is_forbidden
+from .common import actor, attempt, page, refused_is_forbidden
 
 SHOWN = 500
 
@@ -57,18 +56,11 @@ def limit_edit(request, key=None):
         raise PermissionDenied(actions.STAFF_ONLY)
     form = LimitForm(request.POST if request.method == "POST" else None, instance=limit, user=request.user)
     if request.method == "POST" and form.is_valid():
-        try:
-            if limit is None:
-                saved = actions.create_limit(acting, form.instance)
-            else:
-                saved = actions.edit_limit(acting, form.instance)
-        except ActionError as exc:
-            if exc.kind == ActionError.FORBIDDEN:
-                raise
-            form.add_error(None, exc.message)
-        else:
+        saved, refused = attempt(actions.create_limit if limit is None else actions.edit_limit, acting, form.instance)
+        if not refused:
             messages.success(request, f"Limit {saved.key} saved.")
             return redirect("pages:limits")
+        form.add_error(None, refused.message)
     return page(request, "pages/limit_form.html", {"form": form, "limit": limit}, "limits")
 
 
@@ -77,12 +69,9 @@ def limit_edit(request, key=None):
 @refused_is_forbidden
 def limit_delete(request, key):
     limit = get_object_or_404(actions.visible(request.user), key=key)
-    try:
-        actions.delete_limit(actor(request), limit)
-    except ActionError as exc:
-        if exc.kind == ActionError.FORBIDDEN:
-            raise
-        messages.error(request, exc.message)
+    _, refused = attempt(actions.delete_limit, actor(request), limit)
+    if refused:
+        messages.error(request, refused.message)
     else:
         messages.success(request, f"Limit {key} deleted.")
     return redirect("pages:limits")

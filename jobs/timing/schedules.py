@@ -88,48 +88,37 @@ def policy_instant(wall, zone, skipped, repeated):
 GAP_LOOKBACK_HOURS = 26  # longer than any gap (the longest, Apia's and Kwajalein's skipped days: 24 h)
 
 
+def _offset_change(zone, hour):
+    """(the first instant on the new offset, offset before, offset after) when ``zone``'s offset
+    changes in the UTC ``hour`` (bisected to the second), else None."""
+    def offset(instant):
+        return instant.astimezone(zone).utcoffset()
+
+    later = hour + timedelta(hours=1)
+    before, after = offset(hour), offset(later)
+    if after == before:
+        return None
+    low, high = int(hour.timestamp()), int(later.timestamp())
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if offset(datetime.fromtimestamp(middle, UTC)) == before else (low, middle)
+    return datetime.fromtimestamp(high, UTC), before, after
+
+
 @functools.lru_cache(maxsize=4096)
 def gaps_before(zone, hour):
     """The gaps of ``zone`` (clocks jumping forward) that started in the GAP_LOOKBACK_HOURS before
     the UTC ``hour`` or within it: (first instant after the jump, offset before it, length)."""
-    def offset(instant):
-        return instant.astimezone(zone).utcoffset()
-
-    found = []
-    later = hour + timedelta(hours=1)
-    for back in range(GAP_LOOKBACK_HOURS + 1):
-        earlier = hour - timedelta(hours=back)
-        before, after = offset(earlier), offset(later)
-        if after > before:  # a jump forward within this hour: find its second
-            low, high = int(earlier.timestamp()), int(later.timestamp())
-            while high - low > 1:
-                middle = (low + high) // 2
-                low, high = (middle, high) if offset(datetime.fromtimestamp(middle, UTC)) == before else (low, middle)
-            found.append((datetime.fromtimestamp(high, UTC), before, after - before))
-        later = earlier
-    return tuple(found)
+    changes = (_offset_change(zone, hour - timedelta(hours=back)) for back in range(GAP_LOOKBACK_HOURS + 1))
+    return tuple((at, before, after - before) for at, before, after in filter(None, changes) if after > before)
 
 
 @functools.lru_cache(maxsize=4096)
 def folds_after(zone, hour):
     """The falls back of ``zone`` (clocks set back) in the UTC ``hour`` or the GAP_LOOKBACK_HOURS
     after it: (instant of the change, offset after it, length)."""
-    def offset(instant):
-        return instant.astimezone(zone).utcoffset()
-
-    found = []
-    earlier = hour
-    for _ in range(GAP_LOOKBACK_HOURS + 1):
-        later = earlier + timedelta(hours=1)
-        before, after = offset(earlier), offset(later)
-        if after < before:
-            low, high = int(earlier.timestamp()), int(later.timestamp())
-            while high - low > 1:
-                middle = (low + high) // 2
-                low, high = (middle, high) if offset(datetime.fromtimestamp(middle, UTC)) == before else (low, middle)
-            found.append((datetime.fromtimestamp(high, UTC), after, before - after))
-        earlier = later
-    return tuple(found)
+    changes = (_offset_change(zone, hour + timedelta(hours=ahead)) for ahead in range(GAP_LOOKBACK_HOURS + 1))
+    return tuple((at, after, before - after) for at, before, after in filter(None, changes) if after < before)
 
 
 def second_occurrences_between(zone, after, until):

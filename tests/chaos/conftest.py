@@ -94,6 +94,16 @@ def private_postgres_bindir():
 
 
 @contextlib.contextmanager
+def postgres_on_the_core(network):
+    """The test database on a PostgreSQL of the test's own on the core host, which the hosts of
+    ``network`` (tests/chaos/hosts.py) reach across the bridge."""
+    server = PrivatePostgres(private_postgres_bindir(), listen=[str(network.core_address)],
+                             trusted=[str(network.subnet)])
+    with serving_the_test_database(server):
+        yield server
+
+
+@contextlib.contextmanager
 def serving_the_test_database(server):
     """Create ``server`` (a PrivatePostgres) with a copy of the test database, and point the ORM
     at it inside the block; destroy it after."""

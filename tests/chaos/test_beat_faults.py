@@ -22,43 +22,57 @@ AHEAD = {"at the slot": {}, "ahead": {"JOBS_DISPATCH_AHEAD_SECONDS": "5", "JOBS_
                                      "JOBS_REPUBLISH_AFTER_SECONDS": "60"}}
 
 
+def two_beats_leading(processes, job, runs, **env):
+    """A worker and two beats, ba and bb, once one leads and ``job`` has ``runs`` runs: (the beats by
+    name, the leader's name)."""
+    processes.worker()
+    beats = {"ba": processes.beat(name="ba", **env), "bb": processes.beat(name="bb", **env)}
+    leader = wait_for_leader()
+    wait_for_runs(job, runs)
+    return beats, leader
+
+
+def failover_after(sig, processes, beat, leader, job, runs):
+    """Send ``sig`` to the leading ``beat`` (named ``leader``); once another beat leads and ``job``
+    has ``runs`` runs more: (the new leader's name, the seconds it took to lead)."""
+    processes.kill(beat, sig)
+    signalled_at, moment = time.monotonic(), job.runs.latest("scheduled_for").scheduled_for
+    standby = wait_for_leader(other_than=leader)
+    recovered = since(signalled_at)
+    wait_for_runs(job, runs, after=moment)
+    return standby, recovered
+
+
+def no_slot_ran_twice(job, ledger, scoreboard, scenario, recovered=None):
+    """Pause ``job`` and check its slots (``pause_and_check``): none ran twice; the scenario's row on
+    the scoreboard. Returns the slots."""
+    slots, verdict = pause_and_check(job, ledger)
+    assert verdict.duplicates == 0
+    scoreboard.record(scenario, slots.expected, slots.seen, verdict.duplicates, recovered)
+    return slots
+
+
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("dispatch", AHEAD)
 def test_it_misses_no_slot_when_the_leader_is_killed(processes, ledger, scoreboard, dispatch):
     job = every_second_job("leader-killed", ledger)
-    processes.worker()
-    beats = {"ba": processes.beat(name="ba", **AHEAD[dispatch]), "bb": processes.beat(name="bb", **AHEAD[dispatch])}
-    leader = wait_for_leader()
-    wait_for_runs(job, 3)
+    beats, leader = two_beats_leading(processes, job, runs=3, **AHEAD[dispatch])
 
-    processes.kill(beats[leader], signal.SIGKILL)
-    killed_at, killed_moment = time.monotonic(), job.runs.latest("scheduled_for").scheduled_for
-    wait_for_leader(other_than=leader)
-    recovered = since(killed_at)
-    wait_for_runs(job, 3, after=killed_moment)
+    _, recovered = failover_after(signal.SIGKILL, processes, beats[leader], leader, job, runs=3)
     # No run waits for a message the dead leader held (the monitor would send it a minute later).
     past = job.runs.filter(status=RunStatus.QUEUED, scheduled_for__lt=timezone.now() - timedelta(seconds=3))
     wait_for(lambda: not past.exists(), timeout=10, message=f"no run queued past its slot: {list(past)}")
 
-    slots, verdict = pause_and_check(job, ledger)
-    assert verdict.duplicates == 0
-    scoreboard.record(f"3 SIGKILL beat leader ({dispatch})", slots.expected, slots.seen, verdict.duplicates, recovered)
+    no_slot_ran_twice(job, ledger, scoreboard, f"3 SIGKILL beat leader ({dispatch})", recovered)
 
 
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("dispatch", AHEAD)
 def test_it_duplicates_no_slot_when_a_frozen_leader_comes_back(processes, ledger, scoreboard, dispatch):
     job = every_second_job("leader-frozen", ledger)
-    processes.worker()
-    beats = {"ba": processes.beat(name="ba", **AHEAD[dispatch]), "bb": processes.beat(name="bb", **AHEAD[dispatch])}
-    leader = wait_for_leader()
-    wait_for_runs(job, 2)
+    beats, leader = two_beats_leading(processes, job, runs=2, **AHEAD[dispatch])
 
-    processes.kill(beats[leader], signal.SIGSTOP)
-    stopped_at, stopped_moment = time.monotonic(), job.runs.latest("scheduled_for").scheduled_for
-    standby = wait_for_leader(other_than=leader)
-    recovered = since(stopped_at)
-    wait_for_runs(job, 2, after=stopped_moment)
+    standby, recovered = failover_after(signal.SIGSTOP, processes, beats[leader], leader, job, runs=2)
     processes.kill(beats[leader], signal.SIGCONT)
     resumed_moment = job.runs.latest("scheduled_for").scheduled_for
     wait_for_runs(job, 3, after=resumed_moment)
@@ -66,9 +80,7 @@ def test_it_duplicates_no_slot_when_a_frozen_leader_comes_back(processes, ledger
     assert leader_node() == standby
     wait_for(lambda: "lost the leadership" in Path(beats[leader].log_path).read_text(), timeout=10,
              message="the thawed leader to step down")
-    slots, verdict = pause_and_check(job, ledger)
-    assert verdict.duplicates == 0
-    scoreboard.record(f"4 SIGSTOP leader past TTL ({dispatch})", slots.expected, slots.seen, verdict.duplicates, recovered)
+    no_slot_ran_twice(job, ledger, scoreboard, f"4 SIGSTOP leader past TTL ({dispatch})", recovered)
 
 
 @pytest.mark.timeout(150)
@@ -82,7 +94,5 @@ def test_it_creates_one_run_per_slot_with_two_beats_side_by_side(processes, ledg
     wait_for_runs(job, 1)
     time.sleep(60)
 
-    slots, verdict = pause_and_check(job, ledger)
+    slots = no_slot_ran_twice(job, ledger, scoreboard, "5 two leading beats for 60 s")
     assert slots.expected >= 55
-    assert verdict.duplicates == 0
-    scoreboard.record("5 two leading beats for 60 s", slots.expected, slots.seen, verdict.duplicates)

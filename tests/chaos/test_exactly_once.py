@@ -9,12 +9,12 @@ import signal
 import time
 
 import pytest
-from django.db import connection
 
 from jobs import lifecycle
 from jobs.models import AttemptOutcome, JobAttempt, RunStatus
 
 from ..conftest import wait_for
+from ..test_exactly_once import rows, rows_table_named
 from .conftest import make_job
 
 RUNS = 12
@@ -24,20 +24,14 @@ TABLE = "exactly_once_rows"
 
 @pytest.fixture
 def rows_table(transactional_db):
-    with connection.cursor() as cursor:
-        cursor.execute(f"DROP TABLE IF EXISTS {TABLE}")
-        cursor.execute(f"CREATE TABLE {TABLE} (id bigserial PRIMARY KEY, run_id bigint NOT NULL, attempt int NOT NULL)")
-    yield TABLE
-    with connection.cursor() as cursor:
-        cursor.execute(f"DROP TABLE IF EXISTS {TABLE}")
+    with rows_table_named(TABLE) as table:
+        yield table
 
 
 def rows_by_run():
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT run_id, attempt FROM {TABLE} ORDER BY id")
-        found = {}
-        for run_id, attempt in cursor.fetchall():
-            found.setdefault(run_id, []).append(attempt)
+    found = {}
+    for run_id, attempt in rows(TABLE):
+        found.setdefault(run_id, []).append(attempt)
     return found
 
 
@@ -89,17 +83,17 @@ def test_sigkilled_runs_leave_one_row_per_run_only_when_transactional(processes,
     assert statuses == {run.pk: RunStatus.SUCCEEDED for run in runs}
     lost = set(JobAttempt.objects.filter(run__job=job, outcome=AttemptOutcome.LOST).values_list("run_id", "number"))
     assert set(killed) <= lost
-    rows = rows_by_run()
+    by_run = rows_by_run()
     final = dict(job.runs.values_list("pk", "attempt"))
     if exactly_once:
         # One row per run, the one its succeeding attempt wrote: no killed attempt left its row.
-        assert rows == {run_id: [attempt] for run_id, attempt in final.items()}
+        assert by_run == {run_id: [attempt] for run_id, attempt in final.items()}
     else:
         # At-least-once: every killed attempt's row stayed, beside its rerun's.
-        assert sorted((run_id, a) for run_id, attempts in rows.items() for a in attempts) == sorted(
+        assert sorted((run_id, a) for run_id, attempts in by_run.items() for a in attempts) == sorted(
             [*killed, *final.items()])
-        assert sum(len(attempts) - 1 for attempts in rows.values()) == KILLS
-    duplicates = sum(len(attempts) - 1 for attempts in rows.values())
+        assert sum(len(attempts) - 1 for attempts in by_run.values()) == KILLS
+    duplicates = sum(len(attempts) - 1 for attempts in by_run.values())
     scoreboard.record(f"{KILLS} SIGKILL pool process mid-run, {'transactional' if exactly_once else 'plain'} "
                       "function (rows per run)", RUNS, sum(s == RunStatus.SUCCEEDED for s in statuses.values()),
                       duplicates)

@@ -27,15 +27,13 @@ from .conftest import (
     every_second_job,
     make_job,
     pause_and_check,
-    private_postgres_bindir,
-    serving_the_test_database,
+    postgres_on_the_core,
     since,
     ticks,
     wait_for_leader,
     wait_for_runs,
 )
 from .hosts import Network, can_make_namespaces, clock_shifted
-from .servers import PrivatePostgres
 
 pytestmark = pytest.mark.brokers("redis")  # a private broker on the core host, reachable from the others
 
@@ -51,9 +49,7 @@ def network():
 
 @pytest.fixture
 def core_postgres(transactional_db, network):
-    server = PrivatePostgres(private_postgres_bindir(), listen=[str(network.core_address)],
-                             trusted=[str(network.subnet)])
-    with serving_the_test_database(server):
+    with postgres_on_the_core(network) as server:
         yield server
 
 
@@ -127,7 +123,6 @@ def test_a_worker_host_cut_off_mid_run_is_fenced_its_run_runs_elsewhere_and_its_
     print(f"\nHOSTS cut off: rerun on host {other_name} {rerun_after:.1f} s after the cut; host {cut_name} "
           f"fenced its attempt {fenced_after:.1f} s after the cut; overlap of the two executions "
           f"{max(overlap, 0):.1f} s (gap {max(-overlap, 0):.1f} s)")
-
 
 
 def lateness(job, ledger):

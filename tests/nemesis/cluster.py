@@ -16,17 +16,16 @@ from pathlib import Path
 
 import redis
 
-from ..brokers import Broker, PrivateRedis, _answers, _kill, free_port, wait_until
+from ..brokers import PrivateRedis, SentinelBroker, _kill, free_port, wait_until
 from ..chaos.hosts import clock_shifted
 
 MASTER_NAME = "scheduler-nemesis"
 
 
-class CoreSentinel(Broker):
+class CoreSentinel(SentinelBroker):
     """A master, one replica and three sentinels on the core host (``address``: the core's address
     on the bridge, which the sentinels give out as the master's)."""
 
-    kind = "sentinel"
     master_name = MASTER_NAME
 
     def __init__(self, log_dir, address, port_base):
@@ -42,32 +41,8 @@ class CoreSentinel(Broker):
         port = second.port
         for _ in range(3):
             port = free_port(port + 1)
-            self.sentinels.append([port, self._start_sentinel(port, first.port)])
+            self.sentinels.append([port, self.start_sentinel(port, self.address, first.port, bind=[self.address])])
         self.url = ";".join(f"sentinel://127.0.0.1:{port}" for port, _ in self.sentinels)
-
-    def _start_sentinel(self, port, master_port):
-        config = self.log_dir / f"sentinel-{port}.conf"
-        if not config.exists():
-            config.write_text(
-                f"port {port}\nbind 127.0.0.1 {self.address}\nprotected-mode no\ndir {self.log_dir}\n"
-                f"logfile {self.log_dir / f'sentinel-{port}.log'}\n"
-                f"sentinel monitor {MASTER_NAME} {self.address} {master_port} 2\n"
-                f"sentinel down-after-milliseconds {MASTER_NAME} 1000\n"
-                f"sentinel failover-timeout {MASTER_NAME} 5000\n"
-                f"sentinel parallel-syncs {MASTER_NAME} 1\n")
-        proc = subprocess.Popen(
-            ["redis-server", str(config), "--sentinel"], stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True)
-        wait_until(lambda: _answers(f"redis://127.0.0.1:{port}"), 10, f"sentinel on {port}")
-        return proc
-
-    def master_port(self):
-        """The master's port as the sentinels see it now (the first that answers), or None."""
-        for port, _ in self.sentinels:
-            with contextlib.suppress(redis.RedisError, OSError):
-                client = redis.Redis(port=port, socket_connect_timeout=1, socket_timeout=2)
-                return int(client.execute_command("SENTINEL", "get-master-addr-by-name", MASTER_NAME)[1])
-        return None
 
     def _server(self, port):
         return next(server for server in self.servers if server.port == port)
@@ -135,6 +110,15 @@ def signal_pid(pid, sig):
 def signal_group(pid, sig):
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, sig)
+
+
+def stopped_for(hold, send, pid, what):
+    """SIGSTOP ``pid`` through ``send`` (signal_pid, or signal_group for its process group), and
+    SIGCONT it ``hold`` seconds later; what happened, for the fault list (``what``: the process)."""
+    send(pid, signal.SIGSTOP)
+    time.sleep(hold)
+    send(pid, signal.SIGCONT)
+    return f"SIGSTOP {what} for {hold:.1f} s"
 
 
 def alive(proc):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection
 
-from .cluster import alive, children, clock_skewed, signal_group, signal_pid
+from .cluster import alive, children, clock_skewed, signal_group, signal_pid, stopped_for
 
 # The faults that act on one worker host, and those on the leader's host (its beat).
 WORKER_FAULTS = ("worker-parent-kill", "worker-child-kill", "worker-parent-stop", "worker-child-stop",
@@ -128,21 +128,15 @@ class Nemesis:
         return f"SIGKILL pool process {child}"
 
     def worker_parent_stop(self, host, hold):
-        worker = self.service.workers[host]
-        signal_pid(worker.pid, signal.SIGSTOP)
-        time.sleep(hold)
-        signal_pid(worker.pid, signal.SIGCONT)
-        return f"SIGSTOP worker parent {worker.pid} for {hold:.1f} s"
+        pid = self.service.workers[host].pid
+        return stopped_for(hold, signal_pid, pid, f"worker parent {pid}")
 
     def worker_child_stop(self, host, hold):
         child = self._child(host)
         if child is None:
             return "no pool process to stop"
         self.current.pid = child
-        signal_pid(child, signal.SIGSTOP)
-        time.sleep(hold)
-        signal_pid(child, signal.SIGCONT)
-        return f"SIGSTOP pool process {child} for {hold:.1f} s"
+        return stopped_for(hold, signal_pid, child, f"pool process {child}")
 
     def worker_partition(self, host, hold):
         return self._partition(host, hold)
@@ -165,11 +159,8 @@ class Nemesis:
         return f"SIGKILL leader beat {beat.pid}, started again 2 s later"
 
     def leader_stop(self, host, hold):
-        beat = self.service.beats[host]
-        signal_group(beat.pid, signal.SIGSTOP)
-        time.sleep(hold)
-        signal_group(beat.pid, signal.SIGCONT)
-        return f"SIGSTOP leader beat {beat.pid} for {hold:.1f} s"
+        pid = self.service.beats[host].pid
+        return stopped_for(hold, signal_group, pid, f"leader beat {pid}")
 
     def leader_partition(self, host, hold):
         return self._partition(host, hold)

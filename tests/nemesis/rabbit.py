@@ -10,9 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from django.conf import settings as django_settings
-
-from ..brokers import Broker, _kill, _listens, free_port, wait_until
+from ..brokers import Broker, _kill, _listens, free_port, wait_until, write_rabbit_config
 
 
 class RabbitNode:
@@ -22,12 +20,7 @@ class RabbitNode:
         self.name = f"nemesis{index}-{cluster.epmd_port}@localhost"
         self.base = cluster.base / f"n{index}"
         self.base.mkdir(parents=True, exist_ok=True)
-        (self.base / "rabbitmq.conf").write_text(
-            f"listeners.tcp.1 = 127.0.0.1:{port}\nlisteners.tcp.2 = {cluster.address}:{port}\n"
-            "loopback_users = none\n"
-            f"consumer_timeout = {(django_settings.JOBS_MAX_TIMEOUT_SECONDS + 3600) * 1000}\n"
-            "log.console = false\n")
-        (self.base / "enabled_plugins").write_text("[].\n")
+        write_rabbit_config(self.base, port, ["127.0.0.1", cluster.address])
         self.proc = None
 
     def environment(self):

@@ -29,9 +29,9 @@ from workflows.definitions import parse_graph, save_workflow
 from workflows.models import Workflow
 
 from ..brokers import use
-from ..chaos.conftest import private_postgres_bindir, serving_the_test_database
+from ..chaos.conftest import postgres_on_the_core
 from ..chaos.hosts import Network, can_make_namespaces
-from ..chaos.servers import PORT_BASE, PrivatePostgres
+from ..chaos.servers import PORT_BASE
 from ..conftest import Processes, require, wait_for
 from . import checker
 from .cluster import CoreSentinel, SmallDisk
@@ -160,9 +160,7 @@ def disks():
 
 @pytest.fixture
 def core_postgres(transactional_db, network):
-    server = PrivatePostgres(private_postgres_bindir(), listen=[str(network.core_address)],
-                             trusted=[str(network.subnet)])
-    with serving_the_test_database(server):
+    with postgres_on_the_core(network) as server:
         yield server
 
 

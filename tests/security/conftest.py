@@ -34,6 +34,13 @@ class People:
         return client
 
 
+def member_of(group_name, username):
+    """A new user of that name, in the group of that name (made if there is none)."""
+    user = User.objects.create_user(username)
+    user.groups.add(Group.objects.get_or_create(name=group_name)[0])
+    return user
+
+
 @pytest.fixture
 def people(db):
     return People()

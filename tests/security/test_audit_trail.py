@@ -26,6 +26,8 @@ from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, Limit
 from workflows.models import Workflow
 
+from .conftest import member_of
+
 PASSWORD = "a-long-password-of-owners"
 ADDRESS = "198.51.100.23"
 
@@ -276,12 +278,9 @@ def test_concurrent_appends_leave_one_valid_chain():
 
 @pytest.mark.timeout(300)
 def test_jobsctl_audit_shows_a_team_only_its_own_entries(jobsctl):
-    team_a, team_b = Group.objects.create(name="team-a"), Group.objects.create(name="team-b")
-    alice, bob = User.objects.create_user("alice"), User.objects.create_user("bob")
-    alice.groups.add(team_a)
-    bob.groups.add(team_b)
-    job = save_job(Job(name="a-report", kind="callable", target="builtin.noop", owner=alice, group=team_a),
-                   {"type": "manual"})
+    alice, bob = member_of("team-a", "alice"), member_of("team-b", "bob")
+    job = save_job(Job(name="a-report", kind="callable", target="builtin.noop", owner=alice,
+                       group=alice.groups.get()), {"type": "manual"})
     trail.record(job, "pause", Source.API, user=alice, actor_name="alice")
     keys = {user.username: access.create(user)[1] for user in (alice, bob)}
 

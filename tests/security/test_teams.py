@@ -15,6 +15,7 @@ from notifications.models import Channel, Rule
 
 from ..test_notifications_support import grant_channel_permissions
 from ..work_trail import work_entries
+from .conftest import member_of
 
 WEBHOOK = {"url": "https://example.invalid/hook"}
 
@@ -242,14 +243,10 @@ def test_the_command_line_as_an_outsider_neither_exports_nor_names_another_teams
 @pytest.mark.timeout(300)
 def test_jobsctl_of_another_team_finds_nothing_of_team_a(jobsctl):
     """jobsctl against a live web process, with the outsider's token."""
-    from django.contrib.auth.models import Group, User
-
     from jobs.access import tokens
 
-    team, others = Group.objects.create(name="team"), Group.objects.create(name="others")
-    owner, outsider = User.objects.create_user("owner"), User.objects.create_user("outsider")
-    owner.groups.add(team)
-    outsider.groups.add(others)
+    owner, outsider = member_of("team", "owner"), member_of("others", "outsider")
+    team = owner.groups.get()
     Limit.objects.create(key="a-limit", max_running=2, owner=owner, group=team)
     Calendar.objects.create(name="a-cal", owner=owner, group=team)
     token = tokens.create(outsider)[1]

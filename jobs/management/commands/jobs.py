@@ -84,12 +84,30 @@ def param_values(texts):
         raise CommandError(" ".join(exc.messages)) from None
 
 
+def first_or_error(found, message):
+    """The first of the queryset ``found``, or a CommandError saying ``message`` when it is empty."""
+    first = found.first()
+    if first is None:
+        raise CommandError(message)
+    return first
+
+
 def find_job(name, user=None):
     jobs = visible_jobs(user) if user else Job.objects
-    job = jobs.select_related("crontab", "interval", "clocked", "last_run", "owner").filter(name=name).first()
-    if job is None:
-        raise CommandError(f"No job named {name!r}. See `manage.py jobs list` for the names.")
-    return job
+    return first_or_error(jobs.select_related("crontab", "interval", "clocked", "last_run", "owner").filter(name=name),
+                          f"No job named {name!r}. See `manage.py jobs list` for the names.")
+
+
+def wait_until_ended(run, timeout, called):
+    """Read ``run`` (a run, or a workflow run) again until it has ended; after ``timeout`` seconds, a
+    CommandError (exit EXIT_WAIT_TIMED_OUT) naming it as ``called``."""
+    deadline = time.monotonic() + timeout
+    while not run.is_terminal:
+        if time.monotonic() > deadline:
+            raise CommandError(f"{called} {run.pk} is still {run.status} after {timeout:g}s.",
+                               returncode=EXIT_WAIT_TIMED_OUT)
+        time.sleep(0.5)
+        run.refresh_from_db()
 
 
 def resolve_user(username):
@@ -98,10 +116,8 @@ def resolve_user(username):
         return None
     from django.contrib.auth import get_user_model
 
-    user = get_user_model().objects.filter(username=username, is_active=True).first()
-    if user is None:
-        raise CommandError(f"--as: no active user named {username!r}.")
-    return user
+    return first_or_error(get_user_model().objects.filter(username=username, is_active=True),
+                          f"--as: no active user named {username!r}.")
 
 
 class Command(BaseCommand):
@@ -180,10 +196,8 @@ class Command(BaseCommand):
              job.last_run.status if job.last_run else "-")
             for job in jobs
         ]
-        if not rows:
-            self.stdout.write("No jobs.")
-            return
-        self.stdout.write(table(["NAME", "KIND", "SCHEDULE", "ENABLED", "NEXT RUN", "LAST RUN"], rows))
+        self.stdout.write(table(["NAME", "KIND", "SCHEDULE", "ENABLED", "NEXT RUN", "LAST RUN"], rows) if rows
+                          else "No jobs.")
 
     def handle_show(self, name, **options):
         job = find_job(name, self.user)
@@ -235,13 +249,7 @@ class Command(BaseCommand):
         self.stdout.write(f"Run {run.pk} of {job.name} queued.")
         if not wait:
             return
-        deadline = time.monotonic() + timeout
-        while not run.is_terminal:
-            if time.monotonic() > deadline:
-                raise CommandError(f"Run {run.pk} is still {run.status} after {timeout:g}s.",
-                                   returncode=EXIT_WAIT_TIMED_OUT)
-            time.sleep(0.5)
-            run.refresh_from_db()
+        wait_until_ended(run, timeout, "Run")
         self.stdout.write(f"status: {run.status}")
         self.stdout.write(f"attempts: {run.attempt}/{run.max_attempts}")
         self.stdout.write(f"worker: {run.worker or '-'}")

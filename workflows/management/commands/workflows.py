@@ -5,11 +5,18 @@ Workflows are defined with the API or ``manage.py jobs apply`` (``workflows:`` i
 action goes through ``workflows.actions`` (which writes its audit entry) as the operator, or with
 ``--as USER`` as that user (their workflows only, with their permissions)."""
 
-import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs.management.commands.jobs import EXIT_FAILED, EXIT_WAIT_TIMED_OUT, act, resolve_user, table, when
+from jobs.management.commands.jobs import (
+    EXIT_FAILED,
+    act,
+    first_or_error,
+    resolve_user,
+    table,
+    wait_until_ended,
+    when,
+)
 from workflows import actions, definitions
 from workflows.models import Workflow, WorkflowRun, WorkflowRunStatus
 from workflows.permissions import visible_workflow_runs, visible_workflows
@@ -17,18 +24,13 @@ from workflows.permissions import visible_workflow_runs, visible_workflows
 
 def find_workflow(name, user=None):
     workflows = visible_workflows(user) if user else Workflow.objects
-    workflow = workflows.select_related("crontab", "interval", "clocked").filter(name=name).first()
-    if workflow is None:
-        raise CommandError(f"No workflow named {name!r}. See `manage.py workflows list` for the names.")
-    return workflow
+    return first_or_error(workflows.select_related("crontab", "interval", "clocked").filter(name=name),
+                          f"No workflow named {name!r}. See `manage.py workflows list` for the names.")
 
 
 def find_run(run_id, user=None):
     runs = visible_workflow_runs(user) if user else WorkflowRun.objects
-    wf_run = runs.select_related("workflow").filter(pk=run_id).first()
-    if wf_run is None:
-        raise CommandError(f"No workflow run {run_id}.")
-    return wf_run
+    return first_or_error(runs.select_related("workflow").filter(pk=run_id), f"No workflow run {run_id}.")
 
 
 class Command(BaseCommand):
@@ -68,10 +70,8 @@ class Command(BaseCommand):
                          "yes" if workflow.enabled else "no",
                          when(workflow.next_run_at) if workflow.enabled else "- (paused)",
                          f"#{last.pk} {last.status}" if last else "-"))
-        if not rows:
-            self.stdout.write("No workflows.")
-            return
-        self.stdout.write(table(["NAME", "JOBS", "SCHEDULE", "ENABLED", "NEXT RUN", "LAST RUN"], rows))
+        self.stdout.write(table(["NAME", "JOBS", "SCHEDULE", "ENABLED", "NEXT RUN", "LAST RUN"], rows) if rows
+                          else "No workflows.")
 
     def handle_show(self, name, **options):
         workflow = find_workflow(name, self.user)
@@ -129,13 +129,7 @@ class Command(BaseCommand):
             self.wait_for(wf_run, timeout)
 
     def wait_for(self, wf_run, timeout):
-        deadline = time.monotonic() + timeout
-        while not wf_run.is_terminal:
-            if time.monotonic() > deadline:
-                raise CommandError(f"Workflow run {wf_run.pk} is still {wf_run.status} after {timeout:g}s.",
-                                   returncode=EXIT_WAIT_TIMED_OUT)
-            time.sleep(0.5)
-            wf_run.refresh_from_db()
+        wait_until_ended(wf_run, timeout, "Workflow run")
         self.print_run(wf_run)
         if wf_run.status != WorkflowRunStatus.SUCCEEDED:
             raise CommandError(f"Workflow run {wf_run.pk} ended {wf_run.status}.", returncode=EXIT_FAILED)
