@@ -1,9 +1,6 @@
 """manage.py jobs import celery-beat: every PeriodicTask shape, the report, --dry-run,
 --disable-originals in the import's transaction, and a second run that changes nothing."""
 
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 
@@ -25,7 +22,7 @@ from django_celery_beat.models import (
 from audit.models import AuditEntry
 from jobs.models import Job
 
-from .conftest import REPO, database_url
+from .conftest import manage_py
 
 pytestmark = pytest.mark.django_db
 
@@ -260,15 +257,7 @@ def test_a_process_of_its_own_knows_the_apps_tasks(transactional_db):
     every = IntervalSchedule.objects.create(every=600, period=IntervalSchedule.SECONDS)
     periodic("jobs-prune-runs", task="jobs.prune_runs", interval=every)
     periodic("deliver", task="notifications.send_delivery", interval=every)
-    env = {**os.environ, "DATABASE_URL": database_url(), "PYTHONPATH": str(REPO)}
-    done = subprocess.run(
-        [sys.executable, "manage.py", "jobs", "import", "celery-beat", "--dry-run"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = manage_py("jobs", "import", "celery-beat", "--dry-run")
     assert done.returncode == 0, done.stderr
     assert "'jobs-prune-runs' (jobs.prune_runs): not carried over: the service's own task" in done.stdout
     assert "'deliver' (notifications.send_delivery): not carried over: the service's own task" in done.stdout

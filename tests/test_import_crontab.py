@@ -1,9 +1,7 @@
 """manage.py jobs import crontab FILE: a real crontab of more than 20 lines with its odd cases, each
 job's next slots against croniter's reading of its line, and bad input that imports nothing."""
 
-import os
 import subprocess
-import sys
 from datetime import UTC, datetime
 from io import StringIO
 from zoneinfo import ZoneInfo
@@ -16,7 +14,7 @@ from jobs import lifecycle
 from jobs.models import Job, JobRun, RunStatus
 from notifications.models import Channel, Rule
 
-from .conftest import REPO, database_url, wait_for
+from .conftest import manage_py, wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -214,16 +212,7 @@ def test_the_jobs_are_shared_with_a_team(tmp_path):
 
 def test_the_crontab_is_read_from_stdin(transactional_db):
     """`crontab -l | manage.py jobs import crontab -`, in a process of its own."""
-    env = {**os.environ, "DATABASE_URL": database_url(), "PYTHONPATH": str(REPO)}
-    done = subprocess.run(
-        [sys.executable, "manage.py", "jobs", "import", "crontab", "-", "--dry-run"],
-        cwd=REPO,
-        env=env,
-        input="MAILTO=\n@daily /usr/bin/backup\n",
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = manage_py("jobs", "import", "crontab", "-", "--dry-run", stdin="MAILTO=\n@daily /usr/bin/backup\n")
     assert done.returncode == 0, done.stderr
     assert "    carried over: 0 0 * * * in UTC (@daily)" in done.stdout
     assert "dry run: the import is valid; nothing was saved." in done.stdout
