@@ -22,25 +22,20 @@ AHEAD = {"at the slot": {}, "ahead": {"JOBS_DISPATCH_AHEAD_SECONDS": "5", "JOBS_
                                      "JOBS_REPUBLISH_AFTER_SECONDS": "60"}}
 
 
-def two_beats_leading(processes, job, runs, **env):
-    """A worker and two beats, ba and bb, once one leads and ``job`` has ``runs`` runs: (the beats by
-    name, the leader's name)."""
+def failover(sig, processes, job, runs, dispatch):
+    """A worker and two beats, ba and bb (dispatching as ``dispatch`` says); once one leads and ``job``
+    has ``runs`` runs, ``sig`` sent to the leader; once the other leads and ``job`` has ``runs`` runs
+    more: (the leader's process, the new leader's name, the seconds it took to lead)."""
     processes.worker()
-    beats = {"ba": processes.beat(name="ba", **env), "bb": processes.beat(name="bb", **env)}
+    beats = {name: processes.beat(name=name, **AHEAD[dispatch]) for name in ("ba", "bb")}
     leader = wait_for_leader()
     wait_for_runs(job, runs)
-    return beats, leader
-
-
-def failover_after(sig, processes, beat, leader, job, runs):
-    """Send ``sig`` to the leading ``beat`` (named ``leader``); once another beat leads and ``job``
-    has ``runs`` runs more: (the new leader's name, the seconds it took to lead)."""
-    processes.kill(beat, sig)
+    processes.kill(beats[leader], sig)
     signalled_at, moment = time.monotonic(), job.runs.latest("scheduled_for").scheduled_for
     standby = wait_for_leader(other_than=leader)
     recovered = since(signalled_at)
     wait_for_runs(job, runs, after=moment)
-    return standby, recovered
+    return beats[leader], standby, recovered
 
 
 def no_slot_ran_twice(job, ledger, scoreboard, scenario, recovered=None):
@@ -56,9 +51,7 @@ def no_slot_ran_twice(job, ledger, scoreboard, scenario, recovered=None):
 @pytest.mark.parametrize("dispatch", AHEAD)
 def test_it_misses_no_slot_when_the_leader_is_killed(processes, ledger, scoreboard, dispatch):
     job = every_second_job("leader-killed", ledger)
-    beats, leader = two_beats_leading(processes, job, runs=3, **AHEAD[dispatch])
-
-    _, recovered = failover_after(signal.SIGKILL, processes, beats[leader], leader, job, runs=3)
+    _, _, recovered = failover(signal.SIGKILL, processes, job, 3, dispatch)
     # No run waits for a message the dead leader held (the monitor would send it a minute later).
     past = job.runs.filter(status=RunStatus.QUEUED, scheduled_for__lt=timezone.now() - timedelta(seconds=3))
     wait_for(lambda: not past.exists(), timeout=10, message=f"no run queued past its slot: {list(past)}")
@@ -70,15 +63,13 @@ def test_it_misses_no_slot_when_the_leader_is_killed(processes, ledger, scoreboa
 @pytest.mark.parametrize("dispatch", AHEAD)
 def test_it_duplicates_no_slot_when_a_frozen_leader_comes_back(processes, ledger, scoreboard, dispatch):
     job = every_second_job("leader-frozen", ledger)
-    beats, leader = two_beats_leading(processes, job, runs=2, **AHEAD[dispatch])
-
-    standby, recovered = failover_after(signal.SIGSTOP, processes, beats[leader], leader, job, runs=2)
-    processes.kill(beats[leader], signal.SIGCONT)
+    frozen, standby, recovered = failover(signal.SIGSTOP, processes, job, 2, dispatch)
+    processes.kill(frozen, signal.SIGCONT)
     resumed_moment = job.runs.latest("scheduled_for").scheduled_for
     wait_for_runs(job, 3, after=resumed_moment)
 
     assert leader_node() == standby
-    wait_for(lambda: "lost the leadership" in Path(beats[leader].log_path).read_text(), timeout=10,
+    wait_for(lambda: "lost the leadership" in Path(frozen.log_path).read_text(), timeout=10,
              message="the thawed leader to step down")
     no_slot_ran_twice(job, ledger, scoreboard, f"4 SIGSTOP leader past TTL ({dispatch})", recovered)
 
