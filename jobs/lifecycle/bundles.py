@@ -37,6 +37,10 @@ WITH wanted AS (
         started_at = NULL, finished_at = NULL
     FROM {JOB} AS j, wanted AS w
     WHERE r.id = w.id AND r.attempt = w.attempt AND r.status IS NOT DISTINCT FROM '{RunStatus.QUEUED.value}'
+      -- The ids again, as the runs' own condition: on statistics that say the table is empty (a new
+      -- deployment's first burst, before autovacuum has analysed the runs just made) PostgreSQL
+      -- otherwise read every run for each of the bundle's ids (190 ms against 2 ms for 50 runs of 10,000).
+      AND r.id = ANY(%(ids)s::bigint[])
       AND j.id = r.job_id
       -- as postgres.CLAIM_SQL: a run under a limit, or past its start deadline, is left to the single claim
       AND j.limit_key = '' AND r.waiting_since IS NULL
