@@ -1,22 +1,28 @@
 """manage.py jobs apply of many jobs at once (the bulk path): the same jobs, schedule rows and
 audit entries as job-by-job saving, idempotent, progress on stderr, and errors naming the entry."""
 
+import json
+from datetime import UTC, datetime, time, timedelta
 from io import StringIO
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 import yaml
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError
+from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule
 
 from audit.models import Action
 from jobs.as_code import files as as_code
 from jobs.definitions import jobs as definitions
 from jobs.definitions.jobs import save_job
-from jobs.models import Job
+from jobs.models import Job, TeamQuota
 
+from .api_personas import make_personas
 from .work_trail import work_entries
 
 pytestmark = pytest.mark.django_db
@@ -152,3 +158,113 @@ def test_when_the_database_refuses_the_bulk_save_the_one_by_one_path_applies_the
     assert out[-1] == "applied: 3 created, 0 updated, 0 deleted."
     assert sorted(Job.objects.values_list("name", flat=True)) == ["job-00", "job-01", "job-02"]
     assert work_entries().filter(action=Action.CREATE).count() == 3  # one each, by actions.create
+
+
+LARGE = 20000
+ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Tokyo"]
+
+
+def large_entry(i):
+    """Job ``i`` of a large file: the shapes of a real one, a few hundred distinct values of each key."""
+    job = {"name": f"bulk-{i:05d}"}
+    if i % 5 == 4:
+        job.update(kind="http", target=f"https://api.example.com/hooks/{i}", http_method="POST",
+                   http_headers={"X-Source": "file"})
+    else:
+        job.update(kind="callable", target="builtin.noop", kwargs={"n": i})
+    if i % 10 < 6:
+        job["schedule"] = {"type": "cron", "cron": f"{i % 60} {i // 60 % 24} * * *", "timezone": ZONES[i % 4]}
+    elif i % 10 < 9:
+        job["schedule"] = {"type": "interval", "every_seconds": 60 * (1 + i % 30)}
+    elif i % 100 == 9:
+        job["schedule"] = {"type": "once", "run_at": f"2031-{1 + i % 12:02d}-01T00:00:00+00:00"}
+    else:
+        job["schedule"] = {"type": "manual"}
+    if i % 3 == 0:
+        job["tags"] = ["team-a", f"shard-{i % 16}"]
+    if i % 4 == 0:
+        job.update(max_retries=3, sla_seconds=600, group="team")
+    return job
+
+
+def expected_next_run(schedule, before, after):
+    """The next slots a job could have been given between the test's clock readings ``before`` and
+    ``after``: a cron job's next wall-clock H:M in its zone, an interval's first one ``every``
+    from the moment of saving, a one-time job's moment."""
+    if schedule["type"] == "cron":
+        minute, hour = map(int, schedule["cron"].split()[:2])
+        zone = ZoneInfo(schedule["timezone"])
+        found = set()
+        for moment in (before, after):
+            local = moment.astimezone(zone)
+            slot = datetime.combine(local.date(), time(hour, minute), zone)
+            found.add((slot if slot > moment else slot + timedelta(days=1)).astimezone(UTC))
+        return found
+    if schedule["type"] == "once":
+        return {datetime.fromisoformat(schedule["run_at"])}
+    return None
+
+
+ROW_FIELDS = [f.attname for f in Job._meta.concrete_fields if f.name not in ("id", "name", "created_at", "updated_at",
+                                                                              "next_run_at")]
+
+
+def rows(names):
+    return {job.name: {key: getattr(job, key) for key in ROW_FIELDS} for job in Job.objects.filter(name__in=names)}
+
+
+def test_a_large_file_gives_what_the_file_says_and_what_saving_job_by_job_gives(tmp_path, monkeypatch, settings):
+    people = make_personas()
+    people.owner.user_permissions.add(Permission.objects.get(codename="add_job", content_type__app_label="jobs"))
+    entries = [large_entry(i) for i in range(LARGE)]
+    in_team = sum(1 for job in entries if job.get("group") == "team")
+    settings.JOBS_MAX_JOBS_PER_USER = LARGE + 1  # the owner has nightly-report: exactly at the quota
+    TeamQuota.objects.create(group=people.team, max_jobs=in_team + 1)  # so has the team
+    path = str(tmp_path / "large.json")
+    Path(path).write_text(json.dumps({"jobs": entries}))
+
+    before = timezone.now()
+    out, _ = apply(path, user="owner")
+    after = timezone.now()
+
+    assert out[-1] == f"applied: {LARGE} created, 0 updated, 0 deleted."
+    jobs = {job.name: job for job in Job.objects.exclude(pk=people.job.pk).select_related(
+        "crontab", "interval", "clocked", "group", "owner")}
+    assert len(jobs) == LARGE
+    for given in entries:
+        job, schedule = jobs[given["name"]], given["schedule"]
+        assert (job.kind, job.target, job.owner, job.group) == (
+            given["kind"], given["target"], people.owner, people.team if "group" in given else None)
+        assert (job.tags, job.kwargs, job.http_method, job.http_headers) == (
+            given.get("tags", []), given.get("kwargs", {}), given.get("http_method", "GET"), given.get("http_headers", {}))
+        assert (job.max_retries, job.sla_seconds, job.enabled) == (given.get("max_retries", 0), given.get("sla_seconds"),
+                                                                  True)
+        assert job.schedule_type == schedule["type"]
+        if schedule["type"] == "cron":
+            assert (job.cron_expression, str(job.crontab.timezone)) == (schedule["cron"], schedule["timezone"])
+            assert job.next_run_at in expected_next_run(schedule, before, after)
+        elif schedule["type"] == "interval":
+            assert job.every_seconds == schedule["every_seconds"]
+            every = timedelta(seconds=schedule["every_seconds"])
+            assert before + every <= job.next_run_at <= after + every
+        elif schedule["type"] == "once":
+            assert job.next_run_at in expected_next_run(schedule, before, after)
+        else:
+            assert job.next_run_at is None
+    # An audit entry for each batch of jobs created (as_code.SAVE_CHUNK), naming each, by the owner.
+    created = list(work_entries().filter(action=Action.CREATE).exclude(job=people.job).order_by("id"))
+    assert {(entry.actor, entry.source) for entry in created} == {(people.owner, "cli")}
+    assert [name for entry in created for name in entry.changes["created"]] == [given["name"] for given in entries]
+    assert len(created) == LARGE // as_code.SAVE_CHUNK
+
+    # A sample of the same entries saved job by job (the path the bulk one falls back to) gives the
+    # same rows, field for field.
+    sample = entries[::400]
+    bulk = rows([given["name"] for given in sample])
+    Job.objects.filter(name__in=bulk).delete()
+    monkeypatch.setattr(definitions, "save_jobs", lambda *args, **kwargs: (_ for _ in ()).throw(DatabaseError("no")))
+    Path(path).write_text(json.dumps({"jobs": sample}))
+
+    assert apply(path, user="owner")[0][-1] == f"applied: {len(sample)} created, 0 updated, 0 deleted."
+    assert rows(bulk) == bulk
+    assert work_entries().filter(action=Action.CREATE).exclude(job=people.job).count() == len(created) + len(sample)

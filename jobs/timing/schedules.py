@@ -46,7 +46,11 @@ def validate_cron(expression):
         raise ValidationError(
             f"A cron expression has 5 fields (minute hour day month weekday), got {len(fields)}."
         )
-    expression = spread.resolve(expression, "")  # H: any job's numbers are as valid as this one's
+    _check_cron(spread.resolve(expression, ""))  # H: any job's numbers are as valid as this one's
+
+
+@functools.lru_cache(maxsize=4096)  # a file of 100,000 jobs holds a few thousand expressions; a refusal is not kept
+def _check_cron(expression):
     shown = expression if len(expression) <= 100 else f"{expression[:100]}…"  # not thousands of digits back
     if not croniter.is_valid(expression):
         raise ValidationError(f"'{shown}' is not a valid cron expression.")
@@ -54,6 +58,16 @@ def validate_cron(expression):
         next_cron_slot(expression, "UTC", datetime.now(UTC))
     except (ValueError, KeyError, CroniterError):
         raise ValidationError(f"'{shown}' never matches a date.") from None
+
+
+@functools.lru_cache(maxsize=16384)  # a schedule that matches a date now matches one later
+def matches_a_date(expression, timezone_name):
+    """Whether the cron ``expression`` has a slot in ``timezone_name`` (0 0 31 2 * has none)."""
+    try:
+        next_cron_slot(expression, timezone_name, datetime.now(UTC))
+    except Exception:  # croniter raises several types for a date that never comes
+        return False
+    return True
 
 
 def validate_timezone(name):
