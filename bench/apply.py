@@ -40,30 +40,11 @@ from jobs.actions import jobs as actions  # noqa: E402
 from jobs.as_code import files as as_code  # noqa: E402
 from jobs.models import Job  # noqa: E402
 from jobs.schemas.jobs import JobSerializer  # noqa: E402
-
-ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Tokyo"]
+from tests.file_entries import mixed_entry  # noqa: E402
 
 
 def job_entry(i, changed=False):
-    entry = {"name": f"bench-job-{i:06d}"}
-    if i % 5 == 4:
-        entry.update(kind="http", target=f"https://api.example.com/hooks/{i}", http_method="POST",
-                     http_headers={"X-Source": "bench"})
-    else:
-        entry.update(kind="callable", target="builtin.noop", kwargs={"n": i})
-    if i % 10 < 6:
-        entry["schedule"] = {"type": "cron", "cron": f"{i % 60} {i // 60 % 24} * * *", "timezone": ZONES[i % 4]}
-    elif i % 10 < 9:
-        entry["schedule"] = {"type": "interval", "every_seconds": 60 * (1 + i % 30)}
-    elif i % 100 == 9:
-        entry["schedule"] = {"type": "once", "run_at": f"2031-{1 + i % 12:02d}-01T00:00:00+00:00"}
-    else:
-        entry["schedule"] = {"type": "manual"}
-    if i % 3 == 0:
-        entry["tags"] = ["team-a", f"shard-{i % 16}"]
-    if i % 4 == 0:
-        entry["max_retries"] = 3
-        entry["sla_seconds"] = 600
+    entry = mixed_entry(i, f"bench-job-{i:06d}", "bench")
     if changed:
         entry["description"] = f"changed {i}"
         entry["timeout_seconds"] = 900

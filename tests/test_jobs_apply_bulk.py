@@ -23,6 +23,7 @@ from jobs.definitions.jobs import save_job
 from jobs.models import Job, TeamQuota
 
 from .api_personas import make_personas
+from .file_entries import mixed_entry
 from .work_trail import work_entries
 
 pytestmark = pytest.mark.django_db
@@ -161,29 +162,11 @@ def test_when_the_database_refuses_the_bulk_save_the_one_by_one_path_applies_the
 
 
 LARGE = 20000
-ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Tokyo"]
-
-
 def large_entry(i):
-    """Job ``i`` of a large file: the shapes of a real one, a few hundred distinct values of each key."""
-    job = {"name": f"bulk-{i:05d}"}
-    if i % 5 == 4:
-        job.update(kind="http", target=f"https://api.example.com/hooks/{i}", http_method="POST",
-                   http_headers={"X-Source": "file"})
-    else:
-        job.update(kind="callable", target="builtin.noop", kwargs={"n": i})
-    if i % 10 < 6:
-        job["schedule"] = {"type": "cron", "cron": f"{i % 60} {i // 60 % 24} * * *", "timezone": ZONES[i % 4]}
-    elif i % 10 < 9:
-        job["schedule"] = {"type": "interval", "every_seconds": 60 * (1 + i % 30)}
-    elif i % 100 == 9:
-        job["schedule"] = {"type": "once", "run_at": f"2031-{1 + i % 12:02d}-01T00:00:00+00:00"}
-    else:
-        job["schedule"] = {"type": "manual"}
-    if i % 3 == 0:
-        job["tags"] = ["team-a", f"shard-{i % 16}"]
+    """Job ``i`` of a large file, some of them shared with the team."""
+    job = mixed_entry(i, f"bulk-{i:05d}", "file")
     if i % 4 == 0:
-        job.update(max_retries=3, sla_seconds=600, group="team")
+        job["group"] = "team"
     return job
 
 
