@@ -5,7 +5,7 @@ from io import StringIO
 import time_machine
 from django.core.management import call_command
 
-from .test_slot_report import LATER, history, people  # noqa: F401 (fixtures)
+from .test_slot_report import LATER, history  # noqa: F401 (fixtures)
 
 
 def test_it_explains_a_slot_skipped_while_the_job_was_paused(people, history):  # noqa: F811
