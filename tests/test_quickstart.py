@@ -20,8 +20,9 @@ from .conftest import REPO
 
 # The README and the pages of the docs site whose `manage.py` lines work right after the quick start.
 PAGES = ("README.md", "docs/tutorial/quickstart.md", "docs/guide/command-line.md", "docs/reference/jobs-as-code.md")
-# What the pages' placeholders stand for here: a job and its finished run, made after the setup.
-PLACEHOLDERS = {"NAME": "hello", "RUN": "1", "USER": "admin"}
+# What the pages' placeholders stand for here: a job and its finished run, made after the setup, and a
+# crontab to import.
+PLACEHOLDERS = {"NAME": "hello", "RUN": "1", "USER": "admin", "FILE": "var/crontab"}
 # Lines that need a long-running process the setup does not start (a worker runs the job).
 NEEDS_A_WORKER = ("--wait",)
 
@@ -32,7 +33,7 @@ def readme_manage_blocks():
     blocks = []
     text = "\n".join((REPO / page).read_text() for page in PAGES)
     for block in re.findall(r"```sh\n(.*?)```", text, re.S):
-        lines = [re.sub(r"\b(NAME|RUN|USER)\b", lambda m: PLACEHOLDERS[m.group(1)], line.split("  #")[0].strip())
+        lines = [re.sub(r"\b(NAME|RUN|USER|FILE)\b", lambda m: PLACEHOLDERS[m.group(1)], line.split("  #")[0].strip())
                  for line in block.splitlines() if line.startswith(".venv/bin/python manage.py ")]
         if lines and lines not in blocks:  # the README repeats the quick start page's first block
             blocks.append(lines)
@@ -108,6 +109,7 @@ def test_the_readmes_manage_py_commands_work_in_a_new_shell_after_the_quick_star
                 " {'type': 'manual'})); lifecycle.claim(run.pk, 1, 'worker', 1);"
                 " lifecycle.record_success(run.pk, 1, output='hello')"], clone)
     assert made.returncode == 0, made.stderr
+    (clone / "var" / "crontab").write_text("@daily /bin/true\n")
 
     blocks = readme_manage_blocks()
     commands = [command for block in blocks for command in block]
