@@ -71,8 +71,9 @@ class JobScheduler(DatabaseScheduler):
                 self._database_since = now
             duties.run("wakeup")
             if report.due_jobs:
-                logger.info("dispatched %s runs (%s waiting, %s skipped) for %s due jobs",
-                            report.runs_created, report.runs_waiting, report.slots_skipped, report.due_jobs)
+                logger.info("dispatched %s runs (%s held for their slot, %s waiting, %s skipped) for %s due jobs",
+                            report.runs_created, report.runs_ahead, report.runs_waiting, report.slots_skipped,
+                            report.due_jobs)
             if now >= self._next_housekeeping:
                 self._next_housekeeping = now + tick_seconds
                 lifecycle.queue_due_retries()
