@@ -1,9 +1,9 @@
-"""The job kinds, each one package (``jobs/kinds/callable/``, ``command/``, ``http/``) that exports
+"""The job kinds, each one package (``jobs/kinds/callable/``, ``task/``, ``command/``, ``http/``) that exports
 ``KIND``, a ``base.JobKindSpec``: what it runs, how it checks a job, the fields it uses and which
 of them are secret, whether its jobs need the command-job permission, and how its result is shown.
 
 They are listed once, by the package's dotted path, in the setting ``JOBS_KINDS`` (default: the
-three). Everything else asks this registry and never names a kind: the model's choices and
+four). Everything else asks this registry and never names a kind: the model's choices and
 validation, the permissions, the API, the pages, the admin, jobs-as-code, the command line, the
 lifecycle's time limits and the worker. Adding a kind is one new package and its line in the setting.
 """
@@ -16,7 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .base import JobKindSpec
 
-DEFAULT_KINDS = ("jobs.kinds.callable", "jobs.kinds.command", "jobs.kinds.http")
+DEFAULT_KINDS = ("jobs.kinds.callable", "jobs.kinds.task", "jobs.kinds.command", "jobs.kinds.http")
 NAME_MAX_LENGTH = 16  # Job.kind's column
 
 
