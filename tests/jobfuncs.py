@@ -278,10 +278,12 @@ def add(x, y, path=None):
 
 @shared_task(bind=True, name="tests.keyed")
 def keyed(self, path, fail_times=0, seconds=0.0):
-    """A bound task: appends "key <idempotency key> <attempt> <run id> <retries>" from ``self.request``, sleeps
-    ``seconds``, and asks Celery for a retry (``self.retry``) on its first ``fail_times`` attempts."""
+    """A bound task: appends "key <idempotency key> <attempt> <run id> <retries>" from ``self.request`` and prints
+    "attempt <n> started", sleeps ``seconds``, and asks Celery for a retry (``self.retry``) on its first
+    ``fail_times`` attempts."""
     request = self.request
     _append(path, f"key {request.idempotency_key} {request.attempt} {request.run_id} {request.retries}")
+    print(f"attempt {request.attempt} started", flush=True)
     time.sleep(float(seconds))
     if request.attempt <= int(fail_times):
         raise self.retry(exc=RuntimeError(f"failing attempt {request.attempt} on purpose"))
