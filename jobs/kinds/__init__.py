@@ -95,5 +95,5 @@ def fieldsets():
 
 
 def in_words(labels):
-    """"A", "A and B", "A, B and C"."""
+    """The labels as a sentence says them: A; A and B; A, B and C."""
     return " and ".join(filter(None, [", ".join(labels[:-1]), labels[-1]])) if labels else ""
