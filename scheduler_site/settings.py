@@ -376,7 +376,7 @@ JOBS_COMMAND_RLIMIT_NPROC = env_int("JOBS_COMMAND_RLIMIT_NPROC", 256, 0)
 JOBS_COMMAND_RLIMIT_NOFILE = env_int("JOBS_COMMAND_RLIMIT_NOFILE", 1024, 0)
 JOBS_CALLABLE_MODULES = env_list("JOBS_CALLABLE_MODULES", ["jobs.builtin"])
 # The job kinds (jobs.kinds): each a package exporting KIND; a new kind is a package and its line here.
-JOBS_KINDS = env_list("JOBS_KINDS", ["jobs.kinds.callable", "jobs.kinds.command", "jobs.kinds.http"])
+JOBS_KINDS = env_list("JOBS_KINDS", ["jobs.kinds.callable", "jobs.kinds.task", "jobs.kinds.command", "jobs.kinds.http"])
 # History: finished runs older than JOBS_RETENTION_DAYS are deleted, keeping at least the newest
 # JOBS_RETENTION_MIN_RUNS of each job (a job's own retention_days / retention_min_runs override them),
 # by a periodic task every JOBS_RETENTION_INTERVAL_SECONDS (0 turns it off), JOBS_RETENTION_BATCH

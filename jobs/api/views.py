@@ -312,6 +312,14 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
         report = reports.made(job_report, job, reports.days_of(request.query_params))
         return reports.respond(request, report, f"job-{job.pk}")
 
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT,
+                   description="The targets a job may name, by kind, for the kinds whose target is chosen from a "
+                               "list: `callable`, the registered functions; `task`, the Celery tasks of "
+                               "`JOBS_CALLABLE_MODULES`.")
+    @action(detail=False, methods=["get"])
+    def targets(self, request):
+        return Response(kinds.target_options())
+
     @extend_schema(
         request=None, responses=operator.WhySerializer,
         parameters=[OpenApiParameter("at", OpenApiTypes.DATETIME, required=True,

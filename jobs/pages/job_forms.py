@@ -168,20 +168,6 @@ def shown_fields(kind):
             if name in settable() and (name not in job_fields.KIND_FIELDS or name in ours)]
 
 
-def kind_fieldsets():
-    """[(kind names, their labels, fields)]: each kind's own fields, a field that several kinds use
-    shown once, for all of them."""
-    users = {}
-    for spec in kinds.kinds().values():
-        for name in spec.fields:
-            users.setdefault(name, []).append(spec.name)
-    sets = {}
-    for name, names in users.items():
-        sets.setdefault(tuple(names), []).append(name)
-    return [(list(names), " and ".join(kinds.get(kind).label for kind in names), fields)
-            for names, fields in sets.items()]
-
-
 def default_kind(user=None):
     """The first kind ``user`` may create (the first kind of all without a user)."""
     return next(iter(kinds_for(user) if user is not None else kinds.kinds()), "")
@@ -194,10 +180,8 @@ def kinds_for(user):
     return [name for name in kinds.kinds() if name not in guarded]
 
 
-def field_options(name, kind):
-    """Suggestions for a field: the chosen kind's targets, the kind's own choices (HTTP methods)."""
-    if name == "target":
-        return spec.target_options() if (spec := kinds.get(kind)) else []
+def field_options(name):
+    """Suggestions for a kind's own field: its choices (HTTP methods)."""
     for spec in kinds.kinds().values():
         if name in spec.field_options:
             return list(spec.field_options[name])
@@ -294,6 +278,10 @@ class FormField:
     errors: list = field(default_factory=list)
     choices: list = field(default_factory=list)
     options: list = field(default_factory=list)  # suggestions (a datalist)
+    # The target's suggestions for each kind ({kind: [targets]}), a datalist each; the target starts with
+    # ``options_kind``'s, and the page switches to the kind chosen.
+    options_by_kind: dict = field(default_factory=dict)
+    options_kind: str = ""
     step: str = "1"
 
 
@@ -326,8 +314,10 @@ def make_field(name, values, errors, request):
         made.choices = list(model_field.choices)
     if isinstance(model_field, models.FloatField):
         made.step = "any"
-    if name == "target" or name in job_fields.KIND_FIELDS:
-        made.options = field_options(name, kind)
+    if name == "target":
+        made.options_by_kind, made.options_kind = kinds.target_options(), kind
+    elif name in job_fields.KIND_FIELDS:
+        made.options = field_options(name)
     elif name == "group":
         made.widget, made.choices = "select", [("", "— none —"), *group_choices(request.user, made.value)]
     elif name == "queue":
@@ -363,7 +353,7 @@ def form_context(request, values, errors, job=None):
     def fields(names):
         return [make_field(name, values, errors, request) for name in names]
 
-    fieldsets = kind_fieldsets()
+    fieldsets = kinds.fieldsets()
     shown = {*settable(), "schedule_type", *(n for names in SCHEDULE_FIELDS.values() for n in names)}
     return {
         "job": job,
