@@ -48,6 +48,14 @@ def ledger(path, seconds=0.0, context=None):
     return {"attempt": attempt_of(context)}
 
 
+@job_function("test.ledger_pid")
+def ledger_pid(path, seconds=0.0, context=None):
+    """test.ledger's lines with the PID of the pool process that ran the attempt as a fourth field."""
+    _append(path, f"start {attempt_of(context)} {time.time()} {os.getpid()}")
+    time.sleep(float(seconds))
+    _append(path, f"end {attempt_of(context)} {time.time()} {os.getpid()}")
+
+
 @job_function("test.ledger_first_is_long")
 def ledger_first_is_long(path, marker, seconds, context=None):
     """``test.ledger`` that takes ``seconds`` for whichever run starts first (it makes ``marker``), no

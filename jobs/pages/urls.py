@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import calendars, forecast, job_forms, limits, login, operator_views, reports, tokens, views
+from . import calendars, forecast, job_forms, limits, login, operator_views, reports, tokens, views, workers
 
 app_name = "pages"
 
@@ -31,6 +31,7 @@ urlpatterns = [
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("runs/<int:pk>/tail/", views.run_tail, name="run-tail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
+    path("workers/", workers.worker_timeline, name="workers"),
     path("limits/", limits.limit_list, name="limits"),
     path("limits/new/", limits.limit_edit, name="limit-new"),
     path("limits/<slug:key>/edit/", limits.limit_edit, name="limit-edit"),
