@@ -104,7 +104,7 @@ later=(tests/test_limits_workers.py tests/test_parameters_end_to_end.py tests/te
        tests/test_cli_limits.py tests/test_auto_pause.py
        tests/test_end_to_end.py tests/test_policies.py tests/test_workflows_workers.py tests/test_time_limits.py
        tests/test_lost_budget.py tests/test_live_output.py tests/test_cli_tailing.py tests/test_watchdog.py
-       tests/test_rabbitmq_only.py)
+       tests/test_rabbitmq_only.py tests/test_screenshots.py)
 # The DST tests that start no processes but compute many nights (3.5 minutes alone), after the other
 # chaos tests; the security tests after the later list: the main pass took 31 minutes with both.
 dst=(tests/test_dst_slots.py tests/test_dst_policies.py tests/test_dst_policy_nights.py)

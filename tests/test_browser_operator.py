@@ -1,5 +1,5 @@
 """The operator's pages in a real browser: "why didn't it run?", every slot of a range, and a
-backfill previewed then confirmed. Screenshots as in test_browser (REFRESH_SCREENSHOTS=1: docs/screenshots/)."""
+backfill previewed then confirmed. Screenshots as in test_browser."""
 
 from datetime import UTC, datetime, timedelta
 
