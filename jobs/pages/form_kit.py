@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from django import forms
 from django.db import models
 
+NONE = "— none —"  # the empty choice of a select, as the job form words it
+
 
 @dataclass
 class FormField:
@@ -58,7 +60,7 @@ def from_form(form):
                          list(bound.errors))
         if widget == "select":
             made.value = "" if value is None else str(value)
-            made.choices = [(str(choice), str(text)) for choice, text in bound.field.choices]
+            made.choices = [(str(choice), str(text) if choice != "" else NONE) for choice, text in bound.field.choices]
         if widget == "textarea":
             made.rows = int(bound.field.widget.attrs.get("rows", 3))
         if isinstance(bound.field, forms.FloatField):

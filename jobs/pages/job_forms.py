@@ -38,7 +38,7 @@ from ..models import DstRepeated, DstSkipped, Job, Limit, ScheduleType
 from ..schemas.jobs import JobSerializer, ScheduleField, field_errors
 from ..timing.spread import MAX_SPREAD_SECONDS
 from .common import actor, attempt, job_timezone, page, refused_is_forbidden, slot_text
-from .form_kit import FormField, model_widget
+from .form_kit import NONE, FormField, model_widget
 
 PREVIEW_SLOTS = 10
 
@@ -320,7 +320,7 @@ def make_field(name, values, errors, request):
     if name == "target" or name in job_fields.KIND_FIELDS:
         made.options = field_options(name, kind)
     elif name == "group":
-        made.widget, made.choices = "select", [("", "— none —"), *group_choices(request.user, made.value)]
+        made.widget, made.choices = "select", [("", NONE), *group_choices(request.user, made.value)]
     elif name == "queue":
         made.options = sorted(settings.JOBS_QUEUES)
     elif name == "timezone":
