@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 from ..actions import calendars as actions
 from ..models import Calendar
 from ..models.calendar import dates_from_text, dates_text
-from .common import actor, attempt, page, refused_is_forbidden
+from .common import actor, attempt, counted, page, refused_is_forbidden
 from .form_kit import FormField
 
 FIELDS = ("name", "description", "country", "subdivision")
@@ -150,7 +150,7 @@ def calendar_import(request, name):
     if refused:
         messages.error(request, f"Nothing was imported: {refused.message}")
     else:
-        messages.success(request, f"Imported: {imported.name} has {len(imported.dates)} typed-in date(s).")
+        messages.success(request, f"Imported: {imported.name} has {counted(len(imported.dates), 'typed-in date')}.")
     return redirect("pages:calendar", name=calendar.name)
 
 

@@ -17,7 +17,7 @@ from ..actions import jobs as actions
 from ..actions import spreading
 from ..actions.permissions import sees_everything, visible_jobs
 from ..operations import forecast as forecasts
-from .common import actor, page
+from .common import actor, counted, page
 
 CHART_WIDTH, CHART_HEIGHT = 720, 120
 
@@ -96,5 +96,5 @@ def forecast_spread(request):
             raise PermissionDenied(exc.message) from None
         messages.error(request, " ".join(t for texts in exc.fields.values() for t in texts) or exc.message)
     else:
-        messages.success(request, f"Spread {seconds} s set on {changed} job(s).")
+        messages.success(request, f"Spread {seconds} s set on {counted(changed, 'job')}.")
     return redirect("pages:forecast")
