@@ -199,3 +199,18 @@ def test_a_flat_load_has_no_peak_minutes(people):
     peaked = make_job("peak", owner=people.staff, schedule={"type": "cron", "cron": "0 * * * *", "timezone": "UTC"})
     text = client_for(people.staff).get("/forecast/?hours=2").text
     assert 'id="no-peaks"' not in text and f'href="/jobs/{peaked.pk}/"' in text
+
+
+def test_the_forecast_chart_has_a_scale_an_average_line_and_the_hours(people):
+    for n in range(3):  # each every third minute, one after the other: one run a minute, flat
+        make_job(f"flat-{n}", owner=people.outsider, schedule={"type": "cron", "cron": f"{n}-59/3 * * * *",
+                                                                "timezone": "UTC"})
+    asked = timezone.now().replace(second=0, microsecond=0)
+    text = client_for(people.outsider).get("/forecast/?hours=2").text
+    chart = text.split('<svg class="forecast-chart"', 1)[1].split("</svg>", 1)[0]
+    # One run a minute; the scale has room above it (1.25 times, rounded up), from 0.
+    assert ">2/min</text>" in chart and ">0</text>" in chart
+    assert 'class="average"' in chart and "average: 1.00 runs a minute" in chart
+    start = asked if f">{asked:%H:%M}</text>" in chart else asked + timedelta(minutes=1)  # the minute may turn
+    assert f">{start:%H:%M}</text>" in chart and f">{start + timedelta(hours=1):%H:%M}</text>" in chart
+    assert chart.count('class="load"') and 'class="peak"' not in chart
