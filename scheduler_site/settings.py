@@ -459,7 +459,10 @@ if JOBS_RETENTION_INTERVAL_SECONDS > 0:
     }
 
 # --- Flower
-FLOWER_URL = env_str("FLOWER_URL", "http://127.0.0.1:5555")
+# The Procfile starts Flower on FLOWER_PORT (on 127.0.0.1): the links go there unless FLOWER_URL says
+# where Flower is reached from (behind a proxy, on another host).
+FLOWER_PORT = env_int("FLOWER_PORT", 5555, minimum=1)
+FLOWER_URL = env_str("FLOWER_URL", f"http://127.0.0.1:{FLOWER_PORT}")
 
 # --- Observability (docs/guide/observability.md): logs, traces, error tracking
 
