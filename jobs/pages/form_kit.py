@@ -21,6 +21,10 @@ class FormField:
     errors: list = field(default_factory=list)
     choices: list = field(default_factory=list)
     options: list = field(default_factory=list)  # suggestions (a datalist)
+    # The target's suggestions for each kind ({kind: [targets]}), a datalist each; the target starts with
+    # ``options_kind``'s, and the page switches to the kind chosen.
+    options_by_kind: dict = field(default_factory=dict)
+    options_kind: str = ""
     step: str = "1"
     rows: int = 3  # a textarea's
     accept: str = ""  # a file input's

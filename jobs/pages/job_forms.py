@@ -271,35 +271,6 @@ def form_errors(errors):
 # --- the fields as the template draws them
 
 
-<<<<<<< HEAD
-@dataclass
-class FormField:
-    name: str
-    label: str
-    widget: str  # text, textarea, number, checkbox, select, rows, secret-rows, list
-    value: object = ""
-    help: str = ""
-    errors: list = field(default_factory=list)
-    choices: list = field(default_factory=list)
-    options: list = field(default_factory=list)  # suggestions (a datalist)
-    # The target's suggestions for each kind ({kind: [targets]}), a datalist each; the target starts with
-    # ``options_kind``'s, and the page switches to the kind chosen.
-    options_by_kind: dict = field(default_factory=dict)
-    options_kind: str = ""
-    step: str = "1"
-
-
-def model_widget(model_field):
-    if model_field.choices:
-        return "select"
-    if isinstance(model_field, models.BooleanField):
-        return "checkbox"
-    if isinstance(model_field, models.IntegerField | models.FloatField):
-        return "number"
-    if isinstance(model_field, models.TextField):
-        return "textarea"
-    return "text"
-=======
 def linked_help(name):
     """The help of a field that points at a page of the site, with the link."""
     if name == "limit_key":
@@ -311,7 +282,6 @@ def linked_help(name):
                            '<a href="{}">load forecast</a> shows where slots pile up and spreads them (the guide: '
                            '"Load forecast and spreading").', reverse("pages:forecast"))
     return ""
->>>>>>> pages
 
 
 def make_field(name, values, errors, request):
