@@ -65,7 +65,9 @@ def test_pagerduty_triggers_once_per_incident_and_resolves_on_recovery(pagerduty
     assert (trigger["payload"]["severity"], trigger["payload"]["component"], trigger["payload"]["class"]) == (
         "error", "nightly-report", "failed")
     assert trigger["payload"]["custom_details"]["error"] == "ValueError: the export is empty"
-    assert trigger["links"] == [{"href": f"http://127.0.0.1:8000/runs/{first.pk}/", "text": "The run"}]
+    run_link, acknowledge_link = trigger["links"]
+    assert run_link == {"href": f"http://127.0.0.1:8000/runs/{first.pk}/", "text": "The run"}
+    assert acknowledge_link["href"].startswith("http://127.0.0.1:8000/acknowledge/")
 
     end(job, RunStatus.SUCCEEDED)
     assert send_pending() == [DeliveryStatus.SENT]

@@ -33,7 +33,7 @@ class Alert:
     job_name: str = ""
     link: str = ""  # the run's page
     details: dict = None  # what a trigger carries besides its summary
-    note: str = ""  # who acknowledged, for an acknowledgement
+    acknowledge_url: str = ""  # the signed link that acknowledges the job's incident here
 
     @property
     def warning(self):
@@ -77,7 +77,7 @@ def alert_of(payload):
     extra = payload.get("details") or {}
     return Alert(action=action_of(event), key=alert_key(payload), event=event, summary=headline(payload),
                  job_name=(payload.get("job") or {}).get("name") or "", details=details,
-                 link=run_url(run["id"]) if run.get("id") else "", note=extra.get("note", ""))
+                 link=run_url(run["id"]) if run.get("id") else "", acknowledge_url=extra.get("acknowledge_url", ""))
 
 
 def alerts(delivery):

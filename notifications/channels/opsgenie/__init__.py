@@ -38,9 +38,10 @@ def request_of(config, alert):
     base = settings.NOTIFY_OPSGENIE_URL.rstrip("/")
     if alert.action in PATHS:
         url = f"{base}/v2/alerts/{quote(alert.key[:ALIAS_CHARS], safe='')}/{PATHS[alert.action]}?identifierType=alias"
-        return url, {"source": source(), "note": (alert.note or alert.summary)[:DESCRIPTION_CHARS]}
+        return url, {"source": source(), "note": alert.summary[:DESCRIPTION_CHARS]}
     details = {key: str(value) for key, value in (alert.details or {}).items()}
-    description = "\n".join(filter(None, [alert.summary, alert.link, (alert.details or {}).get("error", "")]))
+    description = "\n".join(filter(None, [alert.summary, alert.link, (alert.details or {}).get("error", ""),
+                                          alert.acknowledge_url and f"Acknowledge: {alert.acknowledge_url}"]))
     return f"{base}/v2/alerts", {
         "message": alert.summary[:MESSAGE_CHARS], "alias": alert.key[:ALIAS_CHARS],
         "description": description[:DESCRIPTION_CHARS], "source": source(), "entity": alert.job_name,

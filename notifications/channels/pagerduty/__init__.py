@@ -41,8 +41,11 @@ def event_of(config, alert):
     event["payload"] = {"summary": alert.summary[:SUMMARY_CHARS], "source": source(), "severity": severity,
                         "component": alert.job_name, "class": alert.event, "custom_details": alert.details or {}}
     event["client"], event["client_url"] = CLIENT, settings.SITE_URL
-    if alert.link:
-        event["links"] = [{"href": alert.link, "text": "The run"}]
+    links = [{"href": alert.link, "text": "The run"}] if alert.link else []
+    if alert.acknowledge_url:
+        links.append({"href": alert.acknowledge_url, "text": "Acknowledge in the job scheduler"})
+    if links:
+        event["links"] = links
     return event
 
 
