@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 
 from audit.models import Action, AuditEntry
-from jobs.models import RunStatus
+from jobs.models import Job, RunStatus
 from notifications.models import Delivery, DeliveryStatus, Incident
 from notifications.outbox import record_event
 
@@ -89,6 +89,23 @@ def test_a_snooze_past_ninety_days_is_refused_and_another_teams_job_is_not_found
     assert outsider.post(f"/api/jobs/{people.job.pk}/unsnooze/").status_code == 404
     people.job.refresh_from_db()
     assert people.job.snoozed_until is None
+
+
+@pytest.mark.django_db
+def test_an_edit_or_a_clone_from_a_copy_read_before_the_snooze_does_not_undo_it():
+    from jobs.actions import jobs as job_actions
+
+    people = make_personas()
+    read_before = Job.objects.get(pk=people.job.pk)
+    owner = job_actions.Actor.command_line(people.owner)
+    until = timezone.now() + timedelta(days=2)
+    job_actions.snooze(owner, people.job, until)
+
+    job_actions.edit(owner, read_before, {"description": "changed meanwhile"})
+    clone = job_actions.clone(owner, people.job)
+
+    assert Job.objects.get(pk=people.job.pk).snoozed_until == until
+    assert Job.objects.get(pk=clone.pk).snoozed_until is None
 
 
 @pytest.mark.django_db

@@ -201,9 +201,11 @@ def _check_bound_secrets(stored, job):
 
 
 def _keep_streak(job, stored):
-    """What the service keeps on the job as its runs end (the failure streak, why it paused itself),
-    as the locked row has it: ``job`` may have been read before a run's end changed them."""
+    """What the service keeps on the job as its runs end (the failure streak, why it paused itself)
+    and what the snooze action sets, as the locked row has it: ``job`` may have been read before a
+    run's end or a snooze changed them."""
     job.consecutive_failures, job.paused_reason = stored.consecutive_failures, stored.paused_reason
+    job.snoozed_until = stored.snoozed_until
 
 
 def delete(actor, job, detail=""):
@@ -238,7 +240,7 @@ def clone(actor, job):
             name = f"{job.name} (copy {n})"
         copy.pk = copy.id = None
         copy._state.adding = True
-        copy.name, copy.enabled, copy.last_run = name, False, None
+        copy.name, copy.enabled, copy.last_run, copy.snoozed_until = name, False, None, None
         for field in secrets.FIELDS:
             setattr(copy, field, {})
         _check_names(actor, copy)
