@@ -18,8 +18,8 @@ from notifications.outbox import record_event
 
 from .api_personas import browser, make_personas
 from .conftest import wait_for
-from .paging_apis import PAGERDUTY_KEY
-from .test_notifications_paging import job_key, pagerduty, run_to_its_end  # noqa: F401 (a fixture)
+from .paging_apis import OPSGENIE_KEY, PAGERDUTY_KEY
+from .test_notifications_paging import job_key, opsgenie, pagerduty, run_to_its_end  # noqa: F401 (fixtures)
 from .test_notifications_support import RecordingHTTPServer, channel_with_rule, make_job, make_run, send_pending
 
 LINK = re.compile(r"http://127\.0\.0\.1:8000(/acknowledge/[^/\s\"]+/)")
@@ -156,9 +156,11 @@ def test_the_job_page_snoozes_and_unsnoozes_for_who_may_act():
 
 
 @pytest.mark.django_db
-def test_acknowledging_tells_the_channels_of_the_incident_and_pagerduty_acknowledges(pagerduty):  # noqa: F811
+def test_acknowledging_tells_the_channels_of_the_incident_and_pagerduty_acknowledges(
+        pagerduty, opsgenie):  # noqa: F811
     with RecordingHTTPServer() as hook:
         channel_with_rule("pagerduty", {"routing_key": PAGERDUTY_KEY}, ["failed", "recovered"])
+        channel_with_rule("opsgenie", {"api_key": OPSGENIE_KEY}, ["failed", "recovered"], name="opsgenie")
         channel_with_rule("webhook", {"url": f"{hook.url}/hook"}, ["failed", "recovered"], name="hook")
         channel_with_rule("webhook", {"url": f"{hook.url}/other"}, ["succeeded"], name="not-told")
         people = make_personas()
@@ -171,8 +173,9 @@ def test_acknowledging_tells_the_channels_of_the_incident_and_pagerduty_acknowle
 
         assert response.status_code == 200, response.json()
         assert (response.json()["run"], response.json()["acknowledged_by_name"]) == (run.pk, "teammate")
-        assert send_pending() == [DeliveryStatus.SENT, DeliveryStatus.SENT]
-        assert pagerduty.status(job_key(job)) == "acknowledged"
+        assert send_pending() == [DeliveryStatus.SENT] * 3
+        assert (pagerduty.status(job_key(job)), opsgenie.status(job_key(job))) == ("acknowledged", "acknowledged")
+        assert opsgenie.accepted(job_key(job))[-1]["note"] == "nightly-report: its incident was acknowledged by teammate"
         acknowledged = [body for body in hook.json_bodies() if body["event"] == "acknowledged"]
         assert [(b["acknowledged"]["by"], b["run"]["id"]) for b in acknowledged] == [("teammate", run.pk)]
         assert [r["path"] for r in hook.requests] == ["/hook", "/hook"]
@@ -184,7 +187,7 @@ def test_acknowledging_tells_the_channels_of_the_incident_and_pagerduty_acknowle
         fail(job)  # still the same incident: suppressed, nothing new
         succeed(job)
         send_pending()
-    assert pagerduty.status(job_key(job)) == "resolved"
+    assert (pagerduty.status(job_key(job)), opsgenie.status(job_key(job))) == ("resolved", "closed")
     assert Incident.objects.get().closed_at is not None
     closed = people.client(people.owner).post(f"/api/jobs/{job.pk}/acknowledge/")
     assert closed.status_code == 409 and closed.json()["detail"] == "nightly-report has no open incident to acknowledge."
