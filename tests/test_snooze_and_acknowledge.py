@@ -109,15 +109,17 @@ def test_an_edit_or_a_clone_from_a_copy_read_before_the_snooze_does_not_undo_it(
 
 
 @pytest.mark.django_db
-def test_a_snoozed_job_sends_nothing_and_says_why_on_the_run(local_http_allowed):
+def test_a_snoozed_job_sends_nothing_and_says_why_on_the_run(local_http_allowed, caplog):
     with RecordingHTTPServer() as hook:
         channel_with_rule("webhook", {"url": f"{hook.url}/hook"}, ["failed", "recovered"])
         people = make_personas()
         job = people.job
         people.client(people.owner).post(f"/api/jobs/{job.pk}/snooze/", {"until": in_days(1)}, format="json")
 
-        run = fail(job)
+        with caplog.at_level("INFO", logger="notifications.outbox"):
+            run = fail(job)
         assert send_pending() == []
+        assert f"job {job.pk} is snoozed until " in caplog.text and "failed not sent to webhook" in caplog.text
         delivery = Delivery.objects.get(run=run)
         assert delivery.status == DeliveryStatus.SUPPRESSED
         assert delivery.last_error.startswith("Not sent: the job's notifications are snoozed until ")
