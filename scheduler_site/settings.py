@@ -400,6 +400,9 @@ METRICS_TOKEN = env_str("METRICS_TOKEN", checkout_secret(VAR_DIR, "metrics_token
 METRICS_ALLOWED_IPS = env_list("METRICS_ALLOWED_IPS", [])
 NOTIFY_DIGEST_THRESHOLD = env_int("NOTIFY_DIGEST_THRESHOLD", 20, 1)
 NOTIFY_HTTP_TIMEOUT_SECONDS = env_float("NOTIFY_HTTP_TIMEOUT_SECONDS", 5.0, 0.1)
+# Where the paging channels send (notifications/channels/pagerduty, opsgenie).
+NOTIFY_PAGERDUTY_URL = env_str("NOTIFY_PAGERDUTY_URL", "https://events.pagerduty.com/v2/enqueue")
+NOTIFY_OPSGENIE_URL = env_str("NOTIFY_OPSGENIE_URL", "https://api.opsgenie.com")
 # Test sends a user may make in a minute (each is an audit entry); over it, 429. 0: no bound.
 NOTIFY_TEST_SENDS_PER_MINUTE = env_int("NOTIFY_TEST_SENDS_PER_MINUTE", 5, 0)
 
