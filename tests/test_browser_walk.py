@@ -25,7 +25,7 @@ def declare_parameters(page, declaration):
     page.fill("textarea[name=parameters]", declaration)
 
 
-def test_a_new_user_walks_through_the_pages_and_another_team_reaches_none_of_it(processes, live_server,  # noqa: F811
+def test_a_new_user_walks_through_the_pages_and_another_team_reaches_none_of_it(processes, live_server,
                                                                                browser_page):
     alice = User.objects.create_user("alice", password=PASSWORD)
     alice.groups.add(Group.objects.create(name="analytics"))
