@@ -25,8 +25,8 @@ def declare_parameters(page, declaration):
     page.fill("textarea[name=parameters]", declaration)
 
 
-def test_a_new_user_walks_through_the_pages_and_another_team_reaches_none_of_it(processes, live_server,
-                                                                               browser_page):
+def test_a_new_user_walks_through_the_pages_and_another_team_reaches_none_of_it(
+        processes, live_server, browser_page):  # noqa: F811
     alice = User.objects.create_user("alice", password=PASSWORD)
     alice.groups.add(Group.objects.create(name="analytics"))
     bob = User.objects.create_user("bob", password=PASSWORD)
