@@ -45,13 +45,15 @@ def main(argv=None):
     return manage(argv)
 
 
-def manage(argv):
+def manage(argv, prog="scheduler"):
+    """A ``manage.py`` command (manage.py itself calls this, as ``prog``)."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "scheduler_site.settings")
     from scheduler_site import process
 
-    process.harden()  # as manage.py: before anything is written or read
+    process.harden()  # before anything is written (migrate makes the SQLite database) or read
     from django.core.management import execute_from_command_line
 
-    execute_from_command_line(["scheduler", *argv])
+    execute_from_command_line([prog, *argv])
     return 0
 
 

@@ -40,7 +40,7 @@ class QuickStartService:
 
     def answers(self):
         assert self.process.poll() is None, f"the quick start ended:\n{self.log()}"
-        with contextlib.suppress(requests.ConnectionError):
+        with contextlib.suppress(requests.ConnectionError, requests.Timeout):
             return requests.get(f"{self.url}/api/", timeout=5).status_code == 401
         return False
 

@@ -115,7 +115,7 @@ class Api:
 
 def web_answers(url, proc):
     assert proc.poll() is None, "the web process ended"
-    with contextlib.suppress(requests.ConnectionError):
+    with contextlib.suppress(requests.ConnectionError, requests.Timeout):
         return requests.get(f"{url}/api/", timeout=5).status_code == 401
     return False
 
