@@ -91,24 +91,28 @@ def get_run(api, run_id):
     return api.get(f"/api/runs/{run_id}/", not_found=f"no run {run_id} (or it is not yours to see).")
 
 
-def since_param(text):
-    """``1h``, ``30m``, ``2d`` (before now) or an ISO 8601 time, as the API's ``since``."""
+def since_param(text, ahead=False):
+    """``1h``, ``30m``, ``2d`` (before now; ``ahead``: after now) or an ISO 8601 time, as the API's
+    ``since``."""
     match = RELATIVE.match(text.strip())
-    if match:
-        moment = datetime.now(UTC) - timedelta(**{UNITS[match[2]]: int(match[1])})
-        return moment.isoformat()
+    try:
+        if match:
+            span = timedelta(**{UNITS[match[2]]: int(match[1])})
+            return (datetime.now(UTC) + (span if ahead else -span)).isoformat()
+    except OverflowError:
+        pass  # no time that far away: not a time, as moment_param says
     return text
 
 
-def moment_param(text, option):
+def moment_param(text, option, ahead=False):
     """``since_param``, checked here: a time that is neither relative nor ISO 8601 is a usage error
     naming the option."""
-    value = since_param(text)
+    value = since_param(text, ahead)
     try:
         datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
     except ValueError:
         raise CliError(USAGE, f"{option}: {text!r} is not a time: give ISO 8601 (2026-11-20T03:00Z) "
-                              "or a time before now (30m, 6h, 2d).") from None
+                              f"or a time {'from' if ahead else 'before'} now (30m, 6h, 2d).") from None
     return value
 
 
@@ -116,7 +120,7 @@ def moment_param(text, option):
 
 @command("list")
 @click.option("--tag", help="Only jobs with this tag.")
-@click.option("--kind", type=click.Choice(["callable", "command", "http"]))
+@click.option("--kind", type=click.Choice(["callable", "task", "command", "http"]))
 @click.option("--enabled/--paused", default=None, help="Only enabled, or only paused, jobs.")
 def list_jobs(ctx, as_json, tag, kind, enabled):
     """List the jobs you can see."""
@@ -220,6 +224,42 @@ def exit_for(run):
 
 pause = switch(cli, "pause", "jobs", find_job, "job", help="Pause a job's schedule (run now still works).")
 resume = switch(cli, "resume", "jobs", find_job, "job", help="Resume a job's schedule from now on.")
+
+
+@command()
+@click.argument("job")
+@click.option("--until", "until", required=True, metavar="TIME",
+              help="When its notifications start again: ISO 8601 (UTC unless it has an offset) or a time from now "
+                   "(30m, 6h, 2d); at most 90 days ahead.")
+def snooze(ctx, as_json, job, until):
+    """Send no notification of a job until TIME: its runs go on, what they would send is recorded, not sent."""
+    found = find_job(ctx.api, job)
+    answer = ctx.api.post(f"/api/jobs/{found['id']}/snooze/", {"until": moment_param(until, "--until", ahead=True)})
+    said(answer, as_json, f"Snoozed {answer['name']} until {answer['snoozed_until']}.")
+
+
+@command()
+@click.argument("job")
+def unsnooze(ctx, as_json, job):
+    """Notify about a job again from now on."""
+    answer = ctx.api.post(f"/api/jobs/{find_job(ctx.api, job)['id']}/unsnooze/")
+    said(answer, as_json, f"{answer['name']} is no longer snoozed.")
+
+
+@command("ack")
+@click.argument("job")
+def acknowledge(ctx, as_json, job):
+    """Acknowledge a job's open incident: the channels told of it hear that someone is on it."""
+    found = find_job(ctx.api, job)
+    answer = ctx.api.post(f"/api/jobs/{found['id']}/acknowledge/")
+    said(answer, as_json, f"Acknowledged {found['name']}'s incident (opened {answer['opened_at']}).")
+
+
+def said(answer, as_json, line):
+    if as_json:
+        output.emit_json(answer)
+    else:
+        click.echo(line)
 
 
 @command()

@@ -84,6 +84,8 @@ def job_lines(job):
     fields.append(("next_run_at", when(job["next_run_at"]) if job["enabled"] else "- (paused)"))
     if job.get("paused_reason"):  # it paused itself (auto-pause)
         fields.append(("paused_reason", job["paused_reason"]))
+    if job.get("snoozed_until"):  # no notification of it until then
+        fields.append(("snoozed_until", job["snoozed_until"]))
     fields.append(("last_run", last_run(job)))
     if job["schedule"]["type"] != "cron":
         fields = [(name, value) for name, value in fields if not name.startswith("dst_")]

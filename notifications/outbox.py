@@ -9,6 +9,13 @@ Incidents: a failure (``failed``/``timed_out``) of a job whose previous finished
 recorded as ``suppressed`` (the incident is already open, people have been told); the first success
 after a failure adds a ``recovered`` event.
 
+Each failure opens the job's incident (``incidents``) when none is open, and its next success
+closes it; the failure's message carries the signed link that acknowledges it.
+
+Snooze: while a job is snoozed (its ``snoozed_until`` is ahead), every delivery of its events is
+recorded as ``suppressed`` with the reason in its ``last_error`` (shown on the run page), logged,
+and never sent.
+
 A delivery names the rule that made it (``blamed_rule``): a permanent error of a channel caused by
 a rule that is not its owner's pauses that rule rather than the channel (``sending``).
 
@@ -24,10 +31,11 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 
-from jobs.models import JobRun, RunStatus
+from jobs.models import Job, JobRun, RunStatus
 from jobs.telemetry import tracing
 from jobs.timing import clock
 
+from . import incidents
 from .models import Channel, Delivery, DeliveryStatus, Rule
 from .queueing import enqueue, enqueue_pending
 
@@ -80,6 +88,12 @@ def _record(run, event, details, now):
     if event == "succeeded" and previous in INCIDENT_EVENTS:
         events.append("recovered")
     suppressed = event in INCIDENT_EVENTS and previous in INCIDENT_EVENTS
+    if event in INCIDENT_EVENTS:
+        incident = incidents.open_for(run, now)
+        if incident is not None and incident.acknowledged_at is None:
+            details = {**details, "acknowledge_url": incidents.acknowledge_url(incident)}
+    elif event == "succeeded":
+        incidents.close_for(run, now)
 
     rows = []
     for name in events:
@@ -91,17 +105,32 @@ def _record(run, event, details, now):
             )
             if suppressed:
                 row.next_attempt_at = row.queued_at = None
-            elif _over_threshold(channel, now):
-                _fold(row, now)
             rows.append(row)
     if not rows:
         return 0
+    _hold_if_snoozed(rows, run.job_id, now)
+    for row in rows:
+        if row.status == DeliveryStatus.PENDING and _over_threshold(row.channel, now):
+            _fold(row, now)
     # A repeated event (a duplicate task, a second monitor pass) hits the unique dedup_key: no-op.
     Delivery.objects.bulk_create(rows, ignore_conflicts=True)
     keys = [r.dedup_key for r in rows if r.status == DeliveryStatus.PENDING]
     if keys:
         transaction.on_commit(lambda: enqueue_pending(keys))
     return len(rows)
+
+
+def _hold_if_snoozed(rows, job_id, now):
+    """Keep ``rows`` (the deliveries of one event of the job ``job_id``) from being sent while the
+    job is snoozed (jobs.actions.jobs.snooze): recorded as suppressed, saying why, and logged."""
+    until = Job.objects.filter(pk=job_id).values_list("snoozed_until", flat=True).first() if rows else None
+    if until is None or until <= now:
+        return
+    reason = f"Not sent: the job's notifications are snoozed until {until.isoformat(timespec='seconds')}."
+    for row in rows:
+        row.status, row.last_error, row.next_attempt_at, row.queued_at = DeliveryStatus.SUPPRESSED, reason, None, None
+    logger.info("job %s is snoozed until %s: %s not sent to %s", job_id, until.isoformat(),
+                ", ".join(sorted({row.event for row in rows})), ", ".join(sorted({row.channel.name for row in rows})))
 
 
 def record_slot_missed(job, slot, reason):
@@ -118,12 +147,13 @@ def record_slot_missed(job, slot, reason):
                 key = f"missed:job{job.pk}:{slot:%Y%m%dT%H%M%S}:{channel.pk}"
                 if Delivery.objects.filter(dedup_key=key).exists():
                     continue  # alerted already (a second look at the same slot)
-                row = Delivery(event="missed", channel=channel, rule=rule, run=None, job=job, created_at=now,
-                               next_attempt_at=now, queued_at=now, dedup_key=key, status=DeliveryStatus.PENDING,
-                               payload=payload_for(unsaved, "missed", {"reason": reason}))
-                if _over_threshold(channel, now):  # a scheduler outage finds many at once
-                    _fold(row, now)
-                rows.append(row)
+                rows.append(Delivery(event="missed", channel=channel, rule=rule, run=None, job=job, created_at=now,
+                                     next_attempt_at=now, queued_at=now, dedup_key=key, status=DeliveryStatus.PENDING,
+                                     payload=payload_for(unsaved, "missed", {"reason": reason})))
+            _hold_if_snoozed(rows, job.pk, now)
+            for row in rows:
+                if row.status == DeliveryStatus.PENDING and _over_threshold(row.channel, now):
+                    _fold(row, now)  # a scheduler outage finds many at once
             Delivery.objects.bulk_create(rows, ignore_conflicts=True)
             keys = [row.dedup_key for row in rows if row.status == DeliveryStatus.PENDING]
             if keys:

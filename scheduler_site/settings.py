@@ -381,7 +381,7 @@ JOBS_COMMAND_RLIMIT_NPROC = env_int("JOBS_COMMAND_RLIMIT_NPROC", 256, 0)
 JOBS_COMMAND_RLIMIT_NOFILE = env_int("JOBS_COMMAND_RLIMIT_NOFILE", 1024, 0)
 JOBS_CALLABLE_MODULES = env_list("JOBS_CALLABLE_MODULES", ["jobs.builtin"])
 # The job kinds (jobs.kinds): each a package exporting KIND; a new kind is a package and its line here.
-JOBS_KINDS = env_list("JOBS_KINDS", ["jobs.kinds.callable", "jobs.kinds.command", "jobs.kinds.http"])
+JOBS_KINDS = env_list("JOBS_KINDS", ["jobs.kinds.callable", "jobs.kinds.task", "jobs.kinds.command", "jobs.kinds.http"])
 # History: finished runs older than JOBS_RETENTION_DAYS are deleted, keeping at least the newest
 # JOBS_RETENTION_MIN_RUNS of each job (a job's own retention_days / retention_min_runs override them),
 # by a periodic task every JOBS_RETENTION_INTERVAL_SECONDS (0 turns it off), JOBS_RETENTION_BATCH
@@ -405,6 +405,9 @@ METRICS_TOKEN = env_str("METRICS_TOKEN", checkout_secret(VAR_DIR, "metrics_token
 METRICS_ALLOWED_IPS = env_list("METRICS_ALLOWED_IPS", [])
 NOTIFY_DIGEST_THRESHOLD = env_int("NOTIFY_DIGEST_THRESHOLD", 20, 1)
 NOTIFY_HTTP_TIMEOUT_SECONDS = env_float("NOTIFY_HTTP_TIMEOUT_SECONDS", 5.0, 0.1)
+# Where the paging channels send (notifications/channels/pagerduty, opsgenie).
+NOTIFY_PAGERDUTY_URL = env_str("NOTIFY_PAGERDUTY_URL", "https://events.pagerduty.com/v2/enqueue")
+NOTIFY_OPSGENIE_URL = env_str("NOTIFY_OPSGENIE_URL", "https://api.opsgenie.com")
 # Test sends a user may make in a minute (each is an audit entry); over it, 429. 0: no bound.
 NOTIFY_TEST_SENDS_PER_MINUTE = env_int("NOTIFY_TEST_SENDS_PER_MINUTE", 5, 0)
 
@@ -464,7 +467,10 @@ if JOBS_RETENTION_INTERVAL_SECONDS > 0:
     }
 
 # --- Flower
-FLOWER_URL = env_str("FLOWER_URL", "http://127.0.0.1:5555")
+# The Procfile starts Flower on FLOWER_PORT (on 127.0.0.1): the links go there unless FLOWER_URL says
+# where Flower is reached from (behind a proxy, on another host).
+FLOWER_PORT = env_int("FLOWER_PORT", 5555, minimum=1)
+FLOWER_URL = env_str("FLOWER_URL", f"http://127.0.0.1:{FLOWER_PORT}")
 
 # --- Observability (docs/guide/observability.md): logs, traces, error tracking
 

@@ -3,10 +3,11 @@
 # on PostgreSQL and again on SQLite (the quick start's database) for the tests that start no processes
 # and the quick start's whole service, tests/test_sqlite_service.py (see tests/conftest.py;
 # TEST_SQLITE=false leaves that pass out). With no arguments the whole suite runs as six passes side by
-# side (the chaos tests of the service's faults then the tests/test_[k-z]* half, the other chaos tests,
-# the DST night then a 3-minute nemesis, the tests that start processes, the others, and SQLite; after
-# the nemesis, the tests that start workers or beat again on RabbitMQ; TEST_SHARDS=false: one after the
-# other, without the nemesis or RabbitMQ). Arguments go to pytest in both passes, one after the other
+# side (the chaos tests of the service's faults then the tests/test_[k-z]* half, the other chaos tests
+# then the DST ones, the DST night then a 3-minute nemesis, the tests that start processes then the
+# security suite, the others, and SQLite; after the nemesis, the tests that start workers or beat again
+# on RabbitMQ; TEST_SHARDS=false: one after the other, without the nemesis or RabbitMQ). Arguments go to
+# pytest in both passes, one after the other
 # (scripts/test.sh tests/test_schedules.py -x).
 # --quick, for iterating: ruff, import-linter and the tests that start no processes, on PostgreSQL
 # only, keeping the test database between runs; once the venv is there it installs nothing, and it
@@ -105,7 +106,10 @@ later=(tests/test_limits_workers.py tests/test_parameters_end_to_end.py tests/te
        tests/test_cli_limits.py tests/test_auto_pause.py
        tests/test_end_to_end.py tests/test_policies.py tests/test_workflows_workers.py tests/test_time_limits.py
        tests/test_lost_budget.py tests/test_live_output.py tests/test_cli_tailing.py tests/test_watchdog.py
-       tests/test_rabbitmq_only.py)
+       tests/test_rabbitmq_only.py tests/test_screenshots.py)
+# The DST tests that start no processes but compute many nights (3.5 minutes alone), after the other
+# chaos tests; the security tests after the later list: the main pass took 31 minutes with both.
+dst=(tests/test_dst_slots.py tests/test_dst_policies.py tests/test_dst_policy_nights.py)
 # The quick start's whole service on a SQLite file of its own runs in the SQLite pass only (the
 # sqlite_service marker, tests/conftest.py).
 sqlite_service=tests/test_sqlite_service.py
@@ -124,8 +128,13 @@ passes=(faults chaos night later main sqlite)
   exit "$status"
 } >"$logs/faults" 2>&1 &
 faults=$!
-run_pass "the other chaos tests on PostgreSQL" "$postgres/scheduler_chaos_b" 8 10000 tests/chaos \
-  --ignore="$night" --ignore="$service_faults" >"$logs/chaos" 2>&1 &
+{
+  status=0
+  run_pass "the other chaos tests on PostgreSQL" "$postgres/scheduler_chaos_b" 8 10000 tests/chaos \
+    --ignore="$night" --ignore="$service_faults" || status=$?
+  run_pass "the DST tests on PostgreSQL" "$postgres/scheduler_dst" 8 10000 "${dst[@]}" || status=$?
+  exit "$status"
+} >"$logs/chaos" 2>&1 &
 chaos=$!
 {
   status=0
@@ -145,11 +154,17 @@ chaos=$!
   exit "$status"
 } >"$logs/night" 2>&1 &
 night_pass=$!
-run_pass "the tests that start processes (the later list) on PostgreSQL" "$postgres/scheduler_later" 10 9200 \
-  "${later[@]}" >"$logs/later" 2>&1 &
+{
+  status=0
+  run_pass "the tests that start processes (the later list) on PostgreSQL" "$postgres/scheduler_later" 10 9200 \
+    "${later[@]}" || status=$?
+  run_pass "the security tests on PostgreSQL" "$postgres/scheduler_security" 10 9200 tests/security || status=$?
+  exit "$status"
+} >"$logs/later" 2>&1 &
 later_pass=$!
-run_pass "the other tests on PostgreSQL" "$DATABASE_URL" "$redis_db" 6390 --ignore=tests/chaos \
-  --ignore="$sqlite_service" "${later[@]/#/--ignore=}" "${second[@]/#/--ignore=}" >"$logs/main" 2>&1 &
+run_pass "the other tests on PostgreSQL" "$DATABASE_URL" "$redis_db" 6390 --ignore=tests/chaos --ignore=tests/security \
+  --ignore="$sqlite_service" "${later[@]/#/--ignore=}" "${second[@]/#/--ignore=}" "${dst[@]/#/--ignore=}" \
+  >"$logs/main" 2>&1 &
 main=$!
 if [ "${TEST_SQLITE:-true}" != false ]; then
   run_pass "the tests that start no processes, and the quick start's service, on SQLite" "$sqlite" 13 6800 >"$logs/sqlite" 2>&1 &

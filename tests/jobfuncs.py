@@ -1,12 +1,15 @@
 """Job functions used by the tests. Each appends the attempt it is ("<run id>:<attempt>") to a ledger
 file, so a test can see how many times a run's side effect happened; ``test.keys`` appends the
-idempotency key it was given."""
+idempotency key it was given. The Celery tasks at the end (``tests.add``, ``tests.keyed``) are what a
+``task`` job runs."""
 
 import json
 import os
 import re
 import tempfile
 import time
+
+from celery import shared_task
 
 from jobs.kinds.callable.registry import job_function
 
@@ -43,6 +46,14 @@ def ledger(path, seconds=0.0, context=None):
     time.sleep(float(seconds))
     _append(path, f"end {attempt_of(context)} {time.time()}")
     return {"attempt": attempt_of(context)}
+
+
+@job_function("test.ledger_pid")
+def ledger_pid(path, seconds=0.0, context=None):
+    """test.ledger's lines with the PID of the pool process that ran the attempt as a fourth field."""
+    _append(path, f"start {attempt_of(context)} {time.time()} {os.getpid()}")
+    time.sleep(float(seconds))
+    _append(path, f"end {attempt_of(context)} {time.time()} {os.getpid()}")
 
 
 @job_function("test.ledger_first_is_long")
@@ -262,3 +273,27 @@ def nemesis(ledger_dir, seconds=0.0, fail_attempts=0, spool_kib=0, context=None)
     if failing:
         raise RuntimeError(f"failing attempt {context.attempt} on purpose")
     return {"attempt": attempt_of(context)}
+
+
+@shared_task(name="tests.add")
+def add(x, y, path=None):
+    """A plain Celery task: prints, and returns the sum."""
+    print(f"adding {x} and {y}")
+    if path:
+        _append(path, f"add {x} {y}")
+    return x + y
+
+
+@shared_task(bind=True, name="tests.keyed")
+def keyed(self, path, fail_times=0, seconds=0.0):
+    """A bound task: appends "key <idempotency key> <attempt> <run id> <retries>" from ``self.request`` and prints
+    "attempt <n> started", sleeps ``seconds``, and asks Celery for a retry (``self.retry``) on its first
+    ``fail_times`` attempts."""
+    request = self.request
+    _append(path, f"key {request.idempotency_key} {request.attempt} {request.run_id} {request.retries}")
+    print(f"attempt {request.attempt} started", flush=True)
+    time.sleep(float(seconds))
+    if request.attempt <= int(fail_times):
+        raise self.retry(exc=RuntimeError(f"failing attempt {request.attempt} on purpose"))
+    _append(path, f"done {request.attempt}")
+    return {"key": request.idempotency_key, "attempt": request.attempt}

@@ -161,12 +161,12 @@ def test_the_job_page_shows_the_slots_first_then_creates_the_runs(people):
 
     assert preview.status_code == 200
     assert preview.content.decode().count("will be created") == 6
-    assert "Create 6 run(s)" in preview.content.decode()
+    assert "Create 6 runs" in preview.content.decode()
     assert not JobRun.objects.filter(job=job).exists()
 
     done = client.post(url, {**form, "confirm": "1"}, follow=True)
 
-    assert "6 run(s) queued" in done.content.decode()
+    assert "6 runs queued" in done.content.decode()
     assert JobRun.objects.filter(job=job, trigger=RunTrigger.BACKFILL).count() == 6
     assert b"Backfill" in client.get(f"/jobs/{job.pk}/").content
 

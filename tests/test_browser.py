@@ -1,10 +1,9 @@
 """The pages in a real browser (Debian's Chromium driven by Playwright) against a live server and a
 real worker: log in, run a job from its page and watch its run finish without reloading, see a
-failing job on the overview. Screenshots go to the test's temporary folder, or to
-docs/screenshots/ with REFRESH_SCREENSHOTS=1 (the README's and the docs site's pictures)."""
+failing job on the overview. Screenshots go to the test's temporary folder (the README's and the docs'
+pictures are scripts/screenshots.py's)."""
 
 import importlib.util
-import os
 from pathlib import Path
 
 import pytest
@@ -16,12 +15,11 @@ from jobs.actions.permissions import COMMAND_RUNNERS_GROUP
 from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun
 
-from .conftest import REPO, require, wait_for
+from .conftest import require, wait_for
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
-DOCS_SCREENSHOTS = REPO / "docs" / "screenshots"
 
 @pytest.fixture
 def browser_page(monkeypatch):
@@ -50,8 +48,7 @@ def browser_page(monkeypatch):
 @pytest.fixture
 def shot(tmp_path):
     """``shot(page, name)`` saves a screenshot of the whole page; returns its path."""
-    folder = DOCS_SCREENSHOTS if os.environ.get("REFRESH_SCREENSHOTS", "").lower() in ("1", "true") else tmp_path
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = tmp_path
 
     def take(page, name):
         path = folder / f"{name}.png"

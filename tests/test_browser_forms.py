@@ -1,7 +1,7 @@
 """The job forms in a real browser, as a user who is not staff: create a job (only the chosen kind's
 and schedule's fields shown, arguments as rows, the schedule in words and its next slots as it is
 typed), edit it, and run it on a real worker. Screenshots as in test_browser
-(REFRESH_SCREENSHOTS=1: docs/screenshots/)."""
+(in the test's temporary folder)."""
 
 from django.contrib.auth.models import User
 

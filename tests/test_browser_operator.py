@@ -1,5 +1,5 @@
 """The operator's pages in a real browser: "why didn't it run?", every slot of a range, and a
-backfill previewed then confirmed. Screenshots as in test_browser (REFRESH_SCREENSHOTS=1: docs/screenshots/)."""
+backfill previewed then confirmed. Screenshots as in test_browser."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -54,9 +54,9 @@ def test_an_operator_finds_why_a_slot_did_not_run_and_backfills_it(live_server, 
     page.fill("input[name=to]", "2026-11-20T07:00")
     page.click("#backfill-preview")
     page.wait_for_selector("#backfill-confirm")
-    assert page.inner_text("#backfill-confirm") == "Create 3 run(s)"
+    assert page.inner_text("#backfill-confirm") == "Create 3 runs"
     shot(page, "backfill")
     page.click("#backfill-confirm")
     page.wait_for_url(f"**/jobs/{job.pk}/")
-    assert "3 run(s) queued, 3 slot(s) already had a run" in page.inner_text("body")
+    assert "3 runs queued, 3 slots already had a run" in page.inner_text("body")
     assert JobRun.objects.filter(job=job, trigger=RunTrigger.BACKFILL).count() == 3

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.django_db
 
 @shared_task(name="tests.celery_only")
 def celery_only():
-    """A Celery task of the user's that is no job function: only a `task` kind could run it."""
+    """A Celery task of the user's outside JOBS_CALLABLE_MODULES: no job may run it."""
 
 
 def run_import(*args, user=None):
@@ -90,6 +90,7 @@ def rows(settings, now):
         periodic("sunset", solar=SolarSchedule.objects.create(event="sunset", latitude=52.52, longitude=13.40)),
         periodic("first monday", crontab=crontab("0", "8", dom="1-7", dow="1")),
         periodic("celery only", task="tests.celery_only", interval=every_90s),
+        periodic("summed", task="tests.add", crontab=crontab("*/5"), args="[2, 3]"),
         periodic("cleanup", task="celery.backend_cleanup", crontab=crontab("0", "4")),
         periodic("routed", interval=every_90s, exchange="topic", routing_key="a.b", headers='{"x": 1}'),
         periodic("one-off cron", crontab=crontab("0", "6", zone="Asia/Kolkata"), one_off=True),
@@ -121,6 +122,7 @@ def test_every_shape_carries_over_as_beat_reads_it(rows, now):
         "over",
         "routed",
         "one-off cron",
+        "summed",
     }
 
     nightly = jobs["nightly report"]
@@ -140,6 +142,9 @@ def test_every_shape_carries_over_as_beat_reads_it(rows, now):
     assert not weekdays.enabled and str(weekdays.crontab.timezone) == "America/New_York"
     weekdays.enabled = True  # the slots it would have
     assert weekdays.upcoming_slots(10, after=after) == slots_of_crontab(rows["weekdays"], after, 10)
+
+    summed = jobs["summed"]  # a Celery task of JOBS_CALLABLE_MODULES: a task job runs its function
+    assert (summed.kind, summed.target, summed.args, summed.cron_expression) == ("task", "tests.add", [2, 3], "*/5 * * * *")
 
     poller = jobs["poller"]
     assert (poller.args, poller.kwargs, poller.queue) == ([1, "two"], {"marker": "m"}, "reports")
@@ -169,11 +174,13 @@ def test_every_shape_carries_over_as_beat_reads_it(rows, now):
     assert "    not carried over: headers: a job's messages carry the service's own." in out
     assert "'sunset' (builtin.noop): not carried over: a solar schedule (sunset at 52.52" in out
     assert "'first monday' (builtin.noop): not carried over: the crontab restricts both" in out
-    assert "'celery only' (tests.celery_only): not carried over: needs the task kind" in out
+    assert "'celery only' (tests.celery_only): not carried over: tests.celery_only is a Celery task outside " \
+           "JOBS_CALLABLE_MODULES" in out
+    assert "'summed' (tests.add) -> job summed" in out and "    carried over: task tests.add, args and kwargs" in out
     assert "'cleanup' (celery.backend_cleanup): not carried over: the service's own task" in out
-    assert "imported: 10 jobs created." in out
-    assert AuditEntry.objects.filter(action="create", source="cli", detail="jobs apply: 10 job(s) created").exists()
-    assert PeriodicTask.objects.filter(enabled=True).count() == 13  # without --disable-originals: untouched
+    assert "imported: 11 jobs created." in out
+    assert AuditEntry.objects.filter(action="create", source="cli", detail="jobs apply: 11 job(s) created").exists()
+    assert PeriodicTask.objects.filter(enabled=True).count() == 14  # without --disable-originals: untouched
 
 
 def test_running_it_again_changes_nothing(rows):
@@ -192,7 +199,7 @@ def test_dry_run_writes_nothing(rows):
     out = run_import("--dry-run", "--disable-originals")
     assert "+ create poller" in out and "dry run: the import is valid; nothing was saved." in out
     assert not Job.objects.exists() and AuditEntry.objects.count() == entries
-    assert PeriodicTask.objects.filter(enabled=True).count() == 13
+    assert PeriodicTask.objects.filter(enabled=True).count() == 14
     assert PeriodicTasks.last_change() == changed
 
 
@@ -202,8 +209,8 @@ def test_disable_originals_disables_what_became_jobs(rows):
     # What did not carry over keeps running under beat.
     assert still == {"sunset", "first monday", "celery only", "cleanup"}
     assert (
-        "disables 9 PeriodicTask row(s): nightly report, poller, launch, later once, not yet, begun, over, "
-        "routed, one-off cron." in out
+        "disables 10 PeriodicTask row(s): nightly report, poller, launch, later once, not yet, begun, over, "
+        "summed, routed, one-off cron." in out
     )
     assert PeriodicTasks.last_change() is not None  # beat is told
 
@@ -217,7 +224,7 @@ def test_a_failing_import_leaves_the_originals_enabled(rows, settings):
         run_import("--disable-originals", user="ann")
     assert "may own at most 3 (JOBS_MAX_JOBS_PER_USER)" in str(refused.value)
     assert not Job.objects.exists()
-    assert PeriodicTask.objects.filter(enabled=True).count() == 13
+    assert PeriodicTask.objects.filter(enabled=True).count() == 14
 
 
 def test_another_user_needs_the_permission_to_disable(rows):
@@ -237,6 +244,16 @@ def test_bad_rows_are_named_and_nothing_is_imported(rows):
         "'typo' (reports.nightyl): task: no job function nor Celery task is registered as 'reports.nightyl'" in message
     )
     assert "'bad args' (builtin.noop): args: not JSON" in message
+    assert not Job.objects.exists()
+    assert PeriodicTask.objects.filter(enabled=True).count() == 16
+
+
+def test_a_tasks_arguments_that_do_not_fit_its_signature_are_named_and_nothing_is_imported(rows):
+    periodic("misfit", task="tests.add", interval=IntervalSchedule.objects.first(), args="[1]", kwargs='{"z": 2}')
+    with pytest.raises(CommandError) as refused:
+        run_import("--disable-originals")
+    message = str(refused.value)
+    assert "misfit" in message and "kwargs: Does not fit the task tests.add(x, y, path=None)" in message
     assert not Job.objects.exists()
     assert PeriodicTask.objects.filter(enabled=True).count() == 15
 

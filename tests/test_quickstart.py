@@ -3,18 +3,16 @@ checkout (`scripts/quickstart.sh --no-start`: everything but starting the four p
 `manage.py` line of the shell blocks of the README and of the docs pages its first steps moved to,
 each in a new shell: an environment with none of the service's variables, only what a login shell has."""
 
-import contextlib
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 import redis
+
+from scripts.checkout_copy import checkout_copy, new_shell, stop_redis
 
 from .conftest import REPO
 
@@ -40,32 +38,9 @@ def readme_manage_blocks():
     return blocks
 
 
-def checkout_copy(target):
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, check=True,
-                           capture_output=True).stdout.decode().split("\0")
-    for name in filter(None, files):
-        source = REPO / name
-        if source.is_file() and not source.is_symlink():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target / name)
-    # The same interpreter and packages as the tests: the quick start keeps an existing .venv, and
-    # its pip install finds everything there already.
-    (target / ".venv").symlink_to(Path(sys.prefix))
-
-
 def modes(folder):
     return {".": folder.stat().st_mode & 0o777,
             **{name: (folder / name).stat().st_mode & 0o777 for name in os.listdir(folder)}}
-
-
-def stop_redis(var):
-    """The quick start's Redis is a daemon: stopped by its pid file."""
-    with contextlib.suppress(OSError, ValueError):
-        os.kill(int((var / "redis.pid").read_text()), signal.SIGTERM)
-
-
-def new_shell():
-    return {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), "LANG": "C.UTF-8"}
 
 
 def run(args, cwd, **extra):

@@ -47,6 +47,20 @@ def test_pages_need_a_login(diamond):
     assert Client().get(f"/workflows/{diamond.pk}/").status_code == 302
 
 
+@pytest.mark.parametrize("schedule, described", [
+    ({"type": "cron", "cron": "0 3 * * *", "timezone": "Europe/Paris"}, "(0 3 * * *, Europe/Paris)"),
+    ({"type": "interval", "every_seconds": 90}, "Every 90 seconds"),
+])
+def test_a_scheduled_workflows_page_says_its_schedule(people, schedule, described):
+    for name in "xy":
+        make_job(name, owner=people.owner)
+    workflow = make_workflow("nightly", "xy", [("x", "y")], schedule=schedule, owner=people.owner)
+    for address in ("/workflows/", f"/workflows/{workflow.pk}/"):
+        response = client_for(people.owner).get(address)
+        assert response.status_code == 200
+        assert described in response.content.decode()
+
+
 def test_the_list_shows_only_the_users_workflows(people, diamond):
     assert "diamond" in client_for(people.teammate).get("/workflows/").content.decode()
     assert "diamond" not in client_for(people.outsider).get("/workflows/").content.decode()

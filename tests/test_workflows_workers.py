@@ -2,6 +2,8 @@
 Redis: the diamond A → (B, C) → D, a failing B and its re-run, two upstreams finishing together,
 and a worker SIGKILLed in the middle of a workflow."""
 
+import re
+
 import pytest
 
 from jobs.models import Job, JobRun
@@ -165,3 +167,51 @@ def test_a_scheduled_workflow_runs_once_per_slot_with_two_schedulers(processes, 
     assert len({slot for _, slot in scheduled}) == len(scheduled)
     for wf_run in workflow.runs.filter(status=WorkflowRunStatus.SUCCEEDED):
         assert wf_run.steps.filter(status="succeeded").count() == 2
+
+
+BAR = re.compile(r'<rect class="bar[^"]*" x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="\d+">'
+                 r"<title>([^<]*)</title>")
+LANE = re.compile(r'<text class="lane"[^>]*>([^<]*)</text>')
+
+
+def bars(html):
+    """The bars a timeline draws: {title's subject (before ":"): (left, right, title)}."""
+    return {title.split(":")[0]: (float(x), float(x) + float(w), title) for x, _, w, title in BAR.findall(html)}
+
+
+@pytest.mark.timeout(120)
+def test_the_workflow_page_draws_its_steps_along_time_and_the_workers_page_their_processes(
+        processes, ledger, client, people):
+    for name in "abcd":
+        make_job(name, target="test.ledger_pid", kwargs={"path": ledger.path, "seconds": 0.5}, owner=people.owner)
+    workflow = make_workflow("timeline", "abcd", DIAMOND, owner=people.owner)
+    processes.worker(concurrency=2, name="wt")
+    wf_run = finished(progress.start(workflow))
+    assert wf_run.status == WorkflowRunStatus.SUCCEEDED
+
+    client.force_login(people.owner)
+    gantt = client.get(f"/workflows/{workflow.pk}/?run={wf_run.pk}").content.decode()
+    gantt = gantt[gantt.index('id="gantt"'):]
+    drawn = bars(gantt[:gantt.index("</svg>")])
+    assert set(drawn) == set("abcd")
+    # The ledger's order, as the chart draws it: b and c after a, d after both (a pixel of rounding).
+    assert min(times_of(ledger, "start", "b") + times_of(ledger, "start", "c")) >= times_of(ledger, "end", "a")[0]
+    assert min(drawn["b"][0], drawn["c"][0]) >= drawn["a"][1] - 1
+    assert drawn["d"][0] >= max(drawn["b"][1], drawn["c"][1]) - 1
+
+    # One lane per pool process that ran an attempt, by the PIDs the job function itself wrote.
+    pids = {row[3] for row in ledger.lines("start")}
+    runs = {row[1].split(":")[0] for row in ledger.lines("start")}
+    timeline = client.get("/workers/?hours=1").content.decode()
+    lanes = LANE.findall(timeline)
+    assert {lane.rsplit("pid ", 1)[1] for lane in lanes} == pids
+    assert all(lane.startswith("wt@") for lane in lanes)
+    assert {title.split("#")[1].split()[0] for _, _, title in bars(timeline).values()} <= runs
+    assert {f'href="/runs/{run}/"' in timeline for run in runs} == {True}
+
+    # Someone outside the team sees none of it.
+    client.force_login(people.outsider)
+    elsewhere = client.get("/workers/?hours=1").content.decode()
+    assert not LANE.findall(elsewhere) and not any(f"/runs/{run}/" in elsewhere for run in runs)
+    assert "0 attempts on 0 processes" in elsewhere
+    assert client.get(f"/workflows/{workflow.pk}/?run={wf_run.pk}").status_code == 404

@@ -109,7 +109,9 @@ class Workflow(models.Model):
     cron_expression = Job.cron_expression
     every_seconds = Job.every_seconds
     slot_after = Job.schedule_slot_after  # a workflow has no day rules
-    # What a job's schedule has and a workflow's has not: no spread, no calendars or business days.
+    # What a job's schedule has and a workflow's has not: no spread, no calendars or business days, no
+    # cron as the user wrote it ("@daily": a job's cron_text).
+    cron_text = ""
     spread_offset = timedelta(0)
     has_day_rules = False
 

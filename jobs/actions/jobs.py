@@ -1,5 +1,5 @@
 """What a person does to a job, one function per action: create, edit, delete, clone, run now, pause,
-resume, cancel a run, backfill; and ``rotate_secrets``.
+resume, snooze and unsnooze its notifications, cancel a run, backfill; and ``rotate_secrets``.
 
 Every interface calls these (the admin, the pages, the API, ``manage.py jobs|runs`` and ``jobs
 apply``) with an ``Actor``: who acts, through which interface, from where. Each action checks the
@@ -17,10 +17,12 @@ import socket
 from collections import Counter
 from copy import copy as shallow_copy
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import ProtectedError
+from django.utils import timezone
 
 from audit import trail
 from audit.models import Action, Source, Subject
@@ -199,9 +201,11 @@ def _check_bound_secrets(stored, job):
 
 
 def _keep_streak(job, stored):
-    """What the service keeps on the job as its runs end (the failure streak, why it paused itself),
-    as the locked row has it: ``job`` may have been read before a run's end changed them."""
+    """What the service keeps on the job as its runs end (the failure streak, why it paused itself)
+    and what the snooze action sets, as the locked row has it: ``job`` may have been read before a
+    run's end or a snooze changed them."""
     job.consecutive_failures, job.paused_reason = stored.consecutive_failures, stored.paused_reason
+    job.snoozed_until = stored.snoozed_until
 
 
 def delete(actor, job, detail=""):
@@ -236,7 +240,7 @@ def clone(actor, job):
             name = f"{job.name} (copy {n})"
         copy.pk = copy.id = None
         copy._state.adding = True
-        copy.name, copy.enabled, copy.last_run = name, False, None
+        copy.name, copy.enabled, copy.last_run, copy.snoozed_until = name, False, None, None
         for field in secrets.FIELDS:
             setattr(copy, field, {})
         _check_names(actor, copy)
@@ -425,6 +429,45 @@ def _switch(actor, job, switch, action):
     with transaction.atomic():
         switch(job)
         _record(actor, job, action)
+    return job
+
+
+SNOOZE_MAX_DAYS = 90
+
+
+def snooze(actor, job, until):
+    """No notification of ``job`` until ``until`` (an aware datetime, in the future, at most
+    SNOOZE_MAX_DAYS ahead): what its runs would send is recorded, not sent (notifications.outbox).
+    Snoozing a snoozed job moves the end."""
+    _check(actor, job.kind)
+    now = timezone.now()
+    if not isinstance(until, datetime) or timezone.is_naive(until):
+        refused = "A time with its offset, such as 2026-12-01T08:00:00+01:00."
+    elif until <= now:
+        refused = f"Must be in the future (it is {now.isoformat(timespec='seconds')} now)."
+    elif until > now + timedelta(days=SNOOZE_MAX_DAYS):
+        refused = f"At most {SNOOZE_MAX_DAYS} days ahead; pause the job, or remove its rules, to stop its alerts longer."
+    else:
+        refused = None
+    if refused:
+        raise ActionError(f"until: {refused}", ActionError.INVALID, fields={"until": [refused]})
+    return _set_snooze(actor, job, until, Action.SNOOZE)
+
+
+def unsnooze(actor, job):
+    """Notify about ``job`` again from now on."""
+    _check(actor, job.kind)
+    return _set_snooze(actor, job, None, Action.UNSNOOZE)
+
+
+def _set_snooze(actor, job, until, action):
+    with transaction.atomic():
+        before = Job.objects.select_for_update().values_list("snoozed_until", flat=True).get(pk=job.pk)
+        Job.objects.filter(pk=job.pk).update(snoozed_until=until)
+        job.snoozed_until = until
+        if before != until:
+            _record(actor, job, action, changes={"snoozed_until": [before and before.isoformat(),
+                                                                   until and until.isoformat()]})
     return job
 
 

@@ -4,6 +4,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils.dateparse import parse_datetime
 
+from .. import kinds
 from ..access import secrets
 from ..actions.permissions import COMMAND_JOBS_DENIED, guarded_kinds, may_run_command_jobs, queue_refusal
 from ..definitions import bound_secrets
@@ -40,6 +41,10 @@ class JobAdminForm(forms.ModelForm):
         for name in set(secrets.FIELDS) & set(self.fields):
             self.initial[name] = secrets.masked(self.stored_secrets[name])
             self.fields[name].help_text += f" Shown as {secrets.MASK}, which keeps the stored value."
+        if "target" in self.fields:  # the targets of the kinds that choose theirs from a list
+            listed = "; ".join(f"{kinds.get(name).label}: {', '.join(options) or 'none'}"
+                               for name, options in kinds.target_options().items())
+            self.fields["target"].help_text += f" {listed}."
         self.original_kind, self.original_queue = self.instance.kind, self.instance.queue
         if self.instance.pk:
             spec = schedule_of(self.instance)

@@ -75,13 +75,8 @@ def job_zone(job):
 
 
 def kind_fieldsets():
-    """A fieldset of each kind's own fields, titled with the kind; a field several kinds use shows once."""
-    shown, fieldsets = set(), []
-    for spec in kinds.kinds().values():
-        if own := [name for name in spec.fields if name not in shown]:
-            fieldsets.append((f"{spec.label} only", {"fields": own}))
-            shown.update(own)
-    return fieldsets
+    """A fieldset of each kind's own fields, titled with the kinds; a field several kinds use shows once."""
+    return [(f"{labels} only", {"fields": fields}) for _, labels, fields in kinds.fieldsets()]
 
 
 class RecentRunsFormSet(BaseInlineFormSet):

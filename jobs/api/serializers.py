@@ -13,6 +13,11 @@ from ..models import JobAttempt, JobRun
 from ..schemas.jobs import JobSerializer
 
 
+class SnoozeRequestSerializer(serializers.Serializer):
+    until = serializers.DateTimeField(help_text="When the job's notifications start again: in the future, at most 90 "
+                                                "days ahead (a time without an offset is in TIME_ZONE).")
+
+
 class RunRequestSerializer(serializers.Serializer):
     params = serializers.DictField(
         required=False, help_text="Values of the job's parameters by name; the defaults fill the rest. A bad value "

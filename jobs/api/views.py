@@ -26,7 +26,13 @@ from ..operations.reports import job_report
 from ..schemas.jobs import JobSerializer, field_errors
 from . import operator, reports
 from .filters import with_tag
-from .serializers import JobDetailSerializer, RunDetailSerializer, RunRequestSerializer, RunSerializer
+from .serializers import (
+    JobDetailSerializer,
+    RunDetailSerializer,
+    RunRequestSerializer,
+    RunSerializer,
+    SnoozeRequestSerializer,
+)
 
 MAX_BODY_BYTES = 256 * 1024
 # What a job's answer does not show of its last run (``LastRunSerializer``), each up to
@@ -278,6 +284,22 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
     def resume(self, request, pk=None):
         return Response(self.get_serializer(actions.resume(self.actor, self.get_object())).data)
 
+    @extend_schema(request=SnoozeRequestSerializer, responses=JobDetailSerializer,
+                   description="No notification of the job until `until` (in the future, at most 90 days ahead): its "
+                               "runs go on, and what they would send is recorded on the run, not sent. Snoozing "
+                               "again moves the end.")
+    @action(detail=True, methods=["post"])
+    def snooze(self, request, pk=None):
+        job = self.get_object()
+        body = SnoozeRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return Response(self.get_serializer(actions.snooze(self.actor, job, body.validated_data["until"])).data)
+
+    @extend_schema(request=None, responses=JobDetailSerializer, description="Notify about the job again from now on.")
+    @action(detail=True, methods=["post"])
+    def unsnooze(self, request, pk=None):
+        return Response(self.get_serializer(actions.unsnooze(self.actor, self.get_object())).data)
+
     @extend_schema(request=operator.BackfillRequestSerializer,
                    responses={200: operator.BackfillResponseSerializer, 202: operator.BackfillResponseSerializer},
                    description="Create the runs of every slot of the job in the past range [start, end), at most "
@@ -311,6 +333,14 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
         job = self.get_object()
         report = reports.made(job_report, job, reports.days_of(request.query_params))
         return reports.respond(request, report, f"job-{job.pk}")
+
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT,
+                   description="The targets a job may name, by kind, for the kinds whose target is chosen from a "
+                               "list: `callable`, the registered functions; `task`, the Celery tasks of "
+                               "`JOBS_CALLABLE_MODULES`.")
+    @action(detail=False, methods=["get"])
+    def targets(self, request):
+        return Response(kinds.target_options())
 
     @extend_schema(
         request=None, responses=operator.WhySerializer,

@@ -171,6 +171,12 @@ def preview_schedule(spec, name="", spread_seconds=0):
     return _point_at(Job(name=name, spread=spread_seconds), parse_schedule(spec), lambda model, values: model(**values))
 
 
+def as_scheduled(job, spec):
+    """``job`` (not saved, nor its rows) pointed at ``spec``: the job as it was under an earlier
+    schedule, read back from the audit trail by the on-time reports."""
+    return _point_at(job, parse_schedule(spec), lambda model, values: model(**values))
+
+
 def _point(job, schedule_type, rows):
     job.schedule_type = schedule_type
     job.crontab, job.interval, job.clocked = rows.get("crontab"), rows.get("interval"), rows.get("clocked")

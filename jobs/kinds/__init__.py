@@ -1,9 +1,9 @@
-"""The job kinds, each one package (``jobs/kinds/callable/``, ``command/``, ``http/``) that exports
+"""The job kinds, each one package (``jobs/kinds/callable/``, ``task/``, ``command/``, ``http/``) that exports
 ``KIND``, a ``base.JobKindSpec``: what it runs, how it checks a job, the fields it uses and which
 of them are secret, whether its jobs need the command-job permission, and how its result is shown.
 
 They are listed once, by the package's dotted path, in the setting ``JOBS_KINDS`` (default: the
-three). Everything else asks this registry and never names a kind: the model's choices and
+four). Everything else asks this registry and never names a kind: the model's choices and
 validation, the permissions, the API, the pages, the admin, jobs-as-code, the command line, the
 lifecycle's time limits and the worker. Adding a kind is one new package and its line in the setting.
 """
@@ -14,9 +14,9 @@ from importlib import import_module
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from .base import JobKindSpec
+from .base import JobKindSpec, no_options
 
-DEFAULT_KINDS = ("jobs.kinds.callable", "jobs.kinds.command", "jobs.kinds.http")
+DEFAULT_KINDS = ("jobs.kinds.callable", "jobs.kinds.task", "jobs.kinds.command", "jobs.kinds.http")
 NAME_MAX_LENGTH = 16  # Job.kind's column
 
 
@@ -74,3 +74,26 @@ def fields_of(name):
 def secret_fields():
     """The fields some kind keeps secret."""
     return {name for spec in kinds().values() for name in spec.secret_fields}
+
+
+def target_options():
+    """{kind: the targets a job of it may name} of the kinds whose target is chosen from a list."""
+    return {spec.name: list(spec.target_options()) for spec in kinds().values() if spec.target_options is not no_options}
+
+
+def fieldsets():
+    """[(kind names, their labels in words, fields)]: each kind's own fields, a field that several kinds use
+    once, for all of them (as the job form and the admin group them)."""
+    users = {}
+    for spec in kinds().values():
+        for name in spec.fields:
+            users.setdefault(name, []).append(spec.name)
+    sets = {}
+    for name, names in users.items():
+        sets.setdefault(tuple(names), []).append(name)
+    return [(list(names), in_words([get(kind).label for kind in names]), fields) for names, fields in sets.items()]
+
+
+def in_words(labels):
+    """The labels as a sentence says them: A; A and B; A, B and C."""
+    return " and ".join(filter(None, [", ".join(labels[:-1]), labels[-1]])) if labels else ""

@@ -183,6 +183,8 @@ class Job(models.Model):
     paused_reason = models.TextField(
         blank=True, editable=False, help_text="Why the service paused the job itself (auto-pause); cleared on resume.",
     )
+    # No notification of the job until then (jobs.actions.jobs.snooze; notifications.outbox reads it).
+    snoozed_until = models.DateTimeField(null=True, blank=True, editable=False)
     queue = models.CharField(max_length=100, blank=True, default="")
     priority = models.PositiveSmallIntegerField(
         default=DEFAULT_PRIORITY, validators=[MaxValueValidator(MAX_PRIORITY)],

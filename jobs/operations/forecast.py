@@ -235,14 +235,17 @@ def forecast(jobs, now, hours=24, peaks=PEAKS, listed=JOBS_LISTED, workers_seen=
     for group in groups:
         for minute in group.minutes:
             per_minute[minute] += group.jobs
-    top = sorted((m for m in range(len(per_minute)) if per_minute[m]), key=lambda m: (-per_minute[m], m))[:peaks]
+    average = sum(per_minute) / len(per_minute) if per_minute else 0
+    level = math.ceil(average)
+    # A peak is a minute busier than the average: a flat load has none to spread.
+    top = sorted((m for m in range(len(per_minute)) if per_minute[m] > average),
+                 key=lambda m: (-per_minute[m], m))[:peaks]
     # {peak minute: [(group, its runs in the minute)]}: an interval under a minute runs more than once in one.
     in_peak = {m: [] for m in top}
     for group in groups:
         for minute, runs in Counter(m for m in group.minutes if m in in_peak).items():
             in_peak[minute].append((group, runs))
     durations = mean_durations(jobs, [g for members in in_peak.values() for g, _ in members], now)
-    level = math.ceil(sum(per_minute) / len(per_minute)) if per_minute else 0
     shown_peaks = []
     for minute in top:
         members = sorted(in_peak[minute], key=lambda member: -member[0].jobs)

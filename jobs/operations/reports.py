@@ -5,12 +5,15 @@ trend against the N days before.
 
 Every figure but the expected slots is read from the per-day counts the run ends are folded into
 (``JobDayCounts``, ``lifecycle.days``), never from the runs: a report reads at most a row per day
-and measure. The expected slots come from the schedule itself (the job's *current* one), counted
-day by day in the job's zone, from when the job was created or its schedule last changed, outside
-the times the audit trail says it was paused or disabled (as the slot report counts them), on the days its
-calendars and business days leave open. A day
-whose wall clock does not jump is counted from the cron fields alone, a part of one too (its wall
-times of day); a day with a DST change walks its slots (``Job.slots_between``).
+and measure. Only scheduled runs count there: a manual run, a retry's new run or a backfill is in
+none of the slot figures (its duration is). The expected slots come from the schedules themselves:
+each stretch of time since the job was created counted with the schedule in force then (cron,
+interval or one-time, read back from the audit trail: ``schedule_history``), day by day, up to now,
+outside the times the audit trail says the job was paused or disabled (as the slot report counts
+them), on the days its calendars and business days leave open. A slot of the scheduler's grace
+before now with no run yet is ``due``, not missed. A day whose wall clock does not jump is counted
+from the cron fields alone, a part of one too (its wall times of day); a day with a DST change walks
+its slots (``Job.slots_between``).
 """
 
 import bisect
@@ -29,7 +32,8 @@ from django.utils import timezone
 from ..lifecycle import days as day_counts
 from ..models import ACTIVE_STATUSES, JobDayCounts, JobRun, RunTrigger, ScheduleType
 from ..timing.schedules import wall_instant
-from .slot_report import EnabledTimeline, schedule_changed_at, schedule_changes_at
+from . import schedule_history
+from .slot_report import EnabledTimeline
 
 WINDOWS = (7, 30, 90)
 MAX_DAYS = 90
@@ -73,16 +77,20 @@ def _report(jobs, days, now):
     first = today - timedelta(days=days - 1)
     before = first - timedelta(days=days)
     counts = _day_counts(jobs, before, today)
-    expected = defaultdict(int)
-    changed, timelines = schedule_changes_at([job.pk for job in jobs]), EnabledTimeline.of_jobs(jobs)
+    expected, recent = defaultdict(int), 0
+    grace = now - timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS + settings.JOBS_TICK_SECONDS * 5)
+    changes, timelines = schedule_history.changes_of([job.pk for job in jobs]), EnabledTimeline.of_jobs(jobs)
     budget = SlotBudget(days)
     for job in jobs:
-        for day, number in expected_by_day(job, first, today, now, changed.get(job.pk), timelines[job.pk],
-                                           budget).items():
+        history = schedule_history.periods(job, changes.get(job.pk, []))
+        for day, number in expected_by_day(job, first, today, now, history, timelines[job.pk], budget).items():
             expected[day] += number
-    in_flight = (JobRun.objects.filter(job__in=jobs, trigger=RunTrigger.SCHEDULE, status__in=ACTIVE_STATUSES,
-                                       scheduled_for__gte=datetime.combine(first, time(), UTC) - timedelta(days=1))
-                 .count())
+        recent += sum(expected_by_day(job, first, today, now, history, timelines[job.pk], budget, grace).values())
+    scheduled = JobRun.objects.filter(job__in=jobs, trigger=RunTrigger.SCHEDULE)
+    in_flight = scheduled.filter(status__in=ACTIVE_STATUSES,
+                                 scheduled_for__gte=datetime.combine(first, time(), UTC) - timedelta(days=1)).count()
+    # The slots of the scheduler's grace before now with no run yet: due, not missed.
+    due = max(0, recent - scheduled.filter(scheduled_for__gte=grace).count()) if recent else 0
     window = {measure: number for (day, measure), number in _sum_days(counts, first, today).items()}
     slots = window.get(day_counts.SLOTS, 0)
     skipped = {m[len(day_counts.SKIPPED):]: n for m, n in window.items() if m.startswith(day_counts.SKIPPED)}
@@ -94,7 +102,8 @@ def _report(jobs, days, now):
         "slots_expected": slots_expected,
         "slots_with_run": slots,
         "in_flight": in_flight,
-        "missed": max(0, slots_expected - slots - in_flight),
+        "due": due,
+        "missed": max(0, slots_expected - slots - in_flight - due),
         "started_on_time": window.get(day_counts.ON_TIME, 0),
         "finished_within_sla": window.get(day_counts.WITHIN_SLA, 0),
         "skipped": sum(skipped.values()),
@@ -167,46 +176,83 @@ def _day(day, expected, measures):
 # --- the slots a schedule expected
 
 
-def expected_by_day(job, first, last, now, changed_at=None, timeline=None, budget=None):
-    """{day: slots} of the job's schedule on the days [first, last] of its zone, up to the scheduler's
-    grace before ``now``, while the job was enabled and had its current schedule, on the days its
-    calendars and business days leave open. ``changed_at`` (when its slots last changed) and
-    ``timeline`` (``EnabledTimeline``): read by the caller for many jobs at once, else here;
-    ``budget``: the report's ``SlotBudget`` (ReportTooLarge past it)."""
+def expected_by_day(job, first, last, now, history=None, timeline=None, budget=None, since=None):
+    """{day: slots} of the job's schedules on the days [first, last] of its zone, up to ``now`` (and
+    from ``since`` when given), each stretch of time counted with the schedule in force then (read
+    back from the audit trail: ``schedule_history``), while the job was enabled, on the days its
+    calendars and business days leave open. ``history`` (its ``Period``s) and ``timeline``
+    (``EnabledTimeline``): read by the caller for many jobs at once, else here; ``budget``: the
+    report's ``SlotBudget`` (ReportTooLarge past it)."""
     budget = budget or SlotBudget(None)
     if timeline is None:
-        changed_at, timeline = schedule_changed_at(job), EnabledTimeline(job)
+        history, timeline = schedule_history.periods(job), EnabledTimeline(job)
     zone = day_counts.zone_of(_zone(job))
     start = wall_instant(datetime.combine(first, time()), zone)
-    end = min(wall_instant(datetime.combine(last + timedelta(days=1), time()), zone),
-              now - timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS))
-    since = max(filter(None, [job.created_at, changed_at]))
+    start = max(start, since) if since else start
+    end = min(wall_instant(datetime.combine(last + timedelta(days=1), time()), zone), now)
     rules = job.day_rules()
     found = defaultdict(int)
-    for lo, hi in timeline.spans(max(start, since), end):
-        day = lo.astimezone(zone).date()
-        while lo < hi:
-            next_day = wall_instant(datetime.combine(day + timedelta(days=1), time()), zone)
-            part_end = min(hi, next_day)
-            if rules is None or not rules.why_closed(day):
-                found[day] += _slots_in(job, zone, day, lo, part_end, part_end - lo == timedelta(days=1), budget)
-            lo, day = part_end, day + timedelta(days=1)
+    for period in history:
+        until = end if period.until is None else min(end, period.until)
+        if period.job.schedule_type == ScheduleType.ONCE:
+            _count_once(period, timeline, start, until, rules, found)
+            continue
+        zone = day_counts.zone_of(_zone(period.job))
+        for span_start, hi in timeline.spans(period.since, until):
+            grid = _interval_grid(period, span_start)
+            lo = max(span_start, start)
+            day = lo.astimezone(zone).date()
+            while lo < hi:
+                next_day = wall_instant(datetime.combine(day + timedelta(days=1), time()), zone)
+                part_end = min(hi, next_day)
+                if rules is None or not rules.why_closed(day):
+                    found[day] += _slots_in(period.job, zone, day, lo, part_end, part_end - lo == timedelta(days=1),
+                                            budget, grid)
+                lo, day = part_end, day + timedelta(days=1)
     return found
 
 
-def _slots_in(job, zone, day, lo, hi, whole, budget):
+def _count_once(period, timeline, start, end, rules, found):
+    """A one-time schedule's slot, on its day, when it fell in [start, end) (``end``: the schedule's
+    end, if before the report's) and while the schedule was in force: at its moment if the job was
+    enabled then, or later (run late, as the scheduler does with a moment already past when the
+    schedule was saved) if the job was enabled at all after."""
+    at = period.job.clocked.clocked_time + period.job.spread_offset
+    if not start <= at < end:
+        return
+    if at >= period.since and timeline.off_reason(at):
+        return
+    if at < period.since and not timeline.spans(period.since, end):
+        return
+    day = at.astimezone(UTC).date()
+    if rules is None or not rules.why_closed(day):
+        found[day] += 1
+
+
+def _interval_grid(period, span_start):
+    """(the first slot, every seconds) of an interval schedule enabled from ``span_start``: its grid
+    restarts there (an edit or a resume), the first slot one interval (and its spread) later; the
+    current schedule's grid is the job's ``next_run_at``. None for any other schedule."""
+    job = period.job
+    if job.schedule_type != ScheduleType.INTERVAL:
+        return None
+    every = job.every_seconds
+    if period.current and job.next_run_at:
+        anchor = job.next_run_at
+        return anchor + timedelta(seconds=every * (math.floor((span_start - anchor).total_seconds() / every) + 1)), every
+    return span_start + job.spread_offset + timedelta(seconds=every), every
+
+
+def _slots_in(job, zone, day, lo, hi, whole, budget, grid=None):
     if job.schedule_type == ScheduleType.CRON:
         if whole:
             return cron_slots_on(job.cron_expression, day)
         counted = _cron_slots_between(job, zone, lo, hi)
         return counted if counted is not None else budget.walk(job, lo, hi)
     if job.schedule_type == ScheduleType.INTERVAL:
-        every = job.every_seconds
-        anchor = job.next_run_at or job.created_at or lo
-        first = anchor + timedelta(seconds=every * math.ceil((lo - anchor).total_seconds() / every))
+        anchor, every = grid
+        first = max(anchor, anchor + timedelta(seconds=every * math.ceil((lo - anchor).total_seconds() / every)))
         return max(0, math.ceil((hi - first).total_seconds() / every))
-    if job.schedule_type == ScheduleType.ONCE:
-        return int(lo <= job.clocked.clocked_time < hi)
     return 0
 
 

@@ -11,15 +11,41 @@ from django.core.exceptions import NON_FIELD_ERRORS
 from django.http import Http404, HttpResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import redirect
+from django.utils.text import capfirst
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from ..actions import calendars as actions
 from ..models import Calendar
 from ..models.calendar import dates_from_text, dates_text
-from .common import actor, attempt, page, refused_is_forbidden
+from .common import actor, attempt, counted, page, refused_is_forbidden
+from .form_kit import FormField
 
 FIELDS = ("name", "description", "country", "subdivision")
+HELP = {
+    "country": "A country code (DE): its public holidays of every year (from the holidays package) are dates of "
+               "the calendar too.",
+    "subdivision": "A region of the country (BE for Berlin), for its own holidays as well.",
+    "dates": "One a line: a date and its label, such as 2026-12-24 Christmas Eve.",
+}
+
+
+def form_fields(values, errors):
+    """The calendar form's fields in the pages' form kit."""
+    found = [FormField(name, capfirst(Calendar._meta.get_field(name).verbose_name), "text",
+                       values.get(name, ""), HELP.get(name) or str(Calendar._meta.get_field(name).help_text),
+                       errors.get(name, [])) for name in FIELDS]
+    found.append(FormField("dates", "Typed-in dates", "textarea", values.get("dates", ""), HELP["dates"],
+                           errors.get("dates", []), rows=10))
+    return found
+
+
+def import_fields():
+    return [FormField("file", "ICS file", "file", accept=".ics,text/calendar",
+                      help="All-day and several-day events become their dates; recurring events are expanded "
+                           "from the start of last year to five years on."),
+            FormField("replace", "Replace the typed-in dates (else the file's dates are added to them)",
+                      "checkbox")]
 
 
 def _calendar(request, name):
@@ -50,7 +76,7 @@ def calendar_list(request):
         errors = _messages(refused)
     return page(request, "pages/calendars.html", {
         "calendars": actions.visible(request.user), "may_edit": actions.may_edit(actor(request)),
-        "values": values, "errors": errors, "other_errors": errors.get(NON_FIELD_ERRORS, [])}, "calendars")
+        "fields": form_fields(values, errors), "other_errors": errors.get(NON_FIELD_ERRORS, [])}, "calendars")
 
 
 @login_required
@@ -74,10 +100,20 @@ def calendar_detail(request, name):
         calendar.refresh_from_db()  # the page shows what is stored beside the values refused
     year = datetime.now(UTC).year
     return page(request, "pages/calendar.html", {
-        "calendar": calendar, "values": values, "errors": errors, "other_errors": errors.get(NON_FIELD_ERRORS, []),
-        "may_edit": actions.may_edit(actor(request), calendar),
-        "holidays": calendar.holidays_in(year) + calendar.holidays_in(year + 1) if calendar.country else [],
-        "years": (year, year + 1)}, "calendars")
+        "calendar": calendar, "fields": form_fields(values, errors), "import_fields": import_fields(),
+        "other_errors": errors.get(NON_FIELD_ERRORS, []), "may_edit": actions.may_edit(actor(request), calendar),
+        "days": dates_of(calendar, (year, year + 1)), "years": (year, year + 1)}, "calendars")
+
+
+def dates_of(calendar, years):
+    """[{"date", "label", "source"}] of the calendar: its typed-in dates and its country's holidays of
+    ``years``, in order (a date typed in and a holiday both: the typed-in label, as jobs see it)."""
+    found = {item["date"]: {"date": item["date"], "label": item.get("label", ""), "source": "typed in"}
+             for item in calendar.dates}
+    for year in years if calendar.country else ():
+        for item in calendar.holidays_in(year):
+            found.setdefault(item["date"], {**item, "source": "holiday"})
+    return [found[day] for day in sorted(found)]
 
 
 def _too_large(request):
@@ -114,7 +150,7 @@ def calendar_import(request, name):
     if refused:
         messages.error(request, f"Nothing was imported: {refused.message}")
     else:
-        messages.success(request, f"Imported: {imported.name} has {len(imported.dates)} typed-in date(s).")
+        messages.success(request, f"Imported: {imported.name} has {counted(len(imported.dates), 'typed-in date')}.")
     return redirect("pages:calendar", name=calendar.name)
 
 

@@ -1,7 +1,9 @@
 """Small SVG charts drawn on the server: a sparkline of recent durations and a duration chart with
-the SLA as a line. No JavaScript and no library: the numbers become coordinates."""
+the SLA as a line, and timelines of bars on lanes (a workflow run's steps, a worker's pool
+processes). No JavaScript and no library: the numbers become coordinates."""
 
-from datetime import UTC
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from django.utils.html import escape, format_html
@@ -89,5 +91,57 @@ def duration_chart(points, sla_seconds=None, width=640, height=200, tzname="UTC"
         parts.append(f'<line class="sla" x1="{left}" y1="{sla_y:.1f}" x2="{width - right}" y2="{sla_y:.1f}"/>')
         parts.append(f'<text class="tick sla-label" x="{width - right}" y="{sla_y - 3:.1f}" text-anchor="end">'
                      f'SLA {escape(human_seconds(sla_seconds))}</text>')
+    parts.append("</svg>")
+    return mark_safe("".join(str(p) for p in parts))
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One stretch on a timeline: ``waiting_from`` (queued) to ``start`` drawn pale, ``start`` to
+    ``end`` (None: still going) in its status's colour, a link to ``href``."""
+
+    start: datetime
+    end: datetime | None
+    status: str
+    title: str
+    href: str = ""
+    waiting_from: datetime | None = None
+
+
+def timeline(lanes, start, end, width=900, lane_height=20, tzname="UTC", label_width=170):
+    """Bars on lanes along one time axis (``lanes``: [(label, [Bar])] top to bottom), from ``start``
+    to ``end``: a workflow run's steps, a worker's pool processes."""
+    if not lanes:
+        return mark_safe('<p class="muted">Nothing ran in this window.</p>')
+    zone = ZoneInfo(tzname)
+    span = (end - start).total_seconds() or 1
+    plot_w, axis_h = width - label_width - 10, 22
+    height = len(lanes) * lane_height + axis_h
+
+    def x(moment):
+        seconds = min(max((moment - start).total_seconds(), 0), span)
+        return label_width + seconds / span * plot_w
+
+    def rect(css, left, right, y, title=""):
+        tip = f"<title>{escape(title)}</title>" if title else ""
+        return (f'<rect class="{css}" x="{left:.1f}" y="{y + 3}" width="{max(right - left, 1.5):.1f}" '
+                f'height="{lane_height - 6}">{tip}</rect>')
+
+    parts = [f'<svg class="timeline" viewBox="0 0 {width} {height}" role="img" aria-label="Timeline">']
+    for index, (label, bars) in enumerate(lanes):
+        y = index * lane_height
+        parts.append(format_html('<text class="lane" x="{}" y="{}" text-anchor="end">{}</text>',
+                                 label_width - 6, y + lane_height - 6, label))
+        for bar in bars:
+            finish = bar.end or end
+            css = f"bar {STATUS_CLASS.get(bar.status, 'busy' if bar.end is None else '')}".strip()
+            drawn = rect("waiting", x(bar.waiting_from), x(bar.start), y) if bar.waiting_from else ""
+            drawn += rect(css, x(bar.start), x(finish), y, bar.title)
+            parts.append(format_html('<a href="{}">{}</a>', bar.href, mark_safe(drawn)) if bar.href else drawn)
+    base = len(lanes) * lane_height
+    parts.append(f'<line class="axis" x1="{label_width}" y1="{base}" x2="{width - 10}" y2="{base}"/>')
+    for moment, anchor in ((start, "start"), (start + (end - start) / 2, "middle"), (end, "end")):
+        parts.append(f'<text class="tick" x="{x(moment):.1f}" y="{base + 15}" text-anchor="{anchor}">'
+                     f'{escape(moment.astimezone(zone).strftime("%H:%M:%S %Z"))}</text>')
     parts.append("</svg>")
     return mark_safe("".join(str(p) for p in parts))

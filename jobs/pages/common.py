@@ -25,6 +25,11 @@ def flower_url(user):
     return settings.FLOWER_URL.rstrip("/") if user.is_staff and settings.FLOWER_URL else ""
 
 
+def counted(number, noun):
+    """ "1 run", "3 runs": a count and its noun, in the plural but for one."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def job_timezone(job):
     if job.schedule_type == ScheduleType.CRON and job.crontab:
         return str(job.crontab.timezone)

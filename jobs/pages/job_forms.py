@@ -11,7 +11,6 @@ import functools
 import json
 import re
 import zoneinfo
-from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.contrib import messages
@@ -22,6 +21,9 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models, transaction
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.text import capfirst
 from django.views.decorators.http import require_POST
 from rest_framework import serializers
 from rest_framework.settings import api_settings
@@ -36,6 +38,7 @@ from ..models import DstRepeated, DstSkipped, Job, Limit, ScheduleType
 from ..schemas.jobs import JobSerializer, ScheduleField, field_errors
 from ..timing.spread import MAX_SPREAD_SECONDS
 from .common import actor, attempt, job_timezone, page, refused_is_forbidden, slot_text
+from .form_kit import NONE, FormField, model_widget
 
 PREVIEW_SLOTS = 10
 
@@ -168,20 +171,6 @@ def shown_fields(kind):
             if name in settable() and (name not in job_fields.KIND_FIELDS or name in ours)]
 
 
-def kind_fieldsets():
-    """[(kind names, their labels, fields)]: each kind's own fields, a field that several kinds use
-    shown once, for all of them."""
-    users = {}
-    for spec in kinds.kinds().values():
-        for name in spec.fields:
-            users.setdefault(name, []).append(spec.name)
-    sets = {}
-    for name, names in users.items():
-        sets.setdefault(tuple(names), []).append(name)
-    return [(list(names), " and ".join(kinds.get(kind).label for kind in names), fields)
-            for names, fields in sets.items()]
-
-
 def default_kind(user=None):
     """The first kind ``user`` may create (the first kind of all without a user)."""
     return next(iter(kinds_for(user) if user is not None else kinds.kinds()), "")
@@ -194,10 +183,8 @@ def kinds_for(user):
     return [name for name in kinds.kinds() if name not in guarded]
 
 
-def field_options(name, kind):
-    """Suggestions for a field: the chosen kind's targets, the kind's own choices (HTTP methods)."""
-    if name == "target":
-        return spec.target_options() if (spec := kinds.get(kind)) else []
+def field_options(name):
+    """Suggestions for a kind's own field: its choices (HTTP methods)."""
     for spec in kinds.kinds().values():
         if name in spec.field_options:
             return list(spec.field_options[name])
@@ -284,29 +271,17 @@ def form_errors(errors):
 # --- the fields as the template draws them
 
 
-@dataclass
-class FormField:
-    name: str
-    label: str
-    widget: str  # text, textarea, number, checkbox, select, rows, secret-rows, list
-    value: object = ""
-    help: str = ""
-    errors: list = field(default_factory=list)
-    choices: list = field(default_factory=list)
-    options: list = field(default_factory=list)  # suggestions (a datalist)
-    step: str = "1"
-
-
-def model_widget(model_field):
-    if model_field.choices:
-        return "select"
-    if isinstance(model_field, models.BooleanField):
-        return "checkbox"
-    if isinstance(model_field, models.IntegerField | models.FloatField):
-        return "number"
-    if isinstance(model_field, models.TextField):
-        return "textarea"
-    return "text"
+def linked_help(name):
+    """The help of a field that points at a page of the site, with the link."""
+    if name == "limit_key":
+        return format_html('The key of a limit (the <a href="{}">Limits page</a>) shared with other jobs: its runs '
+                           "wait while the limit is full.", reverse("pages:limits"))
+    if name == "spread":
+        return format_html("Move every slot by the same offset in [0, spread) seconds, chosen from a hash of the "
+                           "job's name: jobs on one schedule stop starting in the same second. The "
+                           '<a href="{}">load forecast</a> shows where slots pile up and spreads them (the guide: '
+                           '"Load forecast and spreading").', reverse("pages:forecast"))
+    return ""
 
 
 def make_field(name, values, errors, request):
@@ -315,8 +290,8 @@ def make_field(name, values, errors, request):
         model_field = Job._meta.get_field(name)
     except Exception:  # the schedule's fields are not the model's
         model_field = None
-    label = LABELS.get(name) or (model_field.verbose_name.capitalize() if model_field else name)
-    help_text = HELP.get(name, getattr(model_field, "help_text", "") or "")
+    label = LABELS.get(name) or (capfirst(model_field.verbose_name) if model_field else name)  # "DST: …" kept
+    help_text = linked_help(name) or HELP.get(name, getattr(model_field, "help_text", "") or "")
     widget = ("secret-rows" if name in SECRET_ROWS else "rows" if name in ROWS else "list" if name in LISTS
               else "textarea" if name in JSON_TEXTS
               else "text" if name in ("tags", "calendars", "http_ok_statuses", "target") or model_field is None
@@ -326,10 +301,12 @@ def make_field(name, values, errors, request):
         made.choices = list(model_field.choices)
     if isinstance(model_field, models.FloatField):
         made.step = "any"
-    if name == "target" or name in job_fields.KIND_FIELDS:
-        made.options = field_options(name, kind)
+    if name == "target":
+        made.options_by_kind, made.options_kind = kinds.target_options(), kind
+    elif name in job_fields.KIND_FIELDS:
+        made.options = field_options(name)
     elif name == "group":
-        made.widget, made.choices = "select", [("", "— none —"), *group_choices(request.user, made.value)]
+        made.widget, made.choices = "select", [("", NONE), *group_choices(request.user, made.value)]
     elif name == "queue":
         made.options = sorted(settings.JOBS_QUEUES)
     elif name == "timezone":
@@ -363,7 +340,7 @@ def form_context(request, values, errors, job=None):
     def fields(names):
         return [make_field(name, values, errors, request) for name in names]
 
-    fieldsets = kind_fieldsets()
+    fieldsets = kinds.fieldsets()
     shown = {*settable(), "schedule_type", *(n for names in SCHEDULE_FIELDS.values() for n in names)}
     return {
         "job": job,

@@ -16,6 +16,7 @@ from ..actions import permissions
 from ..lifecycle import limits
 from ..models import Job, Limit
 from .common import actor, attempt, page, refused_is_forbidden
+from .form_kit import from_form
 
 SHOWN = 500
 
@@ -43,7 +44,12 @@ def limit_list(request):
         limit.job_names = actions.named_by(limit.key, count=10, user=request.user)
         limit.job_count = Job.objects.filter(limit_key=limit.key).count()
         limit.may_edit = actions.may_edit(acting, limit)
-    return page(request, "pages/limits.html", {"limits": shown, "form": LimitForm(user=request.user)}, "limits")
+    return page(request, "pages/limits.html", {"limits": shown, **form_context(LimitForm(user=request.user))},
+                "limits")
+
+
+def form_context(form):
+    return {"form": form, "fields": from_form(form), "other_errors": form.non_field_errors()}
 
 
 @login_required
@@ -61,7 +67,7 @@ def limit_edit(request, key=None):
             messages.success(request, f"Limit {saved.key} saved.")
             return redirect("pages:limits")
         form.add_error(None, refused.message)
-    return page(request, "pages/limit_form.html", {"form": form, "limit": limit}, "limits")
+    return page(request, "pages/limit_form.html", {**form_context(form), "limit": limit}, "limits")
 
 
 @login_required

@@ -14,7 +14,7 @@ from ..actions import jobs as actions
 from ..actions.permissions import visible_jobs
 from ..operations import slot_report
 from . import params_form
-from .common import actor, job_timezone, page, refused_is_forbidden, slot_text
+from .common import actor, counted, job_timezone, page, refused_is_forbidden, slot_text
 
 LOCAL_FORMAT = "%Y-%m-%dT%H:%M"  # what <input type="datetime-local"> sends
 
@@ -106,8 +106,8 @@ def job_backfill(request, pk):
                 context["inputs"] = params_form.inputs(job, given, mine)
             else:
                 if confirm:
-                    messages.success(request, f"Backfill of {job.name}: {len(found.created)} run(s) queued, "
-                                              f"{len(found.existing)} slot(s) already had a run.")
+                    messages.success(request, f"Backfill of {job.name}: {counted(len(found.created), 'run')} queued, "
+                                              f"{counted(len(found.existing), 'slot')} already had a run.")
                     return redirect("pages:job", pk=job.pk)
                 context["found"] = found
                 context["slots"] = [(slot_text(slot, tzname), found.existing.get(slot)) for slot in found.slots]

@@ -13,9 +13,13 @@ from ..actions import tokens
 from ..actions.jobs import Actor
 from .common import page
 
+NEW_KEY = "new_token_key"
+
 
 @login_required
-def token_list(request, new_key=None):
+def token_list(request):
+    # A new key is shown once: the session holds it from the POST to the page it redirects to.
+    new_key = request.session.pop(NEW_KEY, None)
     return page(request, "pages/tokens.html", {"tokens": access.of_user(request.user), "new_key": new_key},
                 "tokens")
 
@@ -23,13 +27,15 @@ def token_list(request, new_key=None):
 @login_required
 @require_POST
 def token_create(request):
-    # The key is in this answer only: it is never stored (nor kept in the session to show later).
+    # A redirect after the POST, so that reloading the page makes no second token. The key itself is
+    # never stored (only its hash), and the session keeps it only until the page shows it.
     try:
         _, key = tokens.create(Actor.of_request(request, Source.PAGE), request.user)
     except tokens.TooManyTokens as refused:
         messages.error(request, str(refused))
         return redirect("pages:tokens")
-    return token_list(request, new_key=key)
+    request.session[NEW_KEY] = key
+    return redirect("pages:tokens")
 
 
 @login_required

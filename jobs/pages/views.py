@@ -4,6 +4,7 @@ Every page shows only what the API would show the same user (``visible_jobs``/``
 another user's job or run answers 404, so ids do not leak what exists.
 """
 
+from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -154,6 +155,8 @@ def job_detail(request, pk):
         "last_50_rate": figures.rate_text(last_50.count(RunStatus.SUCCEEDED), len(last_50)),
         "last_50_count": len(last_50),
         "may_act": may_act_on(request, job),
+        "snoozed": job.snoozed_until is not None and job.snoozed_until > timezone.now(),
+        "snooze_spans": SNOOZE_SPANS,
         "audit": trail.shown_to(request.user, job.audit.order_by("-created_at", "-id")[:AUDIT_ON_JOB_PAGE]),
         "why_at": request.GET.get("why", ""),
         "why": why_line(job, request.GET.get("why", ""), tzname),
@@ -207,6 +210,33 @@ def job_pause(request, pk):
 @refused_is_forbidden
 def job_resume(request, pk):
     return switched(request, pk, actions.resume, "{} is resumed.")
+
+
+# What the job page offers to snooze a job for: seconds -> words.
+SNOOZE_SPANS = {"3600": "1 hour", "14400": "4 hours", "86400": "1 day", "604800": "1 week", "2592000": "30 days"}
+
+
+@login_required
+@require_POST
+@refused_is_forbidden
+def job_snooze(request, pk):
+    job = visible_job(request, pk)
+    span = request.POST.get("for", "")
+    if span not in SNOOZE_SPANS:
+        messages.error(request, f"Snooze for one of: {', '.join(SNOOZE_SPANS.values())}.")
+        return redirect("pages:job", pk=job.pk)
+    until = timezone.now() + timedelta(seconds=int(span))
+    actions.snooze(actor(request), job, until)
+    messages.success(request, f"{job.name} is snoozed for {SNOOZE_SPANS[span]}: no notification of it until "
+                              f"{until:%Y-%m-%d %H:%M} UTC.")
+    return redirect("pages:job", pk=job.pk)
+
+
+@login_required
+@require_POST
+@refused_is_forbidden
+def job_unsnooze(request, pk):
+    return switched(request, pk, actions.unsnooze, "{} is no longer snoozed: its notifications are sent again.")
 
 
 def switched(request, pk, switch, says):

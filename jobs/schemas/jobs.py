@@ -170,8 +170,9 @@ class JobSerializer(serializers.ModelSerializer):
         model = Job
         # The job's fields as jobs.definitions.fields declares them, with what the service sets itself.
         fields = ["id", *job_fields.EDITABLE, "next_run_at", "last_run", "consecutive_failures", "paused_reason",
-                  "created_at", "updated_at"]
-        read_only_fields = ["next_run_at", "consecutive_failures", "paused_reason", "created_at", "updated_at"]
+                  "snoozed_until", "created_at", "updated_at"]
+        read_only_fields = ["next_run_at", "consecutive_failures", "paused_reason", "snoozed_until", "created_at",
+                            "updated_at"]
         # Kept as given: a request body is sent byte for byte, and a text of several lines keeps
         # its indentation (and a file applied twice compares equal).
         extra_kwargs = {"description": {"trim_whitespace": False}, "http_body": {"trim_whitespace": False},

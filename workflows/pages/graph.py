@@ -1,9 +1,14 @@
 """A workflow's graph as SVG, drawn on the server: one column per topological depth, each node a
-box coloured by its step's status in the selected workflow run, each edge an arrow."""
+box coloured by its step's status in the selected workflow run, each edge an arrow; and the selected
+run's steps along time."""
+
+from datetime import timedelta
 
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import mark_safe
+
+from jobs.pages import charts
 
 from ..definitions import layers
 
@@ -64,3 +69,24 @@ def draw(nodes, edges, steps=None):
         parts.append(box)
     parts.append("</svg>")
     return mark_safe("".join(parts))
+
+
+def steps_timeline(wf_run, steps, now):
+    """A Gantt chart of ``wf_run``'s steps (``steps``, with their runs): one lane per step, its run's
+    wait for a worker pale, its run in its status's colour, in UTC."""
+    started = [step.run for step in steps if step.run and step.run.started_at]
+    lanes = []
+    for step in sorted(steps, key=lambda s: (s.run.started_at or now) if s.run else now):
+        bars = []
+        if step.run and step.run.started_at:
+            run = step.run
+            took = f", {charts.human_seconds((run.finished_at - run.started_at).total_seconds())}" if run.finished_at else ""
+            bars.append(charts.Bar(
+                start=run.started_at, end=run.finished_at, status=run.status, waiting_from=run.queued_at,
+                title=f"{step.job.name}: run #{run.pk} {run.status}{took}", href=reverse("pages:run", args=[run.pk])))
+        lanes.append((step.job.name, bars))
+    if not started:
+        return charts.timeline([], now, now)
+    first = min([run.queued_at or run.started_at for run in started] + [wf_run.created_at])
+    last = wf_run.finished_at or max([run.finished_at or now for run in started])
+    return charts.timeline(lanes, first, max(last, first + timedelta(seconds=1)))

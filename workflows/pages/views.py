@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from jobs.pages.common import actor, page, too_many
@@ -42,6 +43,7 @@ def workflow_detail(request, pk):
         "steps": sorted(steps.values(), key=lambda s: s.pk), "edges": edges,
         "graph": graph.draw(nodes, edges, steps), "may_act": may_act_on(request.user, workflow),
         "step_params": sorted(workflow.step_params.items()),
+        "gantt": graph.steps_timeline(selected, list(steps.values()), timezone.now()) if selected else "",
     }
     return page(request, "workflows/detail.html", context, "workflows")
 

@@ -14,9 +14,10 @@ How beat reads a row (``django_celery_beat.schedulers.ModelEntry``), and what th
   the moment is its start deadline; a recurring job has no end date, and the report says so.
   ``expire_seconds`` (when ``expires`` is not set) is how late a message may start: the job's
   start deadline.
-- the task: a job function of that name (``@job_function``) is a ``callable`` job, and any Celery
-  task a ``task`` job where that kind is registered. Without it a Celery task's row is reported as
-  not carried over; a name neither knows is an error, and nothing is imported.
+- the task: a job function of that name (``@job_function``) is a ``callable`` job, and a Celery task
+  of a module in ``JOBS_CALLABLE_MODULES`` a ``task`` job (its function runs inside the job's
+  attempt). Any other Celery task's row is reported as not carried over, saying why; a name neither
+  knows is an error, and nothing is imported.
 - ``priority``: Celery's on Redis is 0 the most urgent, on RabbitMQ 9; a job's is 9 the most urgent.
 - the service's own tasks (``celery.*``, the service's apps) are left to beat.
 """
@@ -30,6 +31,7 @@ from django_celery_beat.models import PeriodicTask, PeriodicTasks
 
 from ... import kinds
 from ...kinds.callable import registry
+from ...kinds.task import tasks as celery_tasks
 from ...models import Job
 from ...timing import schedules
 from . import Import, Row
@@ -84,8 +86,11 @@ def entry_of(task, row, errors, now):
         return None
     if kind == "celery":
         row.refused = (
+            f"{task.task} is a Celery task outside JOBS_CALLABLE_MODULES: add its module to the setting, "
+            "and a task job runs it."
+            if kinds.get("task") is not None else
             f"needs the task kind: {task.task} is a Celery task, not a job function (@job_function), "
-            "and no job kind here runs a Celery task by its name."
+            "and the task kind is not in JOBS_KINDS."
         )
         return None
     arguments = parsed_arguments(task, row, errors)
@@ -120,12 +125,12 @@ def is_the_services(name):
 
 
 def kind_of(name):
-    """ "callable", "task" or "celery" (a Celery task no kind here runs); None for a name unknown to both."""
+    """ "callable", "task" or "celery" (a Celery task no job may run); None for a name unknown to both."""
     if registry.get_function(name) is not None:
         return "callable"
     if name not in current_app.tasks:
         return None
-    return "task" if kinds.get("task") is not None else "celery"
+    return "task" if kinds.get("task") is not None and celery_tasks.get(name) is not None else "celery"
 
 
 def parsed_arguments(task, row, errors):

@@ -49,9 +49,13 @@
     }
     var kind = form.querySelector("select[name=kind]");
     var type = form.querySelector("select[name=schedule_type]");
-    kind.addEventListener("change", function () { toggle(kind, "data-kind"); });
+    // The target's suggestions are the chosen kind's (a datalist per kind).
+    var target = form.querySelector("[data-options-by-kind]");
+    function targets() { if (target) target.setAttribute("list", target.dataset.optionsByKind + kind.value); }
+    kind.addEventListener("change", function () { toggle(kind, "data-kind"); targets(); });
     type.addEventListener("change", function () { toggle(type, "data-schedule"); preview(); });
     toggle(kind, "data-kind");
+    targets();
     toggle(type, "data-schedule");
 
     form.addEventListener("click", function (event) {

@@ -1,0 +1,172 @@
+"""Takes the README's and the docs' screenshots from the pages as they are now: the quick start in a copy
+of the checkout (its own SQLite database and Redis; web, worker, beat and Flower on spare ports), a few
+jobs, runs, a limit, a calendar and a workflow made through the API, then each page in Debian's Chromium
+(Playwright). A page that does not answer 200, or shows a server error, fails it, and CI runs it
+(tests/test_screenshots.py), so a page that breaks fails there.
+
+    .venv/bin/python scripts/screenshots.py                  # into docs/screenshots/
+    .venv/bin/python scripts/screenshots.py --out /tmp/shots --port 18400
+"""
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from scripts.checkout_copy import REPO, checkout_copy, new_shell, stop_redis
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+START_SECONDS = 300  # migrations on a new SQLite database, on a busy CI machine
+RUNS_SECONDS = 180
+
+
+def wait_until(check, seconds, what, service=None):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if service is not None and service.poll() is not None:
+            raise SystemExit(f"the quick start exited ({service.returncode}) before {what}")
+        result = check()
+        if result:
+            return result
+        time.sleep(1)
+    raise SystemExit(f"gave up after {seconds} s waiting for {what}")
+
+
+class Api:
+    def __init__(self, base, key):
+        self.base, self.session = base, requests.Session()
+        self.session.headers["Authorization"] = f"Token {key}"
+
+    def __call__(self, method, path, **body):
+        response = self.session.request(method, self.base + path, json=body or None, timeout=30)
+        if response.status_code >= 300:
+            raise SystemExit(f"{method} {path}: {response.status_code} {response.text[:500]}")
+        return response.json()
+
+
+def made_up(api):
+    """A small service's worth of things to look at; answers the ids the pages' addresses need."""
+    api("POST", "/api/limits/", key="warehouse", max_running=2, description="The warehouse takes two loads at once.")
+    api("POST", "/api/calendars/", name="company-holidays", description="Days the office is closed.",
+        dates=["2026-12-24", "2026-12-25", "2026-12-31"])
+    report = api("POST", "/api/jobs/", name="nightly-report", kind="callable", target="builtin.sleep",
+                 kwargs={"seconds": 2}, sla_seconds=60, limit="warehouse", tags=["reports"],
+                 schedule={"type": "cron", "cron": "0 2 * * *", "timezone": "Europe/Paris"})
+    hello = api("POST", "/api/jobs/", name="hello", kind="callable", target="builtin.echo", args=["hello"],
+                schedule={"type": "interval", "every_seconds": 60})
+    failing = api("POST", "/api/jobs/", name="flaky-export", kind="callable", target="builtin.fail",
+                  kwargs={"message": "the export host refused the connection"}, tags=["exports"],
+                  schedule={"type": "cron", "cron": "*/30 * * * *", "timezone": "UTC"})
+    steps = [api("POST", "/api/jobs/", name=name, kind="callable", target="builtin.sleep", kwargs={"seconds": 1},
+                 schedule={"type": "manual"})["name"] for name in ("extract", "transform", "load")]
+    workflow = api("POST", "/api/workflows/", name="nightly-etl", nodes=steps,
+                   schedule={"type": "cron", "cron": "0 3 * * *", "timezone": "Europe/Paris"},
+                   edges=[{"from": "extract", "to": "transform"}, {"from": "transform", "to": "load"}])
+    for job in (report, hello, failing, report):
+        api("POST", f"/api/jobs/{job['id']}/run/")
+    api("POST", f"/api/workflows/{workflow['id']}/run/")
+    return {"report": report["id"], "workflow": workflow["id"]}
+
+
+def all_runs_ended(api):
+    runs = api("GET", "/api/runs/?page_size=100")["results"]
+    return runs and all(run["status"] not in ("pending", "queued", "running", "retrying") for run in runs) and runs
+
+
+def pages(ids, run_id):
+    """(file name, address) of each screenshot."""
+    job = ids["report"]
+    return [("overview", "/"), ("jobs", "/jobs/"), ("job", f"/jobs/{job}/"), ("run", f"/runs/{run_id}/"),
+            ("job_form", "/jobs/new/"), ("slots", f"/jobs/{job}/slots/"), ("backfill", f"/jobs/{job}/backfill/"),
+            ("report", f"/jobs/{job}/report/"), ("forecast", "/forecast/"), ("limits", "/limits/"),
+            ("calendars", "/calendars/"), ("calendar", "/calendars/company-holidays/"),
+            ("workflow", f"/workflows/{ids['workflow']}/"), ("workers", "/workers/")]
+
+
+def shoot(base, user, password, shots, out):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(base + "/accounts/login/")
+            page.fill("input[name=username]", user)
+            page.fill("input[name=password]", password)
+            page.click("button:has-text('Log in')")
+            page.wait_for_load_state()
+            if "/accounts/login/" in page.url:
+                raise SystemExit(f"could not log in as {user}: {page.inner_text('main')[:300]}")
+            # Beat takes the leader's lease within a tick or two of starting.
+            wait_until(lambda: page.goto(base + "/") and "No scheduler is leading" not in page.inner_text("body"),
+                       60, "a scheduler to lead")
+            for name, address in shots:
+                response = page.goto(base + address)
+                text = page.inner_text("body")
+                if response.status != 200 or "Server Error" in text:
+                    raise SystemExit(f"{address} answered {response.status}: {text[:300]}")
+                page.screenshot(path=str(out / f"{name}.png"), full_page=True)
+                print(f"{out / name}.png  {address}")
+        finally:
+            browser.close()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "screenshots")
+    parser.add_argument("--port", type=int, default=18400, help="web; Flower and Redis on the next two")
+    options = parser.parse_args()
+    if not Path(CHROMIUM).exists():
+        raise SystemExit(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    options.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as folder, open(Path(folder) / "quickstart.log", "w+") as log:
+        clone = Path(folder) / "clone"
+        checkout_copy(clone)
+        base = f"http://127.0.0.1:{options.port}"
+        service = subprocess.Popen(
+            ["bash", "scripts/quickstart.sh"], cwd=clone, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**new_shell(), "WEB_BIND": f"127.0.0.1:{options.port}", "FLOWER_PORT": str(options.port + 1),
+                 "QUICKSTART_REDIS_PORT": str(options.port + 2)})
+        try:
+            wait_until(lambda: answers(base + "/accounts/login/"), START_SECONDS, "the pages to answer", service)
+            key = subprocess.run([".venv/bin/python", "manage.py", "tokens", "create", "admin"], cwd=clone,
+                                 env=new_shell(), capture_output=True, text=True, check=True).stdout.split()[-1]
+            api = Api(base, key)
+            ids = made_up(api)
+            runs = wait_until(lambda: all_runs_ended(api), RUNS_SECONDS, "the runs to end", service)
+            succeeded = [run["id"] for run in runs if run["job"] == ids["report"] and run["status"] == "succeeded"]
+            password = (clone / "var" / "admin_password").read_text().strip()
+            shoot(base, "admin", password, pages(ids, succeeded[0] if succeeded else runs[0]["id"]), options.out)
+        except BaseException:
+            log.seek(0)
+            print(log.read()[-5000:], file=sys.stderr)
+            raise
+        finally:
+            os.killpg(service.pid, signal.SIGTERM)
+            try:
+                service.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(service.pid, signal.SIGKILL)
+                service.wait()
+            stop_redis(clone / "var")
+
+
+def answers(url):
+    try:
+        return requests.get(url, timeout=5).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+if __name__ == "__main__":
+    main()
