@@ -18,10 +18,14 @@ from .env import (
     env_networks,
     env_queues,
     env_str,
+    home_dir,
+    var_dir,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
+# A checkout keeps var/ and staticfiles/ in itself; the installed service (pip install ., the
+# `scheduler` command) in the folder it runs in.
+VAR_DIR = var_dir(BASE_DIR)
 
 DEBUG = env_bool("DEBUG", False)
 # Unset, the secrets come from the files the quick start made in var/ (checkout_secret), if any.
@@ -94,7 +98,8 @@ WSGI_APPLICATION = "scheduler_site.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # The checkout's templates/; the installed service has them in scheduler_site/templates/.
+        "DIRS": [BASE_DIR / "templates", Path(__file__).resolve().parent / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -210,7 +215,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = home_dir(BASE_DIR) / "staticfiles"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # Public by nature: readable by a proxy serving them, though manage.py writes with umask 077.

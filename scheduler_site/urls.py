@@ -22,9 +22,9 @@ def api_docs(request, *args, **kwargs):
     return _swagger(request, *args, **kwargs)
 
 
-# Swagger UI's files come from drf-spectacular-sidecar and are served locally: no CDN.
-urlpatterns = [
-    path("admin/", admin.site.urls),
+# Swagger UI's files come from drf-spectacular-sidecar and are served locally: no CDN. A Django project
+# of its own adds service_urls beside its admin (docs/how-to/existing-django-project.md).
+service_urls = [
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="api-schema"),
     path("api/docs/", api_docs, name="api-docs"),
     path("api/", ApiRoot.as_view(), name="api-root"),
@@ -39,3 +39,5 @@ urlpatterns = [
     path("", include("workflows.pages.urls")),
     path("", include("notifications.pages.urls")),
 ]
+
+urlpatterns = [path("admin/", admin.site.urls), *service_urls]
