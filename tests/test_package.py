@@ -19,9 +19,9 @@ import pytest
 import requests
 from django.conf import settings
 
+from scripts.quickstart_service import checkout_copy, new_shell, processes_in
+
 from .conftest import REPO, wait_for
-from .quickstart_service import processes_in
-from .test_quickstart import checkout_copy, new_shell
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900),
               # its own SQLite files and the suite's Redis: once, in a PostgreSQL pass, is enough

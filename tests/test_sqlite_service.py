@@ -10,8 +10,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from scripts.quickstart_service import QuickStartService
+
 from .conftest import wait_for
-from .quickstart_service import QuickStartService, wait_for_run
 
 pytestmark = [pytest.mark.sqlite_service, pytest.mark.timeout(420)]
 
@@ -20,7 +21,7 @@ INTERVAL = 3  # seconds between the interval job's slots
 
 @pytest.fixture
 def service(tmp_path):
-    running = QuickStartService(tmp_path, int(os.environ.get("TEST_PORT_BASE", "16000")),
+    running = QuickStartService(tmp_path, int(os.environ.get("TEST_PORT_BASE", "16000")) + 480,
                                 JOBS_CALLABLE_MODULES="jobs.builtin,tests.jobfuncs")
     try:
         running.start()
@@ -30,6 +31,12 @@ def service(tmp_path):
         raise
     finally:
         running.stop()
+
+
+def wait_for_run(service, run_id, statuses=("succeeded", "failed", "timed_out", "lost", "cancelled", "skipped"),
+                 timeout=90):
+    return wait_for(lambda: (run := service.api("GET", f"runs/{run_id}/", 200))["status"] in statuses and run,
+                    timeout=timeout, interval=0.5, message=f"run {run_id} to end")
 
 
 def job(service, name, target, schedule=None, **fields):
