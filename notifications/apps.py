@@ -18,9 +18,10 @@ class NotificationsConfig(AppConfig):
 
         events.subscribe(
             "notifications", outbox.on_run_event,
-            events={"attempt_failed", "succeeded", "failed", "timed_out", "lost", "skipped", events.SLOT_MISSED},
-            # A success is news only to a rule that takes successes or recoveries.
-            wants_sql={"succeeded": outbox.rule_wants_sql(["succeeded", "recovered"])},
+            events={"attempt_failed", "succeeded", "failed", "timed_out", "lost", "skipped", events.SLOT_MISSED,
+                    events.TOO_OFTEN},
+            # A success is news only to a rule that takes successes or recoveries, or too_fast.
+            wants_sql={"succeeded": outbox.wants_success_sql()},
         )
         events.subscribe("notifications.paused", outbox.on_job_paused, events={events.JOB_PAUSED})
         events.subscribe("notifications.scheduler", outbox.on_scheduler_event,

@@ -29,6 +29,7 @@ from .. import lifecycle, parameters
 from ..access import secrets
 from ..definitions import bound_secrets
 from ..definitions import jobs as definitions
+from ..kinds import running_elsewhere
 from ..models import Calendar, Job, Limit
 from ..operations import backfill as backfills
 from . import permissions, quotas
@@ -404,12 +405,19 @@ def run_now(actor, job, params=None):
     """A manual run of the job, queued at once, with ``params`` (values of the job's parameters,
     checked; the defaults fill the rest). The entry records the values."""
     _check(actor, job.kind)
+    _check_runs_here(job)
     values = resolved_params(job, params)
     with transaction.atomic():
         quotas.check_runs(actor, job.group)
         run = lifecycle.create_run(job, user=actor.user, params=values)
         _record(actor, job, Action.RUN_NOW, run=run, changes={"params": [None, values]} if values else None)
     return run
+
+
+def _check_runs_here(job):
+    if job.kind in running_elsewhere():
+        raise ActionError(f"{job.name} runs elsewhere (a {job.kind} job): its runs are reported by pinging "
+                          f"its ping_url, the service does not run it.", ActionError.CONFLICT)
 
 
 def pause(actor, job):
@@ -444,6 +452,7 @@ def backfill(actor, job, start, end, dry_run=False, params=None):
     runs (``quotas.check_runs``); each run gets ``params``
     (checked, the defaults filling the rest), and the entry records them."""
     _check(actor, job.kind)
+    _check_runs_here(job)
     values = resolved_params(job, params)
     with transaction.atomic():
         if not dry_run:

@@ -319,7 +319,8 @@ class ScheduleRows:
 
 # What saving a job may set besides the caller's values: its schedule, next slot and time of change.
 SAVED_WITH_A_JOB = {"schedule_type", "crontab", "interval", "clocked", "next_run_at", "slot_check_from", "updated_at",
-                    "enabled", "consecutive_failures", "paused_reason", "cron_text", "spread_offset_seconds"}
+                    "enabled", "consecutive_failures", "paused_reason", "cron_text", "spread_offset_seconds",
+                    "ping_key"}
 
 
 def save_jobs(items, checked_fields=(), update_fields=None, now=None):

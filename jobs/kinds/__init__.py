@@ -3,7 +3,7 @@
 of them are secret, whether its jobs need the command-job permission, and how its result is shown.
 
 They are listed once, by the package's dotted path, in the setting ``JOBS_KINDS`` (default: the
-three). Everything else asks this registry and never names a kind: the model's choices and
+four). Everything else asks this registry and never names a kind: the model's choices and
 validation, the permissions, the API, the pages, the admin, jobs-as-code, the command line, the
 lifecycle's time limits and the worker. Adding a kind is one new package and its line in the setting.
 """
@@ -16,7 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .base import JobKindSpec
 
-DEFAULT_KINDS = ("jobs.kinds.callable", "jobs.kinds.command", "jobs.kinds.http")
+DEFAULT_KINDS = ("jobs.kinds.callable", "jobs.kinds.command", "jobs.kinds.http", "jobs.kinds.checkin")
 NAME_MAX_LENGTH = 16  # Job.kind's column
 
 
@@ -74,3 +74,8 @@ def fields_of(name):
 def secret_fields():
     """The fields some kind keeps secret."""
     return {name for spec in kinds().values() for name in spec.secret_fields}
+
+
+def running_elsewhere():
+    """The names of the kinds whose runs happen outside the service (the scheduler makes none)."""
+    return {spec.name for spec in kinds().values() if spec.runs_elsewhere}
