@@ -46,7 +46,9 @@ def ping(request, key, action=""):
     else:
         return _answer("Not found: a ping is /ping/<uuid>, /start, /fail or /<exit status 0-255>.", 404)
     if _over_rate(key, trail.client_address(request)):
-        return _answer("Too many pings: slow down.", 429)
+        response = _answer("Too many pings: slow down.", 429)
+        response["Retry-After"] = str(WINDOW_SECONDS - int(time.time()) % WINDOW_SECONDS)
+        return response
     job = Job.objects.filter(ping_key=key, kind__in=kinds.running_elsewhere()).first()
     if job is None:
         return _answer("Not found: no check-in job has this ping URL.", 404)

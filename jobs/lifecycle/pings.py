@@ -137,7 +137,7 @@ def fail_unpinged(kinds, now=None):
             .select_related("crontab", "interval", "clocked"))
     failed = 0
     for job in jobs:
-        end = now - timedelta(seconds=job.grace_seconds)
+        end = now - job.grace
         start = max(filter(None, [job.grace_checked_until, job.updated_at]))
         if start >= end:
             continue

@@ -1,5 +1,5 @@
 """Check-in jobs (jobs.kinds.checkin): their ping key, grace and how far their slots were looked at; the shortest
-run of any job; runs made by a ping (a new trigger, no table change). Nullable or defaulted columns only."""
+run of any job; runs made by a ping (a new trigger, no table change). Nullable columns only."""
 
 import django.core.validators
 from django.db import migrations, models
@@ -20,7 +20,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='job',
             name='grace_seconds',
-            field=models.PositiveIntegerField(db_default=3600, default=3600, help_text='Check-in jobs: a slot with no ping within this many seconds ends failed and sends missed.', verbose_name='grace (s)'),
+            field=models.PositiveIntegerField(blank=True, help_text='Check-in jobs: a slot with no ping within this many seconds ends failed and sends missed; empty means an hour.', null=True, validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(2592000)], verbose_name='grace (s)'),
         ),
         migrations.AddField(
             model_name='job',

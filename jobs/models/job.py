@@ -39,6 +39,7 @@ def exactly_one_schedule(name):
 
 
 MAX_CALENDARS = 20  # calendars one job may name
+DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS = 3600, 30 * 24 * 3600  # a check-in's grace_seconds
 
 
 def _positive(name):
@@ -222,8 +223,10 @@ class Job(models.Model):
     # Check-in jobs (jobs.kinds.checkin): how long after a slot its ping may come, and the secret of
     # its ping URL (SITE_URL/ping/<ping_key>), made when a check-in job is first saved.
     grace_seconds = CountField(
-        verbose_name="grace (s)", default=3600, db_default=3600,
-        help_text="Check-in jobs: a slot with no ping within this many seconds ends failed and sends missed.",
+        verbose_name="grace (s)", null=True, blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_GRACE_SECONDS)],
+        help_text="Check-in jobs: a slot with no ping within this many seconds ends failed and sends missed; "
+                  "empty means an hour.",
     )
     ping_key = models.UUIDField(null=True, blank=True, unique=True, editable=False)
     # How far a check-in job's slots were looked at for a missing ping (jobs.lifecycle.pings.fail_unpinged);
@@ -336,6 +339,11 @@ class Job(models.Model):
         """(days, min_runs): this job's retention policy, the global defaults filling the gaps."""
         return (self.retention_days or settings.JOBS_RETENTION_DAYS,
                 self.retention_min_runs or settings.JOBS_RETENTION_MIN_RUNS)
+
+    @property
+    def grace(self):
+        """How long after a slot a check-in's ping may come (``grace_seconds``, or an hour)."""
+        return timedelta(seconds=self.grace_seconds or DEFAULT_GRACE_SECONDS)
 
     @property
     def ping_url(self):

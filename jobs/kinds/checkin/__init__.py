@@ -8,18 +8,11 @@ from django.core.exceptions import ValidationError
 
 from ..base import JobFailed, JobKindSpec
 
-MAX_GRACE_SECONDS = 30 * 24 * 3600
-
 
 def validate(job):
-    errors = {}
-    grace = job.grace_seconds
-    if not isinstance(grace, int) or not 1 <= grace <= MAX_GRACE_SECONDS:
-        errors["grace_seconds"] = f"Must be a number of seconds from 1 to {MAX_GRACE_SECONDS}."
+    # grace_seconds: its bounds are the model field's.
     if job.max_retries:
-        errors["max_retries"] = "A check-in job is run elsewhere: the service cannot retry it (give 0)."
-    if errors:
-        raise ValidationError(errors)
+        raise ValidationError({"max_retries": "A check-in job runs elsewhere: the service cannot retry it (give 0)."})
 
 
 def execute(context):
@@ -35,4 +28,5 @@ KIND = JobKindSpec(
     fields=("grace_seconds",),
     runs_elsewhere=True,
     result_title="Ping",
+    when_empty={"grace_seconds": "1 hour"},
 )
