@@ -287,3 +287,68 @@ def test_a_checkin_through_the_dst_nights_expects_the_policys_slots(policy):
                       .values_list("scheduled_for", flat=True))
         assert failed == expected[1:], (night, policy)
         Job.objects.filter(pk=job.pk).update(enabled=False)  # its later slots are not this test's
+
+
+@pytest.mark.django_db
+def test_pages_why_and_the_slot_check_treat_a_checkin_as_a_job(people, client):
+    job = checkin_job("ci-nightly", grace_seconds=600, saved_ago=timedelta(minutes=30))
+    Job.objects.filter(pk=job.pk).update(owner=people.owner)
+    now = datetime.now(UTC)
+    waiting = floor_minute(now - timedelta(minutes=2))  # within its grace, no ping yet
+    lifecycle.fail_unpinged(kinds.running_elsewhere(), now=now)
+    missed = floor_minute(now - timedelta(minutes=15))  # past its grace: failed by the line above
+
+    client.force_login(people.owner)
+    page = client.get(f"/jobs/{job.pk}/").content.decode()
+    assert f"/ping/{job.ping_key}" in page and 'id="run-now"' not in page and "Backfill" not in page
+    why = people.client(people.owner).get(f"/api/jobs/{job.pk}/why/", {"at": waiting.isoformat()}).json()
+    assert "waiting for its ping" in str(why), why
+    why = people.client(people.owner).get(f"/api/jobs/{job.pk}/why/", {"at": missed.isoformat()}).json()
+    assert NO_PING in str(why) or "failed" in str(why), why
+    # The periodic slot check sees every slot accounted for: nothing missing, no alert.
+    from jobs.operations import slot_report
+
+    assert slot_report.check_recent(now=now, window=3600)["missing"] == 0
+
+
+@pytest.mark.django_db
+def test_failed_pings_pause_the_job_after_failures_in_a_row(people):
+    job = checkin_job("flaky-export", pause_after_failures=2, saved_ago=timedelta(0))
+    for _ in range(2):
+        lifecycle.record_ping(job, lifecycle.Ping(lifecycle.pings.FAIL))
+    job.refresh_from_db()
+    assert not job.enabled and "2" in job.paused_reason
+
+
+@pytest.mark.django_db
+def test_a_start_with_no_end_times_out_and_a_clone_gets_a_ping_url_of_its_own(people):
+    from jobs.actions.jobs import Actor, clone
+    from jobs.scheduling import monitor
+
+    job = checkin_job("long-backup", saved_ago=timedelta(0))
+    Job.objects.filter(pk=job.pk).update(timeout_seconds=60)
+    job.refresh_from_db()
+    run = lifecycle.record_ping(job, lifecycle.Ping(lifecycle.pings.START))
+    assert run.status == RunStatus.RUNNING
+    assert monitor.mark_overdue(run.started_at + timedelta(seconds=3600)) == 1
+    run.refresh_from_db()
+    assert run.status == RunStatus.TIMED_OUT
+
+    copy = clone(Actor.command_line(), job)
+    assert copy.ping_key is not None and copy.ping_key != job.ping_key
+
+
+@pytest.mark.django_db
+def test_any_job_that_succeeds_sooner_than_its_shortest_run_sends_too_fast(people):
+    job = save_job(Job(name="etl", kind="callable", target="builtin.noop", min_duration_seconds=60), {"type": "manual"})
+    channel = channel_with_rule("webhook", {"url": "http://127.0.0.1:9/hook"}, ["too_fast"])
+    run = lifecycle.create_run(job)
+    assert lifecycle.claim(run.pk, 1, "w1@host", 4321) is not None
+    assert lifecycle.record_success(run.pk, 1, output="done")
+    assert list(Delivery.objects.filter(channel=channel).values_list("event", "run_id")) == [("too_fast", run.pk)]
+    # Without a shortest run, a success is no news to that rule.
+    Job.objects.filter(pk=job.pk).update(min_duration_seconds=None)
+    again = lifecycle.create_run(Job.objects.get(pk=job.pk))
+    assert lifecycle.claim(again.pk, 1, "w1@host", 4321) is not None
+    assert lifecycle.record_success(again.pk, 1, output="done")
+    assert Delivery.objects.filter(channel=channel).count() == 1

@@ -348,7 +348,8 @@ class Job(models.Model):
     @property
     def ping_url(self):
         """Where a check-in job's runs are reported (jobs.api.pings); None for other jobs."""
-        return f"{settings.SITE_URL}/ping/{self.ping_key}" if self.ping_key else None
+        elsewhere = self.ping_key and self.kind in kinds.running_elsewhere()
+        return f"{settings.SITE_URL}/ping/{self.ping_key}" if elsewhere else None
 
     def save(self, *args, **kwargs):
         self.spread_offset_seconds = spreading.offset_seconds(self.name, self.spread)
