@@ -409,7 +409,7 @@ NOTIFY_TEST_SENDS_PER_MINUTE = env_int("NOTIFY_TEST_SENDS_PER_MINUTE", 5, 0)
 # JOBS_PING_CACHE_URL (REDIS_URL when unset); with none, in each web process's memory.
 JOBS_PING_BODY_BYTES = env_int("JOBS_PING_BODY_BYTES", 10_000, 0)
 JOBS_PING_RATE_PER_URL = env_int("JOBS_PING_RATE_PER_URL", 60, 0)
-JOBS_PING_RATE_PER_ADDRESS = env_int("JOBS_PING_RATE_PER_ADDRESS", 1200, 0)
+JOBS_PING_RATE_PER_ADDRESS = env_int("JOBS_PING_RATE_PER_ADDRESS", 6000, 0)
 JOBS_PING_CACHE_URL = env_str("JOBS_PING_CACHE_URL", env_str("REDIS_URL", checkout_secret(VAR_DIR, "redis_url")))
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},

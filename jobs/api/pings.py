@@ -12,6 +12,7 @@ import time
 
 from django.conf import settings
 from django.core.cache import caches
+from django.core.cache.backends.redis import RedisCache
 from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -71,17 +72,29 @@ def _body(request):
 
 
 def _over_rate(key, address):
+    """Whether this ping is over the rate of its ping URL or of its client's address: one round trip
+    to Redis for both counts (INCR and EXPIRE in a pipeline); another cache counts with add and incr."""
     window = int(time.time() // WINDOW_SECONDS)
-    return (_over(f"url:{key}:{window}", settings.JOBS_PING_RATE_PER_URL)
-            or _over(f"address:{address}:{window}", settings.JOBS_PING_RATE_PER_ADDRESS))
-
-
-def _over(name, limit):
-    if not limit:
+    limits = [(f"url:{key}:{window}", settings.JOBS_PING_RATE_PER_URL),
+              (f"address:{address}:{window}", settings.JOBS_PING_RATE_PER_ADDRESS)]
+    limits = [(name, limit) for name, limit in limits if limit]
+    if not limits:
         return False
     cache = caches["pings"]
+    if isinstance(cache, RedisCache):
+        pipe = cache._cache.get_client(write=True).pipeline(transaction=False)
+        for name, _ in limits:
+            pipe.incr(cache.make_and_validate_key(name))
+            pipe.expire(cache.make_and_validate_key(name), WINDOW_SECONDS * 2)
+        counts = pipe.execute()[::2]
+    else:
+        counts = [_count(cache, name) for name, _ in limits]
+    return any(count > limit for count, (_, limit) in zip(counts, limits, strict=True))
+
+
+def _count(cache, name):
     cache.add(name, 0, timeout=WINDOW_SECONDS * 2)
     try:
-        return cache.incr(name) > limit
+        return cache.incr(name)
     except ValueError:  # expired between the two calls: the window is new
-        return False
+        return 0

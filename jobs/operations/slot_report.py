@@ -35,7 +35,7 @@ from audit import trail
 from audit.models import Action, AuditEntry
 
 from .. import kinds
-from ..lifecycle import events, limits
+from ..lifecycle import events, limits, pings
 from ..models import Job, RunStatus, ScheduleType
 from ..timing import dst
 from .backfill import check_range, job_runs, runs_by_slot
@@ -283,6 +283,8 @@ def explain(job, moment, now=None, tzname="UTC"):
 def explain_slot(slot, text, now):
     when = text(slot.at, seconds=True)
     note = f" ({slot.reason})" if slot.reason else ""
+    if slot.outcome == RAN and slot.run.reason == pings.NO_PING:
+        return f"No ping: run #{slot.run.pk} for {when} of this check-in ended failed, {pings.NO_PING}."
     if slot.outcome == RAN:
         run = slot.run
         waits = limits.waiting_for(run, now) if run.waiting_since is not None else None
