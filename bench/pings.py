@@ -21,6 +21,7 @@ import multiprocessing
 import statistics
 import threading
 import time
+import uuid
 
 import benchenv
 from harness import database
@@ -48,8 +49,9 @@ def seed(count):
     return [str(key) for key in Job.objects.order_by("pk").values_list("ping_key", flat=True)]
 
 
-def client(port, keys, threads, seconds, start_at, out):
-    """One client process: ``threads`` keep-alive connections pinging until ``start_at + seconds``."""
+def client(port, keys, threads, seconds, start_at, expected, out):
+    """One client process: ``threads`` keep-alive connections pinging until ``start_at + seconds``,
+    each answer ``expected`` (its HTTP status) or counted as an error."""
     latencies, errors, lock = [], [0], threading.Lock()
 
     def pinger(offset):
@@ -66,7 +68,7 @@ def client(port, keys, threads, seconds, start_at, out):
                 conn.request("GET", f"/ping/{key}")
                 response = conn.getresponse()
                 response.read()
-                ok = response.status == 200
+                ok = response.status == expected
             except (OSError, http.client.HTTPException):
                 conn.close()
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -90,11 +92,15 @@ def client(port, keys, threads, seconds, start_at, out):
 def main():
     args = benchenv.parser(__doc__, jobs=(1000, "check-in jobs pinged round-robin"),
                            clients=(2, "client processes"), threads=(8, "keep-alive connections per client"),
-                           seconds=(30, f"seconds of load (at most {MAX_SECONDS})")).parse_args()
+                           seconds=(30, f"seconds of load (at most {MAX_SECONDS})"),
+                           unknown=(False, "ping uuids no job has (404: the rate limit and one SELECT, no run): "
+                                           "the HTTP stack's own ceiling on this machine")).parse_args()
     seconds = min(args.seconds, MAX_SECONDS)
     database.migrate()
     keys = seed(args.jobs)
     say(f"{len(keys)} check-in jobs")
+    if args.unknown:
+        keys = [str(uuid.uuid4()) for _ in keys]
     port = free_port()
     with Processes() as procs:
         procs.start("web", gunicorn(port), JOBS_PING_RATE_PER_URL="1000000", JOBS_PING_RATE_PER_ADDRESS="100000000",
@@ -104,7 +110,8 @@ def main():
         out = multiprocessing.Queue()
         start_at = time.time() + 2
         shares = [keys[i::args.clients] for i in range(args.clients)]
-        clients = [multiprocessing.Process(target=client, args=(port, share, args.threads, seconds, start_at, out))
+        clients = [multiprocessing.Process(target=client, args=(port, share, args.threads, seconds, start_at,
+                                                                 404 if args.unknown else 200, out))
                    for share in shares]
         for proc in clients:
             proc.start()
