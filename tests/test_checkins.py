@@ -62,7 +62,7 @@ def crontab_line(url, *pings, body=None, retry="--retry 5"):
         f'curl -sS -m 10 {retry} -o /dev/null -w "%{{http_code}}\\n" {"--data-binary @- " if body else ""}'
         f'"{url}{suffix}"' + (' <<"EOF"\n' + body + "\nEOF" if body else "")
         for suffix in pings)
-    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(["sh"], input=script, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout.split()
 
@@ -115,11 +115,19 @@ def test_a_fail_and_exit_statuses_end_runs_as_the_job_said(ping_web, transaction
     [zero] = runs(fine)
     assert zero.status == RunStatus.SUCCEEDED and zero.result == {"exit_status": 0}
 
+    # HEAD (curl -I) pings like GET.
+    headed = checkin_job("export-head")
+    done = subprocess.run(["sh", "-c", f'curl -fsS -m 10 --retry 5 -I "{ping_web.url}/ping/{headed.ping_key}"'],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("HTTP/1.1 200"), done.stdout + done.stderr
+    assert [run.status for run in runs(headed)] == [RunStatus.SUCCEEDED]
+
 
 def test_bad_pings_get_a_clear_answer_and_record_nothing(ping_web, transactional_db):
     job = checkin_job("nightly-export")
     url = f"{ping_web.url}/ping/{job.ping_key}"
-    assert crontab_line(url, "/256", "/999", "/-1", "/status") == ["400", "400", "404", "404"]
+    assert crontab_line(url, "/256", "/999", "/123456789012345678901234567890", "/-1", "/status") == [
+        "400", "400", "400", "404", "404"]
     assert crontab_line(f"{ping_web.url}/ping/{uuid.uuid4()}", "", "/start") == ["404", "404"]
     assert crontab_line(f"{ping_web.url}/ping/not-a-uuid", "") == ["404"]
     # A job of another kind has no ping URL, even given a key.
@@ -134,13 +142,14 @@ def test_bad_pings_get_a_clear_answer_and_record_nothing(ping_web, transactional
     assert runs(job) == [] and JobRun.objects.filter(job=other).count() == 0
 
 
-def test_a_body_over_the_cap_is_cut_never_refused(ping_web, transactional_db):
+def test_a_body_over_the_cap_is_cut_never_refused(ping_web, transactional_db, settings):
     job = checkin_job("big-log")
-    body = "é" * BODY_CAP  # 2 bytes each: the cap cuts a character in two, which is dropped
+    # Past the site's cap on request bodies too; "é" is 2 bytes: the ping's cap cuts one in two, dropped.
+    body = "a" + "é" * (settings.REQUEST_BODY_MAX_BYTES // 2 + 1000)
     assert crontab_line(f"{ping_web.url}/ping/{job.ping_key}", "", body=body) == ["200"]
     [run] = runs(job)
     assert run.status == RunStatus.SUCCEEDED
-    assert run.output == "é" * (BODY_CAP // 2)
+    assert run.output == "a" + "é" * (BODY_CAP // 2 - 1)
     assert run.output_bytes == len(body.encode()) + 1  # the heredoc's newline
 
 
@@ -352,3 +361,27 @@ def test_any_job_that_succeeds_sooner_than_its_shortest_run_sends_too_fast(peopl
     assert lifecycle.claim(again.pk, 1, "w1@host", 4321) is not None
     assert lifecycle.record_success(again.pk, 1, output="done")
     assert Delivery.objects.filter(channel=channel).count() == 1
+
+
+@pytest.mark.django_db
+def test_the_slots_of_a_paused_checkin_are_not_missed_once_it_is_resumed():
+    from jobs.definitions import jobs as definitions
+
+    now = datetime.now(UTC).replace(second=30, microsecond=0)
+    with time_machine.travel(now - timedelta(minutes=30), tick=False):
+        job = checkin_job("weekly-vendor-feed", grace_seconds=60, saved_ago=timedelta(0))
+    with time_machine.travel(now - timedelta(minutes=20), tick=False):
+        lifecycle.fail_unpinged(kinds.running_elsewhere(), now=now - timedelta(minutes=20))
+        definitions.pause(job)
+    with time_machine.travel(now, tick=False):
+        definitions.resume(Job.objects.get(pk=job.pk))
+    later = now + timedelta(minutes=5)
+    lifecycle.fail_unpinged(kinds.running_elsewhere(), now=later)
+
+    failed = set(JobRun.objects.filter(job=job, reason=NO_PING).values_list("scheduled_for", flat=True))
+    # Made at :30 past a minute: its slots are the minutes after; a slot is missed a minute (its grace) after it.
+    before_pause = {floor_minute(now - timedelta(minutes=30)) + timedelta(minutes=n) for n in range(1, 10)}
+    after_resume = {floor_minute(now) + timedelta(minutes=n) for n in range(1, 5)}
+    assert failed == before_pause | after_resume
+    # A pass with nothing past its grace reads no job of it again.
+    assert lifecycle.fail_unpinged(kinds.running_elsewhere(), now=later) == 0

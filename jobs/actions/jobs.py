@@ -238,7 +238,7 @@ def clone(actor, job):
         copy.pk = copy.id = None
         copy._state.adding = True
         copy.name, copy.enabled, copy.last_run = name, False, None
-        copy.ping_key = copy.grace_checked_until = None  # a check-in's copy gets a ping URL of its own
+        copy.ping_key = copy.ping_check_from = None  # a check-in's copy gets a ping URL of its own
         for field in secrets.FIELDS:
             setattr(copy, field, {})
         _check_names(actor, copy)

@@ -37,8 +37,8 @@ def ping(request, key, action=""):
         response["Allow"] = ", ".join(METHODS)
         return response
     exit_status = None
-    if action.isdigit() and len(action) <= 3:
-        exit_status = int(action)
+    if action.isdigit():
+        exit_status = int(action) if len(action) <= 3 else 256
         if exit_status > 255:
             return _answer("An exit status is a number from 0 to 255.", 400)
         kind = lifecycle.pings.SUCCESS if exit_status == 0 else lifecycle.pings.FAIL

@@ -11,12 +11,14 @@ leader. The scheduler itself makes no run of these jobs and nothing publishes on
 """
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import DateTimeField, DurationField, ExpressionWrapper, Q, Value
+from django.db.models.functions import Coalesce
 
 from ..models import Job, JobRun, RunStatus, RunTrigger, ScheduleType
+from ..models.job import DEFAULT_GRACE_SECONDS
 from ..timing import clock
 from . import events
 from .moves import transition
@@ -27,6 +29,7 @@ EARLY = timedelta(seconds=5)  # a ping this close before a slot belongs to it (t
 START, SUCCESS, FAIL = "start", "success", "fail"
 MAX_SLOTS = 1000  # slots looked at for one job at once
 RECURRING = [ScheduleType.CRON, ScheduleType.INTERVAL, ScheduleType.ONCE]
+NO_MORE_SLOTS = datetime(9999, 12, 31, tzinfo=UTC)  # ping_check_from of a schedule with no slot left
 
 
 @dataclass(frozen=True)
@@ -130,31 +133,45 @@ def slot_of(job, now):
 def fail_unpinged(kinds, now=None):
     """End ``failed`` (``NO_PING``) a run for each slot of an enabled job of ``kinds`` (the check-in
     kinds, jobs.kinds.running_elsewhere) that got no ping within its grace: a duty of the scheduler
-    leader. Each job keeps how far its slots were looked at (``Job.grace_checked_until``), from when
-    it was last saved. Returns how many."""
+    leader. A pass reads only the jobs whose first slot still to look at (``Job.ping_check_from``;
+    when unknown, the job's last save) is past its grace. Returns how many."""
     now = now or clock.now()
+    grace = ExpressionWrapper(Coalesce("grace_seconds", DEFAULT_GRACE_SECONDS) * Value(timedelta(seconds=1)),
+                              output_field=DurationField())
+    looked_at = Coalesce("ping_check_from", "updated_at")
     jobs = (Job.objects.filter(kind__in=kinds, enabled=True, schedule_type__in=RECURRING)
-            .select_related("crontab", "interval", "clocked"))
+            .alias(due_at=ExpressionWrapper(looked_at + grace, output_field=DateTimeField()))
+            .filter(due_at__lte=now).select_related("crontab", "interval", "clocked"))
     failed = 0
     for job in jobs:
         end = now - job.grace
-        start = max(filter(None, [job.grace_checked_until, job.updated_at]))
-        if start >= end:
-            continue
+        start = job.ping_check_from or job.updated_at
         slots = job.slots_between(start, end, MAX_SLOTS)[-MAX_SLOTS:]
-        failed += _fail_slots(job, slots, now, end)
+        failed += _fail_slots(job, slots, now, _first_slot_from(job, end))
     return failed
 
 
-def _fail_slots(job, slots, now, end):
-    """Fail the slots of ``slots`` that have no run, and note that the job was looked at up to ``end``."""
+def _first_slot_from(job, moment):
+    try:
+        following = job.slots_between(moment, NO_MORE_SLOTS, 0)
+    except (OverflowError, ValueError):
+        following = None
+    return following[0] if following else NO_MORE_SLOTS
+
+
+def _fail_slots(job, slots, now, following):
+    """Fail the slots of ``slots`` that have no run; the job's next slot to look at is ``following``."""
     failed = 0
     with transaction.atomic():
         # Under the job's lock: a ping of one of these slots either came first (its run stays) or waits.
+        # A job saved (edited, resumed) since it was read is looked at again from its new place.
         locked = (Job.objects.select_for_update(of=("self",))
-                  .filter(pk=job.pk, enabled=True, updated_at=job.updated_at).values_list("pk", flat=True))
-        if not list(locked):
-            return 0  # changed meanwhile: the next pass looks again
+                  .filter(pk=job.pk, enabled=True, updated_at=job.updated_at, ping_check_from=job.ping_check_from)
+                  if job.ping_check_from else
+                  Job.objects.select_for_update(of=("self",))
+                  .filter(pk=job.pk, enabled=True, updated_at=job.updated_at, ping_check_from__isnull=True))
+        if not list(locked.values_list("pk", flat=True)):
+            return 0
         created = create_runs([(job, slot, RunStatus.PENDING, NO_PING, None) for slot in slots], now) if slots else []
         for run in JobRun.objects.filter(pk__in=[run_id for run_id, *_ in created]).order_by("scheduled_for"):
             run.job = job
@@ -164,5 +181,5 @@ def _fail_slots(job, slots, now, end):
         if created:
             last = max(run_id for run_id, *_ in created)
             Job.objects.filter(Q(last_run__isnull=True) | Q(last_run__lt=last), pk=job.pk).update(last_run=last)
-        Job.objects.filter(pk=job.pk).update(grace_checked_until=end)
+        Job.objects.filter(pk=job.pk).update(ping_check_from=following)
     return failed

@@ -14,7 +14,7 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddField(
             model_name='job',
-            name='grace_checked_until',
+            name='ping_check_from',
             field=models.DateTimeField(blank=True, editable=False, null=True),
         ),
         migrations.AddField(

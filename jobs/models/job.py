@@ -229,9 +229,9 @@ class Job(models.Model):
                   "empty means an hour.",
     )
     ping_key = models.UUIDField(null=True, blank=True, unique=True, editable=False)
-    # How far a check-in job's slots were looked at for a missing ping (jobs.lifecycle.pings.fail_unpinged);
-    # the slots before the job was last saved are never looked at.
-    grace_checked_until = models.DateTimeField(null=True, blank=True, editable=False)
+    # A check-in's first slot still to be looked at for a missing ping (jobs.lifecycle.pings.fail_unpinged),
+    # its next slot when resumed; null when not known (new, edited): from when the job was last saved.
+    ping_check_from = models.DateTimeField(null=True, blank=True, editable=False)
     retention_days = CountField(
         verbose_name="keep runs for (days)", null=True, blank=True, validators=[MinValueValidator(1)],
         help_text="Delete finished runs older than this many days; empty means JOBS_RETENTION_DAYS.",
