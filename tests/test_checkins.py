@@ -385,3 +385,32 @@ def test_the_slots_of_a_paused_checkin_are_not_missed_once_it_is_resumed():
     assert failed == before_pause | after_resume
     # A pass with nothing past its grace reads no job of it again.
     assert lifecycle.fail_unpinged(kinds.running_elsewhere(), now=later) == 0
+
+
+@pytest.mark.django_db
+def test_the_on_time_report_counts_a_checkins_pings_and_missed_slots():
+    from jobs.operations import reports
+
+    now = datetime.now(UTC).replace(minute=30, second=0, microsecond=0)
+    made = now - timedelta(hours=10)
+    with time_machine.travel(made, tick=False):
+        job = save_job(Job(name="hourly-etl", kind="checkin", target="etl box", grace_seconds=600),
+                       {"type": "cron", "cron": "0 * * * *", "timezone": "UTC"})
+    slots = [floor_minute(made).replace(minute=0) + timedelta(hours=h) for h in range(1, 11)]  # ten hours
+    on_time, late_start, missing = slots[:6], slots[6:8], slots[8:]
+    for slot in on_time:  # started 5 s after the slot, done 90 s later
+        lifecycle.record_ping(job, lifecycle.Ping(lifecycle.pings.START), now=slot + timedelta(seconds=5))
+        lifecycle.record_ping(job, lifecycle.Ping(lifecycle.pings.SUCCESS), now=slot + timedelta(seconds=95))
+    for slot in late_start:  # only its end reported, 5 minutes late: within the grace, not on time
+        lifecycle.record_ping(job, lifecycle.Ping(lifecycle.pings.FAIL), now=slot + timedelta(minutes=5))
+    lifecycle.fail_unpinged(kinds.running_elsewhere(), now=now)
+    lifecycle.recount_ends()
+
+    report = reports.job_report(job, 1, now=now)
+    assert report["slots_expected"] == report["slots_with_run"] == len(slots)
+    assert report["missed"] == 0  # every slot has its run: the missing ones failed for want of a ping
+    assert report["started_on_time"] == len(on_time)
+    assert report["outcomes"]["failed"] == len(late_start) + len(missing)
+    assert report["outcomes"]["succeeded"] == len(on_time)
+    assert report["duration"]["runs"] == len(on_time)
+    assert 90 / 2 ** 0.125 <= report["duration"]["p50_seconds"] <= 90 * 2 ** 0.125

@@ -46,7 +46,8 @@ def ping(request, key, action=""):
         kind = ACTIONS[action]
     else:
         return _answer("Not found: a ping is /ping/<uuid>, /start, /fail or /<exit status 0-255>.", 404)
-    if _over_rate(key, trail.client_address(request)):
+    address = trail.client_address(request)
+    if _over_rate(key, address):
         response = _answer("Too many pings: slow down.", 429)
         response["Retry-After"] = str(WINDOW_SECONDS - int(time.time()) % WINDOW_SECONDS)
         return response
@@ -54,7 +55,7 @@ def ping(request, key, action=""):
     if job is None:
         return _answer("Not found: no check-in job has this ping URL.", 404)
     output, size = _body(request)
-    lifecycle.record_ping(job, lifecycle.Ping(kind, exit_status, output, size))
+    lifecycle.record_ping(job, lifecycle.Ping(kind, exit_status, output, size, address))
     return _answer("OK")
 
 

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import DateTimeField, DurationField, ExpressionWrapper, Q, Value
 from django.db.models.functions import Coalesce
 
-from ..models import Job, JobRun, RunStatus, RunTrigger, ScheduleType
+from ..models import AttemptOutcome, Job, JobAttempt, JobRun, RunStatus, RunTrigger, ScheduleType
 from ..models.job import DEFAULT_GRACE_SECONDS
 from ..timing import clock
 from . import events
@@ -38,6 +38,7 @@ class Ping:
     exit_status: int | None = None  # given as /ping/<uuid>/<exit status>: 0 a success, else a failure
     output: str = ""  # the body, already cut to the cap
     output_bytes: int = 0  # the body's size as sent
+    address: str = ""  # the client's, named as the attempt's worker
 
 
 def record_ping(job, ping, now=None):
@@ -61,8 +62,9 @@ def record_ping(job, ping, now=None):
         elif ping.kind == START:
             return run  # started again: the first start counts
         if ping.kind == START:
-            transition(run, RunStatus.RUNNING, frm=[RunStatus.PENDING], started_at=now, reason="",
-                       output=ping.output, output_bytes=ping.output_bytes)
+            if transition(run, RunStatus.RUNNING, frm=[RunStatus.PENDING], started_at=now, reason="",
+                          output=ping.output, output_bytes=ping.output_bytes):
+                _attempt(run, ping, now)
         else:
             _end(run, ping, now)
         if too_often:
@@ -98,8 +100,19 @@ def _end(run, ping, now):
         fields["error"] = (f"exit status {ping.exit_status}" if ping.exit_status is not None
                            else "the job reported a failure (/fail)")
     if transition(run, status, frm=[RunStatus.PENDING, RunStatus.RUNNING], **fields):
+        outcome = AttemptOutcome.FAILED if failed else AttemptOutcome.SUCCEEDED
+        ended = JobAttempt.objects.filter(run_id=run.pk, number=1, outcome=AttemptOutcome.RUNNING).update(
+            outcome=outcome, finished_at=now, error=fields.get("error", ""))
+        if not ended:  # no start: the attempt is the ping that ended the run
+            _attempt(run, ping, now, outcome=outcome, finished_at=now, error=fields.get("error", ""))
         events.emit(status, run=run)
     return run
+
+
+def _attempt(run, ping, now, **fields):
+    """The run's one attempt, as the pages and the on-time reports read a run's (its start: the first ping)."""
+    JobAttempt.objects.create(run_id=run.pk, number=1, task_id="", worker=f"ping from {ping.address or '?'}"[:255],
+                              started_at=now, **fields)
 
 
 def _first_unreported(job, last_slot):
