@@ -414,3 +414,21 @@ def test_the_on_time_report_counts_a_checkins_pings_and_missed_slots():
     assert report["outcomes"]["succeeded"] == len(on_time)
     assert report["duration"]["runs"] == len(on_time)
     assert 90 / 2 ** 0.125 <= report["duration"]["p50_seconds"] <= 90 * 2 ** 0.125
+
+
+def test_jobsctl_shows_a_checkins_ping_url_and_will_not_run_it(jobsctl):
+    from django.contrib.auth.models import User
+
+    from jobs.access import tokens as api_tokens
+
+    owner = User.objects.create_user("cron-owner")
+    token = api_tokens.create(owner)[1]
+    job = checkin_job("nas-backup", grace_seconds=900, min_duration_seconds=30, owner=owner)
+
+    shown = jobsctl("show", "nas-backup", token=token)
+    assert shown.returncode == 0, shown.stderr
+    assert job.ping_url in shown.stdout and "900" in shown.stdout and "min_duration_seconds" in shown.stdout
+    assert "nas-backup" in jobsctl("list", "--kind", "checkin", token=token).stdout
+    refused = jobsctl("run", "nas-backup", token=token)
+    assert refused.returncode != 0 and "runs elsewhere" in refused.stderr
+    assert not JobRun.objects.filter(job=job).exists()
