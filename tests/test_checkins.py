@@ -243,6 +243,10 @@ def test_the_api_makes_a_checkin_job_with_its_ping_url_and_refuses_what_cannot_b
     assert not JobRun.objects.filter(job=job).exists()
     # Another user sees nothing of it, its ping URL included.
     assert people.client(people.outsider).get(f"/api/jobs/{job.pk}/").status_code == 404
+    # Nor can a workflow run it as a step.
+    step = client.post("/api/workflows/", {"name": "after-export", "nodes": ["vendor-export"], "edges": []},
+                       format="json")
+    assert step.status_code == 400 and "runs elsewhere" in str(step.json()["nodes"]), step.json()
 
 
 @pytest.mark.django_db
