@@ -13,7 +13,7 @@ leader. The scheduler itself makes no run of these jobs and nothing publishes on
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import DateTimeField, DurationField, ExpressionWrapper, Q, Value
 from django.db.models.functions import Coalesce
 
@@ -149,16 +149,20 @@ def fail_unpinged(kinds, now=None):
     leader. A pass reads only the jobs whose first slot still to look at (``Job.ping_check_from``;
     when unknown, the job's last save) is past its grace. Returns how many."""
     now = now or clock.now()
-    grace = ExpressionWrapper(Coalesce("grace_seconds", DEFAULT_GRACE_SECONDS) * Value(timedelta(seconds=1)),
-                              output_field=DurationField())
-    looked_at = Coalesce("ping_check_from", "updated_at")
     jobs = (Job.objects.filter(kind__in=kinds, enabled=True, schedule_type__in=RECURRING)
-            .alias(due_at=ExpressionWrapper(looked_at + grace, output_field=DateTimeField()))
-            .filter(due_at__lte=now).select_related("crontab", "interval", "clocked"))
+            .select_related("crontab", "interval", "clocked"))
+    if connection.vendor == "postgresql":  # (SQLite cannot multiply an interval: every job is read there)
+        grace = ExpressionWrapper(Coalesce("grace_seconds", DEFAULT_GRACE_SECONDS) * Value(timedelta(seconds=1)),
+                                  output_field=DurationField())
+        looked_at = Coalesce("ping_check_from", "updated_at")
+        jobs = jobs.alias(due_at=ExpressionWrapper(looked_at + grace, output_field=DateTimeField())).filter(
+            due_at__lte=now)
     failed = 0
     for job in jobs:
         end = now - job.grace
         start = job.ping_check_from or job.updated_at
+        if start > end:
+            continue
         slots = job.slots_between(start, end, MAX_SLOTS)[-MAX_SLOTS:]
         failed += _fail_slots(job, slots, now, _first_slot_from(job, end))
     return failed
