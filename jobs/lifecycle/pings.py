@@ -149,7 +149,8 @@ def fail_unpinged(kinds, now=None):
     leader. A pass reads only the jobs whose first slot still to look at (``Job.ping_check_from``;
     when unknown, the job's last save) is past its grace. Returns how many."""
     now = now or clock.now()
-    jobs = (Job.objects.filter(kind__in=kinds, enabled=True, schedule_type__in=RECURRING)
+    # A check-in has a ping key: the few among many jobs come from its unique index, not a scan.
+    jobs = (Job.objects.filter(ping_key__isnull=False, kind__in=kinds, enabled=True, schedule_type__in=RECURRING)
             .select_related("crontab", "interval", "clocked"))
     if connection.vendor == "postgresql":  # (SQLite cannot multiply an interval: every job is read there)
         grace = ExpressionWrapper(Coalesce("grace_seconds", DEFAULT_GRACE_SECONDS) * Value(timedelta(seconds=1)),
