@@ -120,7 +120,7 @@ def moment_param(text, option, ahead=False):
 
 @command("list")
 @click.option("--tag", help="Only jobs with this tag.")
-@click.option("--kind", type=click.Choice(["callable", "task", "command", "http"]))
+@click.option("--kind", type=click.Choice(["callable", "task", "command", "http", "checkin"]))
 @click.option("--enabled/--paused", default=None, help="Only enabled, or only paused, jobs.")
 def list_jobs(ctx, as_json, tag, kind, enabled):
     """List the jobs you can see."""

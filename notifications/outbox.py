@@ -31,6 +31,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 
+from jobs.lifecycle.pings import NO_PING
 from jobs.models import Job, JobRun, RunStatus
 from jobs.telemetry import tracing
 from jobs.timing import clock
@@ -52,7 +53,26 @@ def on_run_event(event, run=None, job=None, **details):
     if event == "skipped":
         # Skipped by its start deadline or the catch-up policy: a missed slot; an overlap skip is not news.
         return record_event(run, "missed") if run.reason.startswith("missed") else 0
+    if event == "failed" and run.reason == NO_PING:  # a check-in's slot that got no ping: missed too
+        return record_event(run, event, **details) + record_event(run, "missed")
+    if event == "succeeded" and is_too_fast(run, job):
+        return record_event(run, event, **details) + record_event(
+            run, "too_fast", duration_seconds=round(run.duration.total_seconds(), 3),
+            min_duration_seconds=job.min_duration_seconds)
     return record_event(run, event, **details)
+
+
+def is_too_fast(run, job):
+    """Whether ``run`` succeeded sooner than its job's shortest run (a run with no start has no duration)."""
+    return bool(job.min_duration_seconds and run.duration is not None
+                and run.duration.total_seconds() < job.min_duration_seconds)
+
+
+def wants_success_sql():
+    """Whether a success is news (SQL over ``j``): to a rule that takes successes or recoveries, or,
+    when the job has a shortest run, too_fast."""
+    return (f"{rule_wants_sql(['succeeded', 'recovered'])} "
+            f"OR (j.min_duration_seconds IS NOT NULL AND {rule_wants_sql(['too_fast'])})")
 
 
 def on_job_paused(event, run=None, job=None, **details):

@@ -40,6 +40,8 @@ HEADLINES = {
     "finished_late": "{job} finished late ({status} after {duration}, expected {sla})",
     "missed": "{job} missed its run scheduled for {scheduled_for}",
     "recovered": "{job} recovered: it succeeded again",
+    "too_fast": "{job} finished too fast ({status} after {duration})",
+    "too_often": "{job} was pinged more often than its schedule",
     "succeeded": "{job} succeeded",
     "paused": "{job} was paused: {failures} runs in a row ended in failure",
     "acknowledged": "{job}: its incident was acknowledged by {by}",

@@ -381,7 +381,8 @@ JOBS_COMMAND_RLIMIT_NPROC = env_int("JOBS_COMMAND_RLIMIT_NPROC", 256, 0)
 JOBS_COMMAND_RLIMIT_NOFILE = env_int("JOBS_COMMAND_RLIMIT_NOFILE", 1024, 0)
 JOBS_CALLABLE_MODULES = env_list("JOBS_CALLABLE_MODULES", ["jobs.builtin"])
 # The job kinds (jobs.kinds): each a package exporting KIND; a new kind is a package and its line here.
-JOBS_KINDS = env_list("JOBS_KINDS", ["jobs.kinds.callable", "jobs.kinds.task", "jobs.kinds.command", "jobs.kinds.http"])
+JOBS_KINDS = env_list("JOBS_KINDS", ["jobs.kinds.callable", "jobs.kinds.task", "jobs.kinds.command", "jobs.kinds.http",
+                                     "jobs.kinds.checkin"])
 # History: finished runs older than JOBS_RETENTION_DAYS are deleted, keeping at least the newest
 # JOBS_RETENTION_MIN_RUNS of each job (a job's own retention_days / retention_min_runs override them),
 # by a periodic task every JOBS_RETENTION_INTERVAL_SECONDS (0 turns it off), JOBS_RETENTION_BATCH
@@ -410,6 +411,20 @@ NOTIFY_PAGERDUTY_URL = env_str("NOTIFY_PAGERDUTY_URL", "https://events.pagerduty
 NOTIFY_OPSGENIE_URL = env_str("NOTIFY_OPSGENIE_URL", "https://api.opsgenie.com")
 # Test sends a user may make in a minute (each is an audit entry); over it, 429. 0: no bound.
 NOTIFY_TEST_SENDS_PER_MINUTE = env_int("NOTIFY_TEST_SENDS_PER_MINUTE", 5, 0)
+# Check-in pings (/ping/<uuid>, jobs/api/pings.py): a body longer than JOBS_PING_BODY_BYTES is cut, never
+# refused; over JOBS_PING_RATE_PER_URL pings a minute to one ping URL, or JOBS_PING_RATE_PER_ADDRESS from
+# one client address, the answer is 429 (0: no bound). They are counted in the Redis of
+# JOBS_PING_CACHE_URL (REDIS_URL when unset); with none, in each web process's memory.
+JOBS_PING_BODY_BYTES = env_int("JOBS_PING_BODY_BYTES", 10_000, 0)
+JOBS_PING_RATE_PER_URL = env_int("JOBS_PING_RATE_PER_URL", 60, 0)
+JOBS_PING_RATE_PER_ADDRESS = env_int("JOBS_PING_RATE_PER_ADDRESS", 6000, 0)
+JOBS_PING_CACHE_URL = env_str("JOBS_PING_CACHE_URL", env_str("REDIS_URL", checkout_secret(VAR_DIR, "redis_url")))
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "pings": ({"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": JOBS_PING_CACHE_URL,
+               "KEY_PREFIX": "pings"} if JOBS_PING_CACHE_URL
+              else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "pings"}),
+}
 
 # --- Celery: settings for at-least-once delivery
 # One variable chooses the broker (scheduler_site/broker.py); REDIS_URL is the broker when it is unset.

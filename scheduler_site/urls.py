@@ -6,6 +6,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import IsAuthenticated
 
+from jobs.api.pings import ping
 from jobs.metrics.views import metrics_view
 
 from .api_root import ApiRoot
@@ -34,6 +35,10 @@ service_urls = [
     path("api/", include("notifications.api.urls")),
     path("oidc/", include("sso.urls")),
     path("metrics", metrics_view, name="metrics"),
+    # Check-in jobs' pings: no login, the uuid is the secret (docs/guide/checkins.md).
+    path("ping/<uuid:key>", ping, name="ping"),
+    path("ping/<uuid:key>/", ping),
+    path("ping/<uuid:key>/<str:action>", ping, name="ping-action"),
     path("favicon.ico", RedirectView.as_view(url=static("pages/favicon.svg"), permanent=True), name="favicon"),
     path("", include("jobs.pages.urls")),
     path("", include("workflows.pages.urls")),

@@ -164,7 +164,7 @@ class Processes:
 
 
 # Fixtures that start processes: a SQLite test database lives in the test's own memory.
-PROCESS_FIXTURES = {"processes", "live_server", "browser_page", "web", "broker"}
+PROCESS_FIXTURES = {"processes", "live_server", "browser_page", "web", "broker", "ping_web"}
 
 
 def starts_processes(item):

@@ -31,6 +31,7 @@ from .. import lifecycle, parameters
 from ..access import secrets
 from ..definitions import bound_secrets
 from ..definitions import jobs as definitions
+from ..kinds import running_elsewhere
 from ..models import Calendar, Job, Limit
 from ..operations import backfill as backfills
 from . import permissions, quotas
@@ -241,6 +242,7 @@ def clone(actor, job):
         copy.pk = copy.id = None
         copy._state.adding = True
         copy.name, copy.enabled, copy.last_run, copy.snoozed_until = name, False, None, None
+        copy.ping_key = copy.ping_check_from = None  # a check-in's copy gets a ping URL of its own
         for field in secrets.FIELDS:
             setattr(copy, field, {})
         _check_names(actor, copy)
@@ -408,12 +410,19 @@ def run_now(actor, job, params=None):
     """A manual run of the job, queued at once, with ``params`` (values of the job's parameters,
     checked; the defaults fill the rest). The entry records the values."""
     _check(actor, job.kind)
+    _check_runs_here(job)
     values = resolved_params(job, params)
     with transaction.atomic():
         quotas.check_runs(actor, job.group)
         run = lifecycle.create_run(job, user=actor.user, params=values)
         _record(actor, job, Action.RUN_NOW, run=run, changes={"params": [None, values]} if values else None)
     return run
+
+
+def _check_runs_here(job):
+    if job.kind in running_elsewhere():
+        raise ActionError(f"{job.name} runs elsewhere (a {job.kind} job): its runs are reported by pinging "
+                          f"its ping_url, the service does not run it.", ActionError.CONFLICT)
 
 
 def pause(actor, job):
@@ -487,6 +496,7 @@ def backfill(actor, job, start, end, dry_run=False, params=None):
     runs (``quotas.check_runs``); each run gets ``params``
     (checked, the defaults filling the rest), and the entry records them."""
     _check(actor, job.kind)
+    _check_runs_here(job)
     values = resolved_params(job, params)
     with transaction.atomic():
         if not dry_run:

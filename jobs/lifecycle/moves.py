@@ -15,11 +15,12 @@ from . import streaks
 
 # The run state machine (docs/reference/run-states.md): each status and the statuses a run may
 # reach it from. queued -> queued is a publish again; running -> queued a lost attempt run again.
+# pending -> running, succeeded or failed: a check-in's run, made by its ping (jobs.lifecycle.pings).
 MOVES = {
     RunStatus.QUEUED: frozenset({RunStatus.PENDING, RunStatus.RETRYING, RunStatus.QUEUED, RunStatus.RUNNING}),
-    RunStatus.RUNNING: frozenset({RunStatus.QUEUED}),
+    RunStatus.RUNNING: frozenset({RunStatus.QUEUED, RunStatus.PENDING}),
     RunStatus.RETRYING: frozenset({RunStatus.RUNNING}),
-    RunStatus.SUCCEEDED: frozenset({RunStatus.RUNNING}),
+    RunStatus.SUCCEEDED: frozenset({RunStatus.RUNNING, RunStatus.PENDING}),
     RunStatus.FAILED: frozenset({RunStatus.RUNNING, RunStatus.PENDING, RunStatus.QUEUED}),
     RunStatus.TIMED_OUT: frozenset({RunStatus.RUNNING}),
     RunStatus.LOST: frozenset({RunStatus.RUNNING}),
