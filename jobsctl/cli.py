@@ -258,21 +258,41 @@ def backfill(ctx, as_json, job, start, end, dry_run, params):
 @click.argument("run_id", type=int)
 def cancel_run(ctx, as_json, run_id):
     """Cancel a queued, retrying or running run (a finished one is left as it is)."""
-    answer = ctx.api.post(f"/api/runs/{run_id}/cancel/", not_found=f"no run {run_id} (or it is not yours to see).")
+    act_on_run(ctx, as_json, run_id, "cancel", lambda answer: answer["detail"])
+
+
+def act_on_run(ctx, as_json, run_id, call, said):
+    """POST /api/runs/<id>/<call>/, answered as JSON or in one line (``said(answer)``)."""
+    answer = ctx.api.post(f"/api/runs/{run_id}/{call}/", not_found=f"no run {run_id} (or it is not yours to see).")
     if as_json:
         output.emit_json(answer)
     else:
-        click.echo(f"run {run_id}: {answer['detail']}")
+        click.echo(f"run {run_id}: {said(answer)}")
 
 
-@command()
+class ListingFirst(click.Group):
+    """A group whose first word, when it names none of its commands, is its listing's (``list``):
+    ``jobsctl runs [JOB] [--status ...]`` lists, ``jobsctl runs rerun ID`` reruns."""
+
+    def parse_args(self, ctx, args):
+        if not args or (args[0] not in self.commands and args[0] not in ("-h", "--help")):
+            args = ["list", *args]
+        return super().parse_args(ctx, args)
+
+
+@cli.group(cls=ListingFirst)
+def runs():
+    """Run history (``jobsctl runs [JOB]``, the same as ``runs list``), and reruns."""
+
+
+@subcommand(runs, "list")
 @click.argument("job", required=False)
 @click.option("--status", help="Only runs in this status (failed, running, ...).")
 @click.option("--since", help="Created since: 30m, 1h, 2d, or an ISO 8601 time.")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="How many, newest first.")
 @click.option("--param", "values", multiple=True, metavar="NAME=VALUE",
               help="Only runs given this value of the job's parameter NAME (repeatable; needs JOB).")
-def runs(ctx, as_json, job, status, since, limit, values):
+def list_runs(ctx, as_json, job, status, since, limit, values):
     """Run history, newest first (of one job, or of every job you can see)."""
     params = {"status": status, "since": since and since_param(since)}
     if values and not job:
@@ -282,6 +302,13 @@ def runs(ctx, as_json, job, status, since, limit, values):
         params["job"] = find_job(ctx.api, job)["id"]
     found = ctx.api.get_all("/api/runs/", {k: v for k, v in params.items() if v is not None}, limit=limit)
     output.listed(found, as_json, output.runs_table, "No runs.")
+
+
+@subcommand(runs, "rerun")
+@click.argument("run_id", type=int)
+def rerun_run(ctx, as_json, run_id):
+    """Run a finished run again as itself: the same slot and idempotency key, its next attempt."""
+    act_on_run(ctx, as_json, run_id, "rerun", lambda answer: f"queued again as attempt {answer['attempt']}.")
 
 
 @command()

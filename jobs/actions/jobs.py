@@ -1,5 +1,5 @@
 """What a person does to a job, one function per action: create, edit, delete, clone, run now, pause,
-resume, cancel a run, backfill; and ``rotate_secrets``.
+resume, cancel a run, rerun a finished run (one, or many at once), backfill; and ``rotate_secrets``.
 
 Every interface calls these (the admin, the pages, the API, ``manage.py jobs|runs`` and ``jobs
 apply``) with an ``Actor``: who acts, through which interface, from where. Each action checks the
@@ -18,6 +18,7 @@ from collections import Counter
 from copy import copy as shallow_copy
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import ProtectedError
@@ -27,9 +28,9 @@ from audit.models import Action, Source, Subject
 
 from .. import lifecycle, parameters
 from ..access import secrets
-from ..definitions import bound_secrets
+from ..definitions import bound_secrets, versions
 from ..definitions import jobs as definitions
-from ..models import Calendar, Job, Limit
+from ..models import TERMINAL_STATUSES, Calendar, Job, Limit
 from ..operations import backfill as backfills
 from . import permissions, quotas
 from .errors import ActionError
@@ -103,6 +104,11 @@ def _record(actor, job, action, **fields):
                  **fields)
 
 
+def _version(actor, job, changes, detail=""):
+    """The job's next version, as saved (``versions``), by the actor."""
+    versions.record(job, snapshot(job), changes, user=actor.user, author_name=actor.name, detail=detail)
+
+
 # --- what a job names: a limit and calendars the actor may use (theirs, their team's, shared)
 
 
@@ -160,7 +166,9 @@ def create(actor, job, schedule=None, detail=""):
     with transaction.atomic():
         quotas.check_held(actor, Job, group=job.group)
         _saved(job, schedule)
-        _record(actor, job, Action.CREATE, changes=created(job), detail=detail)
+        changes = created(job)
+        _record(actor, job, Action.CREATE, changes=changes, detail=detail)
+        _version(actor, job, changes, detail)
     return job
 
 
@@ -190,6 +198,7 @@ def edit(actor, job, values=None, schedule=None, detail=""):
         _saved(job, schedule)
         if changes := diff(snapshot(stored), snapshot(job)):
             _record(actor, job, Action.CHANGE, changes=changes, detail=detail)
+            _version(actor, job, changes, detail)
     return job
 
 
@@ -199,9 +208,11 @@ def _check_bound_secrets(stored, job):
 
 
 def _keep_streak(job, stored):
-    """What the service keeps on the job as its runs end (the failure streak, why it paused itself),
-    as the locked row has it: ``job`` may have been read before a run's end changed them."""
+    """What the service keeps on the job as its runs end (the failure streak, why it paused itself)
+    and its version's number, as the locked row has them: ``job`` may have been read before a run's
+    end or another change moved them."""
     job.consecutive_failures, job.paused_reason = stored.consecutive_failures, stored.paused_reason
+    job.version = stored.version
 
 
 def delete(actor, job, detail=""):
@@ -240,8 +251,11 @@ def clone(actor, job):
         for field in secrets.FIELDS:
             setattr(copy, field, {})
         _check_names(actor, copy)
+        copy.version = 0
         _saved(copy, None)
-        _record(actor, copy, Action.CREATE, changes=created(copy), detail=f"cloned from {job.name}")
+        changes = created(copy)
+        _record(actor, copy, Action.CREATE, changes=changes, detail=f"cloned from {job.name}")
+        _version(actor, copy, changes, f"cloned from {job.name}")
     return copy
 
 
@@ -338,10 +352,17 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
         names = [job.name for job, _ in new]
         entries = [_entry(actor, None, Action.CREATE, name=", ".join(names), changes={"created": names},
                           detail=f"{detail}: {len(names)} job(s) created")] if new else []
+        saved = []
+        for job, _ in new:
+            values = snapshot(job)
+            saved.append((job, values, diff(None, values)))
         for job, _, _ in changed:
-            if changes := diff(snapshot(stored[job.pk]), snapshot(job)):
+            values = snapshot(job)
+            if changes := diff(snapshot(stored[job.pk]), values):
                 entries.append(_entry(actor, job, Action.CHANGE, changes=changes, detail=detail))
+                saved.append((job, values, changes))
         trail.record_many(entries)
+        versions.record_many(saved, user=actor.user, author_name=actor.name, detail=detail)
     return {}
 
 
@@ -436,6 +457,56 @@ def cancel(actor, run):
         if cancelled:
             _record(actor, run.job, Action.CANCEL, run=run)
     return cancelled
+
+
+def rerun(actor, run):
+    """Run a finished run again as itself (``lifecycle.rerun``: the same slot and idempotency key, its
+    next attempt, its earlier attempts kept), counted as a run the actor started. A CONFLICT (409)
+    while the run is queued or running."""
+    _check(actor, run.job.kind)
+    with transaction.atomic():
+        previous = run.status
+        if previous not in TERMINAL_STATUSES:
+            raise ActionError(f"Run #{run.pk} is {previous}: only a finished run can be rerun.", ActionError.CONFLICT)
+        quotas.check_runs(actor, run.job.group)
+        if not lifecycle.rerun(run, user=actor.user):
+            raise ActionError(f"Run #{run.pk} was started again meanwhile: it is no longer finished.",
+                              ActionError.CONFLICT)
+        _record(actor, run.job, Action.RERUN, run=run,
+                detail=f"run #{run.pk} rerun as attempt {run.attempt} (it had {previous})")
+    return run
+
+
+def rerun_many(actor, runs, dry_run=False):
+    """``rerun`` for each finished run of ``runs`` (a query, which the interface has narrowed to
+    those the actor may see), at most JOBS_RERUN_MAX_RUNS of them: (the runs rerun, or with
+    ``dry_run`` those that would be; those that had started again meanwhile). Refused whole, with
+    nothing rerun, past that bound, when a run's job is one the actor may not act on, or past a
+    quota of runs (counting them all, and each team's for its own jobs)."""
+    bound = settings.JOBS_RERUN_MAX_RUNS
+    found = list(runs.filter(status__in=TERMINAL_STATUSES).select_related("job", "job__group")
+                 .order_by("scheduled_for", "id")[:bound + 1])
+    if len(found) > bound:
+        raise ActionError(f"More than {bound} finished runs match; at most {bound} are rerun at once "
+                          "(JOBS_RERUN_MAX_RUNS): narrow the range.")
+    _check(actor, *{run.job.kind for run in found})
+    if dry_run or not found:
+        return found, []
+    with transaction.atomic():
+        quotas.check_runs(actor, None, adding=len(found))
+        teams = Counter(run.job.group for run in found if run.job.group_id is not None)
+        for group, count in teams.items():
+            quotas.check_runs(actor, group, adding=count)
+        done, moved = [], []
+        for run in found:
+            previous = run.status
+            if lifecycle.rerun(run, user=actor.user):
+                done.append(run)
+                _record(actor, run.job, Action.RERUN, run=run,
+                        detail=f"run #{run.pk} rerun as attempt {run.attempt} (it had {previous}), one of many")
+            else:
+                moved.append(run)
+    return done, moved
 
 
 def backfill(actor, job, start, end, dry_run=False, params=None):

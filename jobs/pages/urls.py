@@ -31,6 +31,7 @@ urlpatterns = [
     path("runs/<int:pk>/", views.run_detail, name="run"),
     path("runs/<int:pk>/tail/", views.run_tail, name="run-tail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
+    path("runs/<int:pk>/rerun/", views.run_rerun, name="run-rerun"),
     path("limits/", limits.limit_list, name="limits"),
     path("limits/new/", limits.limit_edit, name="limit-new"),
     path("limits/<slug:key>/edit/", limits.limit_edit, name="limit-edit"),

@@ -329,3 +329,21 @@ def run_cancel(request, pk):
     else:
         messages.info(request, f"Run #{run.pk} is already {run.status}; nothing changed.")
     return redirect("pages:run", pk=run.pk)
+
+
+@login_required
+@require_POST
+@refused_is_forbidden
+def run_rerun(request, pk):
+    """Over a quota of runs: the 429 page naming it (``refused_is_forbidden``); a run not finished:
+    back to its page, which says so."""
+    run = visible_run(request, pk)
+    try:
+        actions.rerun(actor(request), run)
+    except actions.ActionError as exc:
+        if exc.kind != actions.ActionError.CONFLICT:
+            raise
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Run #{run.pk} is queued again as attempt {run.attempt}.")
+    return redirect("pages:run", pk=run.pk)
