@@ -444,7 +444,7 @@ class RunViewSet(ApiViewSet, viewsets.ReadOnlyModelViewSet):
         return Response(data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(
-        request=operator.RerunRequestSerializer,
+        operation_id="runs_rerun_many", request=operator.RerunRequestSerializer,
         responses={200: operator.RerunResponseSerializer, 202: operator.RerunResponseSerializer},
         description="Rerun the finished runs of a job or a tag that ended in `status` and were created in "
                     "[`since`, `until`): what `GET /api/runs/` lists with the same filters. At most "

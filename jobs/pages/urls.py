@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import calendars, forecast, job_forms, limits, login, operator_views, reports, tokens, views
+from . import calendars, forecast, job_forms, limits, login, operator_views, reports, tokens, versions, views
 
 app_name = "pages"
 
@@ -13,6 +13,7 @@ urlpatterns = [
     path("jobs/<int:pk>/", views.job_detail, name="job"),
     path("jobs/<int:pk>/edit/", job_forms.job_edit, name="job-edit"),
     path("jobs/<int:pk>/clone/", job_forms.job_clone, name="job-clone"),
+    path("jobs/<int:pk>/versions/<int:number>/restore/", versions.restore, name="job-version-restore"),
     path("jobs/<int:pk>/delete/", job_forms.job_delete, name="job-delete"),
     path("jobs/<int:pk>/run/", views.job_run_now, name="job-run"),
     path("jobs/<int:pk>/pause/", views.job_pause, name="job-pause"),

@@ -27,7 +27,7 @@ from ..kinds.base import result_as_json
 from ..lifecycle import limits
 from ..models import ACTIVE_STATUSES, RunStatus
 from ..operations.reports import job_report
-from . import charts, figures, keyset, params_form, queries
+from . import charts, figures, keyset, params_form, queries, versions
 from .common import actor, flower_url, job_timezone, may_act_on, page, refused_is_forbidden, slot_text
 from .operator_views import why_line
 from .reports import heat_map
@@ -159,6 +159,7 @@ def job_detail(request, pk):
         "why": why_line(job, request.GET.get("why", ""), tzname),
         "timeout_text": charts.human_seconds(job.timeout_seconds),
         "sla_text": charts.human_seconds(job.sla_seconds) if job.sla_seconds else None,
+        **versions.context(job, request.GET),
     }, "jobs")
 
 
