@@ -127,7 +127,7 @@ def test_a_run_names_the_version_of_its_job_it_was_made_from(people):
     assert api.get(f"/api/runs/{old.pk}/").json()["job_version"] is None
     assert [run["job_version"] for run in api.get(f"/api/runs/?job={job.pk}").json()["results"]] == [2, 1, None]
     page = browser(people.owner).get(f"/runs/{first['id']}/").content.decode()
-    assert "job version 1" in page and f"?version=1&amp;against=2#versions" in page
+    assert "job version 1" in page and "?version=1&amp;against=2#versions" in page
 
 
 def test_jobs_files_and_clones_make_versions_too(people):
