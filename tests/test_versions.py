@@ -65,6 +65,8 @@ def test_a_restore_is_audited_and_is_a_new_version_of_what_the_old_one_was(peopl
     assert (job.max_retries, job.target, job.enabled, job.version) == (1, "builtin.noop", False, 3)  # still paused
     entry = AuditEntry.objects.filter(job=job, action=Action.CHANGE).latest("id")
     assert (entry.actor, entry.detail, entry.changes["max_retries"]) == (people.owner, "restored version 1", [4, 1])
+    # Every field came back as version 1 had it, but whether the job is enabled.
+    assert api.get(f"/api/jobs/{job.pk}/versions/3/?against=1").json()["diff"] == {"enabled": [True, False]}
     again = api.post(f"/api/jobs/{job.pk}/versions/1/restore/")
     assert again.status_code == 200 and again.json()["version"] == 3
     assert JobVersion.objects.filter(job=job).count() == 3
