@@ -104,9 +104,10 @@ def _record(actor, job, action, **fields):
                  **fields)
 
 
-def _version(actor, job, changes, detail=""):
-    """The job's next version, as saved (``versions``), by the actor."""
-    versions.record(job, snapshot(job), changes, user=actor.user, author_name=actor.name, detail=detail)
+def _version(actor, job, changes, detail="", created=False):
+    """The job's next version, as saved (``versions``; ``created``: its first), by the actor."""
+    versions.record(job, snapshot(job), changes, user=actor.user, author_name=actor.name, detail=detail,
+                    created=created)
 
 
 # --- what a job names: a limit and calendars the actor may use (theirs, their team's, shared)
@@ -165,10 +166,10 @@ def create(actor, job, schedule=None, detail=""):
     _check_names(actor, job)
     with transaction.atomic():
         quotas.check_held(actor, Job, group=job.group)
+        job.version = 1
         _saved(job, schedule)
-        changes = created(job)
-        _record(actor, job, Action.CREATE, changes=changes, detail=detail)
-        _version(actor, job, changes, detail)
+        _record(actor, job, Action.CREATE, changes=created(job), detail=detail)
+        _version(actor, job, None, detail, created=True)
     return job
 
 
@@ -251,11 +252,10 @@ def clone(actor, job):
         for field in secrets.FIELDS:
             setattr(copy, field, {})
         _check_names(actor, copy)
-        copy.version = 0
+        copy.version = 1
         _saved(copy, None)
-        changes = created(copy)
-        _record(actor, copy, Action.CREATE, changes=changes, detail=f"cloned from {job.name}")
-        _version(actor, copy, changes, f"cloned from {job.name}")
+        _record(actor, copy, Action.CREATE, changes=created(copy), detail=f"cloned from {job.name}")
+        _version(actor, copy, None, f"cloned from {job.name}", created=True)
     return copy
 
 
@@ -323,6 +323,7 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
         for job, schedule in new:
             if job.owner_id is None and actor.user is not None:
                 job.owner = actor.user
+            job.version = 1
             items.append((job, schedule))
         for i, (job, values, _) in enumerate(changed):
             for name, value in values.items():
@@ -353,16 +354,15 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
         entries = [_entry(actor, None, Action.CREATE, name=", ".join(names), changes={"created": names},
                           detail=f"{detail}: {len(names)} job(s) created")] if new else []
         saved = []
-        for job, _ in new:
-            values = snapshot(job)
-            saved.append((job, values, diff(None, values)))
         for job, _, _ in changed:
             values = snapshot(job)
             if changes := diff(snapshot(stored[job.pk]), values):
                 entries.append(_entry(actor, job, Action.CHANGE, changes=changes, detail=detail))
                 saved.append((job, values, changes))
         trail.record_many(entries)
-        versions.record_many(saved, user=actor.user, author_name=actor.name, detail=detail)
+        by = {"user": actor.user, "author_name": actor.name, "detail": detail}
+        versions.record_many([(job, snapshot(job), None) for job, _ in new], created=True, **by)
+        versions.record_many(saved, **by)
     return {}
 
 

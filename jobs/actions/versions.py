@@ -9,7 +9,7 @@ actor may not use, is refused as that edit would be."""
 from ..definitions import versions as job_versions
 from ..models import Job
 from .jobs import edit
-from .snapshot import snapshot
+from .snapshot import diff, snapshot
 
 NOT_RESTORED = ("owner", "group", "enabled", "schedule")
 
@@ -26,3 +26,8 @@ def restore(actor, job, version):
     before = job.version
     job = edit(actor, job, values, schedule, detail=f"restored version {version.number}")
     return job, job.version != before
+
+
+def changes_of(version):
+    """What a version changed: for a new job's first (which keeps none), all its values."""
+    return version.changes or diff(None, version.values)

@@ -5,20 +5,25 @@ from django.http import Http404
 from rest_framework import serializers
 
 from ..actions.snapshot import diff, shown
+from ..actions.versions import changes_of
 from ..models import JobVersion
 
 
 class VersionSerializer(serializers.ModelSerializer):
     version = serializers.IntegerField(source="number")
     author = serializers.CharField(source="author_name", help_text="Who saved it, as the audit trail names them.")
-    changes = serializers.JSONField(help_text="{field: [before, after]} against the version before (private values "
-                                              "by their keys only).")
+    changes = serializers.SerializerMethodField(help_text="{field: [before, after]} against the version before "
+                                                          "(private values by their keys only).")
     detail = serializers.CharField(help_text="What made it, when not an edit: \"restored version 3\", a jobs file.")
 
     class Meta:
         model = JobVersion
         fields = ["version", "created_at", "author", "changes", "detail"]
         read_only_fields = fields
+
+
+    def get_changes(self, version) -> dict:
+        return changes_of(version)
 
 
 class VersionDetailSerializer(VersionSerializer):

@@ -25,6 +25,8 @@ def _number(params, name):
 def context(job, params):
     """The job page's part: its latest versions, and the diff asked for (``compared``), or why not."""
     shown = list(job.versions.all()[:VERSIONS_ON_JOB_PAGE])
+    for version in shown:
+        version.shown_changes = version_actions.changes_of(version)
     found = {"versions": shown, "versions_more": job.version > len(shown)}
     number, against = _number(params, "version"), _number(params, "against")
     if number is None or against is None:
