@@ -4,6 +4,9 @@ version (GET /api/jobs/<id>/versions/, /versions/<n>/ with ?against=<m> for a di
 the version of its job it was made from (``job_version``); version 0, a missing one, another
 team's job are 404s; secret values are never kept."""
 
+import getpass
+import re
+import socket
 from datetime import timedelta
 
 import pytest
@@ -11,6 +14,7 @@ from django.utils import timezone
 
 from audit.models import Action, AuditEntry
 from jobs import lifecycle
+from jobs.actions import jobs as actions
 from jobs.models import Job, JobRun, JobVersion, RunStatus
 
 from .api_personas import browser
@@ -165,3 +169,18 @@ def test_the_job_page_lists_the_versions_shows_a_diff_and_restores(people):
     assert "Restored version 1: the job is now at version 3." in restored.content.decode()
     assert Job.objects.get(pk=job.pk).max_retries == 1
     assert page.get(f"/jobs/{job.pk}/versions/1/restore/").status_code == 405
+
+
+def test_a_version_saved_on_the_command_line_names_no_os_user_nor_host(people):
+    job = actions.create(actions.Actor.command_line(), Job(name="from-cli", kind="callable", target="builtin.noop",
+                                                           owner=people.owner), {"type": "manual"})
+    actions.edit(actions.Actor.command_line(people.owner), job, {"max_retries": 2})
+
+    answer = people.client(people.owner).get(f"/api/jobs/{job.pk}/versions/").json()
+
+    assert [v["author"] for v in answer["results"]] == ["owner", "an operator"]
+    section = browser(people.owner).get(f"/jobs/{job.pk}/").content.decode().split('id="versions"')[1]
+    shown = re.sub(r'<input type="hidden" name="csrfmiddlewaretoken" value="[^"]*">', "",
+                   section.split("Audit trail")[0])  # a random token may hold a short host name
+    for text in (str(answer), shown):
+        assert getpass.getuser() not in text and socket.gethostname() not in text

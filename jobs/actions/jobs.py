@@ -106,8 +106,16 @@ def _record(actor, job, action, **fields):
 
 def _version(actor, job, changes, detail="", created=False):
     """The job's next version, as saved (``versions``; ``created``: its first), by the actor."""
-    versions.record(job, snapshot(job), changes, user=actor.user, author_name=actor.name, detail=detail,
+    versions.record(job, snapshot(job), changes, user=actor.user, author_name=_author(actor), detail=detail,
                     created=created)
+
+
+def _author(actor):
+    """The name a version gives its author. Whoever sees the job sees its versions, so the OS user and
+    host of a command line stay in the audit trail (staff's): there, the ``--as`` user or "an operator"."""
+    if actor.source != Source.CLI:
+        return actor.name
+    return actor.user.get_username() if actor.user is not None else "an operator"
 
 
 # --- what a job names: a limit and calendars the actor may use (theirs, their team's, shared)
@@ -360,7 +368,7 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
                 entries.append(_entry(actor, job, Action.CHANGE, changes=changes, detail=detail))
                 saved.append((job, values, changes))
         trail.record_many(entries)
-        by = {"user": actor.user, "author_name": actor.name, "detail": detail}
+        by = {"user": actor.user, "author_name": _author(actor), "detail": detail}
         versions.record_many([(job, snapshot(job), None) for job, _ in new], created=True, **by)
         versions.record_many(saved, **by)
     return {}
