@@ -15,7 +15,7 @@ from django.utils import timezone
 from audit.models import Action, AuditEntry
 from jobs import lifecycle
 from jobs.actions import jobs as actions
-from jobs.models import Job, JobRun, JobVersion, RunStatus
+from jobs.models import Job, JobRun, JobVersion, Limit, RunStatus
 
 from .api_personas import browser
 
@@ -184,3 +184,19 @@ def test_a_version_saved_on_the_command_line_names_no_os_user_nor_host(people):
                    section.split("Audit trail")[0])  # a random token may hold a short host name
     for text in (str(answer), shown):
         assert getpass.getuser() not in text and socket.gethostname() not in text
+
+
+def test_a_restore_the_actor_may_not_make_is_refused_and_changes_nothing(people):
+    mine = Limit.objects.create(key="mine", max_running=1, owner=people.owner, shared=False)
+    api = people.client(people.owner)
+    job = create(api)
+    assert api.patch(f"/api/jobs/{job.pk}/", {"limit_key": "mine"}, format="json").status_code == 200
+    assert api.patch(f"/api/jobs/{job.pk}/", {"limit_key": ""}, format="json").status_code == 200
+    mine.owner = people.outsider  # the limit is someone else's now: naming it again is not the owner's to do
+    mine.save()
+
+    refused = api.post(f"/api/jobs/{job.pk}/versions/2/restore/")
+
+    assert refused.status_code == 400 and "limit_key" in refused.json(), refused.json()
+    job.refresh_from_db()
+    assert (job.limit_key, job.version, job.versions.count()) == ("", 3, 3)
