@@ -305,10 +305,33 @@ def list_runs(ctx, as_json, job, status, since, limit, values):
 
 
 @subcommand(runs, "rerun")
-@click.argument("run_id", type=int)
-def rerun_run(ctx, as_json, run_id):
-    """Run a finished run again as itself: the same slot and idempotency key, its next attempt."""
-    act_on_run(ctx, as_json, run_id, "rerun", lambda answer: f"queued again as attempt {answer['attempt']}.")
+@click.argument("run_id", type=int, required=False)
+@click.option("--job", help="Many: the finished runs of this job (name or id)...")
+@click.option("--tag", help="... or of the jobs carrying this tag.")
+@click.option("--status", default="failed", show_default=True, help="Many: those that ended so.")
+@click.option("--since", metavar="TIME", help="Many: created since (30m, 1d, or ISO 8601).")
+@click.option("--until", metavar="TIME", help="Many: created before (default: now).")
+@click.option("--dry-run", is_flag=True, help="Many: only list the runs.")
+def rerun_run(ctx, as_json, run_id, job, tag, status, since, until, dry_run):
+    """Run a finished run again as itself: the same slot and idempotency key, its next attempt. Or
+    many: --job or --tag, --status, --since [--until] [--dry-run] (at most the server's
+    JOBS_RERUN_MAX_RUNS)."""
+    if run_id is not None:
+        if job or tag or since or until or dry_run:
+            raise CliError(USAGE, "give a RUN_ID, or --job/--tag and --since for many runs, not both.")
+        act_on_run(ctx, as_json, run_id, "rerun", lambda answer: f"queued again as attempt {answer['attempt']}.")
+        return
+    if bool(job) == bool(tag) or not since:
+        raise CliError(USAGE, "give a RUN_ID, or one of --job and --tag, and --since.")
+    body = {"status": status, "since": moment_param(since, "--since"),
+            "until": moment_param(until, "--until") if until else datetime.now(UTC).isoformat(), "dry_run": dry_run}
+    body.update({"job": find_job(ctx.api, job)["id"]} if job else {"tag": tag})
+    answer = ctx.api.post("/api/runs/rerun/", body)
+    if as_json:
+        output.emit_json(answer)
+        return
+    ids = ", ".join(str(found) for found in answer["runs"]) or "none"
+    click.echo(f"{'Would rerun' if dry_run else 'Rerun'} {len(answer['runs'])} run(s): {ids}.")
 
 
 @command()

@@ -60,6 +60,25 @@ def test_runs_rerun_queues_a_finished_run_again_and_refuses_one_not_finished(job
     assert AuditEntry.objects.filter(action="rerun", run_id=run.pk).count() == 1
 
 
+def test_runs_rerun_of_many_lists_with_dry_run_then_reruns_a_jobs_finished_runs(jobsctl, people):
+    job = make_job("many")
+    runs = [lifecycle.create_run(job) for _ in range(2)]
+    for run in runs:
+        lifecycle.cancel(run)
+    ids = ", ".join(str(run.pk) for run in runs)
+
+    dry = jobsctl("runs", "rerun", "--job", "many", "--status", "cancelled", "--since", "1h", "--dry-run",
+                  token=people["owner"])
+    assert (dry.returncode, dry.stdout) == (0, f"Would rerun 2 run(s): {ids}.\n"), dry.stderr
+    assert set(JobRun.objects.filter(job=job).values_list("status", flat=True)) == {"cancelled"}
+    done = jobsctl("runs", "rerun", "--job", "many", "--status", "cancelled", "--since", "1h", token=people["owner"])
+    assert (done.returncode, done.stdout) == (0, f"Rerun 2 run(s): {ids}.\n"), done.stderr
+    assert set(JobRun.objects.filter(job=job).values_list("status", "attempt")) == {("queued", 2)}
+    both = jobsctl("runs", "rerun", str(runs[0].pk), "--job", "many", token=people["owner"])
+    neither = jobsctl("runs", "rerun", "--status", "failed", token=people["owner"])
+    assert (both.returncode, neither.returncode) == (2, 2) and "RUN_ID" in neither.stderr
+
+
 def test_backfill_lists_with_dry_run_then_creates_the_runs_of_past_slots_once(jobsctl, people):
     job = make_job("hourly", HOURLY)
     first = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=3)
