@@ -298,21 +298,41 @@ def backfill(ctx, as_json, job, start, end, dry_run, params):
 @click.argument("run_id", type=int)
 def cancel_run(ctx, as_json, run_id):
     """Cancel a queued, retrying or running run (a finished one is left as it is)."""
-    answer = ctx.api.post(f"/api/runs/{run_id}/cancel/", not_found=f"no run {run_id} (or it is not yours to see).")
+    act_on_run(ctx, as_json, run_id, "cancel", lambda answer: answer["detail"])
+
+
+def act_on_run(ctx, as_json, run_id, call, said):
+    """POST /api/runs/<id>/<call>/, answered as JSON or in one line (``said(answer)``)."""
+    answer = ctx.api.post(f"/api/runs/{run_id}/{call}/", not_found=f"no run {run_id} (or it is not yours to see).")
     if as_json:
         output.emit_json(answer)
     else:
-        click.echo(f"run {run_id}: {answer['detail']}")
+        click.echo(f"run {run_id}: {said(answer)}")
 
 
-@command()
+class ListingFirst(click.Group):
+    """A group whose first word, when it names none of its commands, is its listing's (``list``):
+    ``jobsctl runs [JOB] [--status ...]`` lists, ``jobsctl runs rerun ID`` reruns."""
+
+    def parse_args(self, ctx, args):
+        if not args or (args[0] not in self.commands and args[0] not in ("-h", "--help")):
+            args = ["list", *args]
+        return super().parse_args(ctx, args)
+
+
+@cli.group(cls=ListingFirst)
+def runs():
+    """Run history (``jobsctl runs [JOB]``, the same as ``runs list``), and reruns."""
+
+
+@subcommand(runs, "list")
 @click.argument("job", required=False)
 @click.option("--status", help="Only runs in this status (failed, running, ...).")
 @click.option("--since", help="Created since: 30m, 1h, 2d, or an ISO 8601 time.")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="How many, newest first.")
 @click.option("--param", "values", multiple=True, metavar="NAME=VALUE",
               help="Only runs given this value of the job's parameter NAME (repeatable; needs JOB).")
-def runs(ctx, as_json, job, status, since, limit, values):
+def list_runs(ctx, as_json, job, status, since, limit, values):
     """Run history, newest first (of one job, or of every job you can see)."""
     params = {"status": status, "since": since and since_param(since)}
     if values and not job:
@@ -322,6 +342,36 @@ def runs(ctx, as_json, job, status, since, limit, values):
         params["job"] = find_job(ctx.api, job)["id"]
     found = ctx.api.get_all("/api/runs/", {k: v for k, v in params.items() if v is not None}, limit=limit)
     output.listed(found, as_json, output.runs_table, "No runs.")
+
+
+@subcommand(runs, "rerun")
+@click.argument("run_id", type=int, required=False)
+@click.option("--job", help="Many: the finished runs of this job (name or id)...")
+@click.option("--tag", help="... or of the jobs carrying this tag.")
+@click.option("--status", default="failed", show_default=True, help="Many: those that ended so.")
+@click.option("--since", metavar="TIME", help="Many: created since (30m, 1d, or ISO 8601).")
+@click.option("--until", metavar="TIME", help="Many: created before (default: now).")
+@click.option("--dry-run", is_flag=True, help="Many: only list the runs.")
+def rerun_run(ctx, as_json, run_id, job, tag, status, since, until, dry_run):
+    """Run a finished run again as itself: the same slot and idempotency key, its next attempt. Or
+    many: --job or --tag, --status, --since [--until] [--dry-run] (at most the server's
+    JOBS_RERUN_MAX_RUNS)."""
+    if run_id is not None:
+        if job or tag or since or until or dry_run:
+            raise CliError(USAGE, "give a RUN_ID, or --job/--tag and --since for many runs, not both.")
+        act_on_run(ctx, as_json, run_id, "rerun", lambda answer: f"queued again as attempt {answer['attempt']}.")
+        return
+    if bool(job) == bool(tag) or not since:
+        raise CliError(USAGE, "give a RUN_ID, or one of --job and --tag, and --since.")
+    body = {"status": status, "since": moment_param(since, "--since"),
+            "until": moment_param(until, "--until") if until else datetime.now(UTC).isoformat(), "dry_run": dry_run}
+    body.update({"job": find_job(ctx.api, job)["id"]} if job else {"tag": tag})
+    answer = ctx.api.post("/api/runs/rerun/", body)
+    if as_json:
+        output.emit_json(answer)
+        return
+    ids = ", ".join(str(found) for found in answer["runs"]) or "none"
+    click.echo(f"{'Would rerun' if dry_run else 'Rerun'} {len(answer['runs'])} run(s): {ids}.")
 
 
 @command()

@@ -32,7 +32,7 @@ from django.conf import settings
 from django.db import transaction
 
 from jobs.lifecycle.pings import NO_PING
-from jobs.models import Job, JobRun, RunStatus
+from jobs.models import Job, JobRun, RunRerun, RunStatus
 from jobs.telemetry import tracing
 from jobs.timing import clock
 
@@ -79,7 +79,7 @@ def on_job_paused(event, run=None, job=None, **details):
     """Subscribed to ``paused`` (jobs.lifecycle.streaks: a job paused itself after failures in a row),
     in the transaction of the run's end that made it pause: one delivery per channel of the rules
     that take ``paused`` for the job, never suppressed as an open incident is (people must hear that
-    the job stopped). Its key names that run: a run ends once, so a pause is told once."""
+    the job stopped). Its key names that run and attempt: an end is told once."""
     return record_event(run, event, **details)
 
 
@@ -235,17 +235,27 @@ def rule_wants_sql(events):
       AND (ru.scope = 'all' OR (ru.scope = 'tag' AND j.tags ? ru.tag) OR (ru.scope = 'job' AND ru.job_id = j.id)))"""
 
 
+# Told once per run, whichever attempt it is at: an overrun goes on across a retry.
+ONCE_PER_RUN = ("sla_overrun", "finished_late")
+
+
 def dedup_key(event, run, channel):
-    if event == "attempt_failed":
-        return f"{event}:{run.pk}:{run.attempt}:{channel.pk}"
-    return f"{event}:{run.pk}:{channel.pk}"
+    """Once per attempt: a rerun (jobs.lifecycle.runs.rerun) is a new attempt of the same run, and its
+    end is news again."""
+    if event in ONCE_PER_RUN:
+        return f"{event}:{run.pk}:{channel.pk}"
+    return f"{event}:{run.pk}:{run.attempt}:{channel.pk}"
 
 
 def _previous_outcome(run):
     """The status of the job's last finished run created before this one (skipped and cancelled
-    runs say nothing about the job's health), or None."""
+    runs say nothing about the job's health), or None. A rerun's is how the run itself had ended."""
 
     outcomes = [RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT]
+    if run.attempt > 1:  # only a rerun or a retry gets here; a rerun has its row
+        rerun = RunRerun.objects.filter(run_id=run.pk).order_by("-id").values_list("previous_status", flat=True).first()
+        if rerun in outcomes:
+            return rerun
     # Ordered by created_at, not finished_at, so the job's history index (run_job_recent_idx)
     # finds it without sorting all the job's runs.
     previous = JobRun.objects.filter(job_id=run.job_id, status__in=outcomes, created_at__lte=run.created_at)

@@ -327,6 +327,8 @@ JOBS_HTTP_MAX_RESPONSE_BYTES = env_int("JOBS_HTTP_MAX_RESPONSE_BYTES", 10 * 1024
 JOBS_SECRETS_KEYS = env_fernet_keys("JOBS_SECRETS_KEYS", checkout_secret(VAR_DIR, "secrets_key"))
 # Operator tools: backfill and slot accounting are bounded; commands drop root (see command_kind).
 JOBS_BACKFILL_MAX_SLOTS = env_int("JOBS_BACKFILL_MAX_SLOTS", 1000, 1)
+# The most finished runs one bulk rerun (POST /api/runs/rerun/) reruns.
+JOBS_RERUN_MAX_RUNS = env_int("JOBS_RERUN_MAX_RUNS", 500, 1)
 # Quotas of each user who is not staff (staff, superusers and manage.py without --as have none),
 # checked by jobs.actions for every interface; 0 turns one off. Jobs owned; the shortest interval
 # of a schedule (a cron expression is checked only above 60 s, its finest step); runs created by

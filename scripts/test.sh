@@ -56,6 +56,9 @@ export PYTHONPATH="$PWD"
 mkdir -p staticfiles
 .venv/bin/ruff check .
 .venv/bin/lint-imports --no-cache
+# Every migration added from now on must be safe on a running service (django-migration-linter); it asks the
+# database only which migrations are applied, so the server's maintenance database does.
+DATABASE_URL="${DATABASE_URL%/*}/postgres" .venv/bin/python scripts/lint_migrations.py
 if [ "$quick" = true ]; then
   # The SQLite pass's selection (TEST_PROCESSES=none, tests/conftest.py), on PostgreSQL.
   echo "== the tests that start no processes, on PostgreSQL ($DATABASE_URL)"

@@ -97,7 +97,7 @@ class RunSerializer(serializers.ModelSerializer):
             "id", "job", "job_name", "status", "trigger", "attempt", "max_attempts", "scheduled_for",
             "created_at", "queued_at", "started_at", "finished_at", "duration_seconds", "worker",
             "output_bytes", "error", "reason", "idempotency_key", "params", "waiting_for", "waiting_since",
-            "waited_seconds",
+            "waited_seconds", "job_version",
         ]
         read_only_fields = fields
 

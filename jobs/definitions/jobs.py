@@ -374,11 +374,8 @@ def insert_jobs(jobs):
     if connection.vendor != "postgresql" or not jobs:
         Job.objects.bulk_create(jobs, batch_size=BULK_BATCH)
         return
-    from psycopg.types.json import set_json_dumps  # PostgreSQL's driver, not needed with SQLite
-
     fields = Job._meta.concrete_fields
     stamped = [f for f in fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)]
-    table = connection.ops.quote_name(Job._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
                        [Job._meta.db_table, len(jobs)])
@@ -386,19 +383,30 @@ def insert_jobs(jobs):
             job.pk = pk
             for f in stamped:
                 f.pre_save(job, True)
+    copy_rows(Job, jobs, fields)
+    for job in jobs:
+        job._state.adding, job._state.db = False, connection.alias
+
+
+def copy_rows(model, rows, fields):
+    """Write ``rows`` (instances of ``model``, their ``fields`` set as the model would write them) in
+    one binary COPY, on PostgreSQL: what ``insert_jobs`` and a job's versions (``versions``) insert
+    in bulk."""
+    from psycopg.types.json import set_json_dumps  # PostgreSQL's driver, not needed with SQLite
+
+    table = connection.ops.quote_name(model._meta.db_table)
+    with connection.cursor() as cursor:
         cursor.execute("SELECT attname, atttypid FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0",
-                       [Job._meta.db_table])
+                       [model._meta.db_table])
         types = dict(cursor.fetchall())
         columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
         names = [f.attname for f in fields]
         set_json_dumps(json_text, cursor.cursor)
         with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types([types[f.column] for f in fields])
-            for job in jobs:
-                values = job.__dict__
+            for row in rows:
+                values = row.__dict__
                 copy.write_row([values[name] for name in names])
-    for job in jobs:
-        job._state.adding, job._state.db = False, connection.alias
 
 
 def json_text(value):

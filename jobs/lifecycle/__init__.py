@@ -64,6 +64,7 @@ from .runs import (
     release_held,
     release_pending,
     release_timed,
+    rerun,
     skip_past_deadline,
     time_limits,
     wake_all_waiting,
@@ -76,7 +77,7 @@ __all__ = [
     "fold_ends", "give_up_waiting", "NO_PING", "Ping", "fail_unpinged", "record_ping",
     "heartbeat", "recount_ends",
     "lose_if_holder_died", "message_for", "miss_if_past_deadline", "publish_again", "publish_many",
-    "publish_on_commit", "queue_due_retries", "record_failure", "record_success", "restore_claim", "release_held", "release_pending", "release_timed",
+    "publish_on_commit", "queue_due_retries", "record_failure", "record_success", "restore_claim", "release_held", "release_pending", "release_timed", "rerun",
     "skip_past_deadline", "subscribe", "succeed_in_one_transaction", "time_limits", "wake_all_waiting",
     "wake_waiting",
 ]

@@ -251,6 +251,9 @@ class Job(models.Model):
     last_run = models.ForeignKey(
         "JobRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
     )
+    # The number of the job's current version (``JobVersion``), which each run copies as it is made
+    # (``JobRun.job_version``); 0: not saved since versions were kept.
+    version = models.IntegerField(default=0, db_default=0, editable=False)
     created_at = models.DateTimeField(verbose_name="created", auto_now_add=True)
     updated_at = models.DateTimeField(verbose_name="updated", auto_now=True)
 

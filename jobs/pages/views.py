@@ -28,7 +28,7 @@ from ..kinds.base import result_as_json
 from ..lifecycle import limits
 from ..models import ACTIVE_STATUSES, RunStatus
 from ..operations.reports import job_report
-from . import charts, figures, keyset, params_form, queries
+from . import charts, figures, keyset, params_form, queries, versions
 from .common import actor, flower_url, job_timezone, may_act_on, page, refused_is_forbidden, slot_text
 from .operator_views import why_line
 from .reports import heat_map
@@ -162,6 +162,7 @@ def job_detail(request, pk):
         "why": why_line(job, request.GET.get("why", ""), tzname),
         "timeout_text": charts.human_seconds(job.timeout_seconds),
         "sla_text": charts.human_seconds(job.sla_seconds) if job.sla_seconds else None,
+        **versions.context(job, request.GET),
     }, "jobs")
 
 
@@ -358,4 +359,22 @@ def run_cancel(request, pk):
         messages.success(request, f"Run #{run.pk} is cancelled.")
     else:
         messages.info(request, f"Run #{run.pk} is already {run.status}; nothing changed.")
+    return redirect("pages:run", pk=run.pk)
+
+
+@login_required
+@require_POST
+@refused_is_forbidden
+def run_rerun(request, pk):
+    """Over a quota of runs: the 429 page naming it (``refused_is_forbidden``); a run not finished:
+    back to its page, which says so."""
+    run = visible_run(request, pk)
+    try:
+        actions.rerun(actor(request), run)
+    except actions.ActionError as exc:
+        if exc.kind != actions.ActionError.CONFLICT:
+            raise
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Run #{run.pk} is queued again as attempt {run.attempt}.")
     return redirect("pages:run", pk=run.pk)

@@ -36,6 +36,7 @@ TICK_FIELDS = (
     "priority", "parameters", "calendars", "business_days", "business_day_of_month",
     "name", "spread",  # the slot's offset (Job.spread_offset); the name also names a trace
     "dst_skipped", "dst_repeated",  # a cron slot's DST policy (Job.schedule_slot_after)
+    "version",  # the run names the job's version (JobRun.job_version)
 )
 
 
