@@ -36,14 +36,15 @@ def test_a_tag_report_past_its_budget_is_a_400_naming_the_setting(people, settin
         shown = page.get("/reports/?tag=fleet&days=90")
         assert shown.status_code == 400 and "JOBS_REPORT_MAX_SLOTS" in shown.content.decode()
         # The 7 days after the change walk nothing: every day and part of a day is counted.
-        assert staff.get("/api/reports/?tag=fleet&days=7").json()["slots_expected"] == 5 * (6 * 1440 + 13 * 60 + 29)  # 13:29 in Berlin
+        # The slots up to now (13:30 in Berlin), those in the scheduler's grace among them (as due).
+        assert staff.get("/api/reports/?tag=fleet&days=7").json()["slots_expected"] == 5 * (6 * 1440 + 13 * 60 + 30)
 
     # A thousand every-minute jobs in UTC walk nothing: their slots come from the cron fields alone,
-    # today's part of a day too (89 whole days and 12 h 29 min up to the grace before now).
+    # today's part of a day too (89 whole days and the 12 h 30 min up to now).
     fleet(1000, "UTC", tag="utc")
     with time_machine.travel(NOW, tick=False):
         report = staff.get("/api/reports/?tag=utc&days=90").json()
-    assert report["slots_expected"] == 1000 * (89 * 1440 + 12 * 60 + 29)
+    assert report["slots_expected"] == 1000 * (89 * 1440 + 12 * 60 + 30)
 
 
 @pytest.mark.parametrize("zone,spread", [("UTC", 0), ("Europe/Berlin", 3600), ("America/New_York", 59)])
