@@ -3,10 +3,17 @@ form read, in the API's shape, are checked by the resource's serializer and save
 the API does (``jobs.api.resources``), so a page and the API take the same objects with the same
 messages. A form only translates its fields into that shape and the errors back onto its fields."""
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.contrib import messages
+from django.shortcuts import redirect
+from django.utils.text import capfirst
 from rest_framework.settings import api_settings
 
 from ..actions.jobs import ActionError
-from .common import actor
+from ..resources import Resource
+from .common import actor, attempt
 from .job_forms import flat
 
 OTHER = "__all__"  # the errors of no field of the form
@@ -38,3 +45,41 @@ def save(request, resource, data, instance=None):
         if exc.kind == ActionError.FORBIDDEN:
             raise
         return None, errors_of(exc.fields or {OTHER: [exc.message]})
+
+
+@dataclass(frozen=True)
+class ResourceForm:
+    """A resource's form: ``from_post(post)`` its values as typed, ``to_api(values, instance)`` the
+    API's body of them, ``answer(request, values, errors, instance)`` the form drawn, ``title(obj)``
+    what messages call an object."""
+
+    resource: Resource
+    from_post: Callable
+    to_api: Callable
+    answer: Callable
+    title: Callable
+
+
+def submitted(request, form, instance=None, done=""):
+    """A POST of a resource's form: saved, it says so and redirects to ``done``; else the form again
+    with the errors, as typed."""
+    values = form.from_post(request.POST)
+    saved, errors = save(request, form.resource, form.to_api(values, instance), instance)
+    if saved is None:
+        if instance is not None:
+            instance.refresh_from_db()  # the page shows what is stored beside the values refused
+        return form.answer(request, values, errors, instance)
+    messages.success(request, f"{capfirst(form.resource.noun)} {form.title(saved)} is "
+                              f"{'created' if instance is None else 'saved'}.")
+    return redirect(done)
+
+
+def deleted(request, resource, instance, title, done, back):
+    """Delete ``instance`` (called ``title``) through the resource's action and go to ``done``; refused,
+    back to ``back`` with the reason."""
+    _, refused = attempt(resource.delete, actor(request), instance)
+    if refused:
+        messages.error(request, refused.message)
+        return redirect(back)
+    messages.success(request, f"{capfirst(resource.noun)} {title} is deleted.")
+    return redirect(done)

@@ -5,18 +5,18 @@ A kind's fields are the keys of its ``config_example`` (its package under ``noti
 a list is rows of values, a secret key (``secret_fields``) a password input that never shows what is
 stored; left blank, the stored value is kept (the API's mask is sent for it)."""
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from django.utils.text import capfirst
 from django.views.decorators.http import require_POST
 
 from jobs.actions.jobs import ActionError
 from jobs.actions.permissions import sees_everything
-from jobs.pages.common import actor, attempt, page, refused_is_forbidden
+from jobs.pages.common import actor, page, refused_is_forbidden
 from jobs.pages.form_kit import NONE, FormField
 from jobs.pages.job_forms import group_choices
-from jobs.pages.resource_forms import OTHER, save
+from jobs.pages.resource_forms import OTHER, ResourceForm, deleted, submitted
 
 from .. import actions, channel_secrets, channels
 from ..resources import CHANNELS
@@ -129,34 +129,26 @@ def answer(request, values, errors, channel=None):
     return response
 
 
+FORM = ResourceForm(CHANNELS, from_post, to_api, answer, lambda channel: channel.name)
+
+
 @login_required
 @refused_is_forbidden
 def channel_new(request):
     actions.check(actor_allowed(request, "view"), "add")
-    values = {"name": "", "kind": next(iter(channels.kinds()), ""), "enabled": True, "group": "", "shared": False}
-    if request.method != "POST":
-        return answer(request, values, {})
-    values = from_post(request.POST)
-    saved, errors = save(request, CHANNELS, to_api(values))
-    if saved is None:
-        return answer(request, values, errors)
-    messages.success(request, f"Channel {saved.name} is created.")
-    return redirect("notification-pages:channels")
+    if request.method == "POST":
+        return submitted(request, FORM, done=reverse("notification-pages:channels"))
+    return answer(request, {"name": "", "kind": next(iter(channels.kinds()), ""), "enabled": True, "group": "",
+                            "shared": False}, {})
 
 
 @login_required
 @refused_is_forbidden
 def channel_edit(request, pk):
     channel = editable_channel(request, pk)
-    if request.method != "POST":
-        return answer(request, from_channel(channel), {}, channel)
-    values = from_post(request.POST)
-    saved, errors = save(request, CHANNELS, to_api(values, channel), channel)
-    if saved is None:
-        channel.refresh_from_db()
-        return answer(request, values, errors, channel)
-    messages.success(request, f"Channel {saved.name} is saved.")
-    return redirect("notification-pages:channels")
+    if request.method == "POST":
+        return submitted(request, FORM, channel, reverse("notification-pages:channels"))
+    return answer(request, from_channel(channel), {}, channel)
 
 
 @login_required
@@ -164,9 +156,5 @@ def channel_edit(request, pk):
 @refused_is_forbidden
 def channel_delete(request, pk):
     channel = editable_channel(request, pk)
-    _, refused = attempt(actions.delete_channel, actor(request), channel)
-    if refused:
-        messages.error(request, refused.message)
-        return redirect("notification-pages:channel-edit", pk=channel.pk)
-    messages.success(request, f"Channel {channel.name} is deleted, with its rules.")
-    return redirect("notification-pages:channels")
+    return deleted(request, CHANNELS, channel, f"{channel.name} (with its rules)",
+                   reverse("notification-pages:channels"), reverse("notification-pages:channel-edit", args=[pk]))
