@@ -27,20 +27,34 @@ def errors_of(errors):
     return found
 
 
-def save(request, resource, data, instance=None):
-    """Check ``data`` and create (``instance`` None) or change ``instance`` through the resource's
-    actions: (the saved object, None), or (None, {field: [messages]}). An action refused as
-    forbidden raises on (``refused_is_forbidden`` answers 403)."""
-    acting = actor(request)
+def checked(request, resource, data, instance=None):
+    """(the serializer's validated values, None) of ``data``, or (None, {field: [messages]})."""
     serializer = resource.shape()(instance, data=data, partial=instance is not None,
-                                  context={"request": request, "actor": acting})
+                                  context={"request": request, "actor": actor(request)})
     if not serializer.is_valid():
         return None, errors_of(serializer.errors)
-    values = dict(serializer.validated_data)
-    try:
+    return dict(serializer.validated_data), None
+
+
+def by_resource(resource):
+    """Saving validated values as the generic API does: ``resource.create`` or ``resource.edit``."""
+    def apply(acting, values, instance=None):
         if instance is None:
-            return resource.create(acting, resource.model(**values)), None
-        return resource.edit(acting, instance, values), None
+            return resource.create(acting, resource.model(**values))
+        return resource.edit(acting, instance, values)
+    return apply
+
+
+def save(request, resource, data, instance=None, apply=None):
+    """Check ``data`` and create (``instance`` None) or change ``instance`` through the resource's
+    actions (``apply(actor, values, instance)``: the resource's create and edit unless given): (the
+    saved object, None), or (None, {field: [messages]}). An action refused as forbidden raises on
+    (``refused_is_forbidden`` answers 403)."""
+    values, errors = checked(request, resource, data, instance)
+    if errors:
+        return None, errors
+    try:
+        return (apply or by_resource(resource))(actor(request), values, instance), None
     except ActionError as exc:
         if exc.kind == ActionError.FORBIDDEN:
             raise
@@ -49,29 +63,36 @@ def save(request, resource, data, instance=None):
 
 @dataclass(frozen=True)
 class ResourceForm:
-    """A resource's form: ``from_post(post)`` its values as typed, ``to_api(values, instance)`` the
-    API's body of them, ``answer(request, values, errors, instance)`` the form drawn, ``title(obj)``
-    what messages call an object."""
+    """A resource's form: ``from_post(post)`` its values as typed; ``to_api(values, instance)`` the
+    API's body of them and {field: [messages]} of the values that are no part of one (a line that is
+    not an edge); ``answer(request, values, errors, instance)`` the form drawn; ``title(obj)`` what
+    messages call an object; ``apply``: as ``save``'s."""
 
     resource: Resource
     from_post: Callable
     to_api: Callable
     answer: Callable
     title: Callable
+    apply: Callable | None = None
 
 
 def submitted(request, form, instance=None, done=""):
-    """A POST of a resource's form: saved, it says so and redirects to ``done``; else the form again
-    with the errors, as typed."""
+    """A POST of a resource's form: saved, it says so and redirects to ``done`` (or ``done(saved)``);
+    else the form again with every error, and the values as typed."""
     values = form.from_post(request.POST)
-    saved, errors = save(request, form.resource, form.to_api(values, instance), instance)
+    data, own = form.to_api(values, instance)
+    if own:  # the rest is checked too, so that every message is shown at once
+        _, errors = checked(request, form.resource, {k: v for k, v in data.items() if k not in own}, instance)
+        saved, errors = None, {**(errors or {}), **own}
+    else:
+        saved, errors = save(request, form.resource, data, instance, form.apply)
     if saved is None:
         if instance is not None:
             instance.refresh_from_db()  # the page shows what is stored beside the values refused
         return form.answer(request, values, errors, instance)
     messages.success(request, f"{capfirst(form.resource.noun)} {form.title(saved)} is "
                               f"{'created' if instance is None else 'saved'}.")
-    return redirect(done)
+    return redirect(done(saved) if callable(done) else done)
 
 
 def deleted(request, resource, instance, title, done, back):

@@ -60,7 +60,7 @@ def from_post(post):
 
 
 def to_api(values, channel=None):
-    """The API's body of a channel from the form's values; a blank secret of a stored channel of the
+    """(the API's body of a channel from the form's values, no errors); a blank secret of a stored channel of the
     same kind is the mask (keep it)."""
     kind = values["kind"]
     spec = channels.get(kind)
@@ -73,7 +73,7 @@ def to_api(values, channel=None):
         elif value != "":
             config[key] = value
     return {"name": values["name"], "kind": kind, "config": config, "enabled": values["enabled"],
-            "group": values["group"] or None, "shared": values["shared"]}
+            "group": values["group"] or None, "shared": values["shared"]}, {}
 
 
 def kind_fields(spec, values, channel):

@@ -38,7 +38,7 @@ def from_post(post):
 def to_api(values, rule=None):
     return {"channel": values["channel"] or None, "events": values["events"], "scope": values["scope"],
             "tag": values["tag"], "job": values["job"] or None, "enabled": values["enabled"],
-            "group": values["group"] or None}
+            "group": values["group"] or None}, {}
 
 
 def job_choices(user, current):
