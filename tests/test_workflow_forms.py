@@ -108,3 +108,15 @@ def test_a_workflow_is_deleted_from_its_form(people, jobs):
     assert answer.status_code == 302 and answer["Location"] == "/workflows/"
     assert not Workflow.objects.exists()
     assert AuditEntry.objects.filter(subject=Subject.WORKFLOW, action="delete", source="page").count() == 1
+
+
+def test_a_group_set_by_staff_is_kept_when_its_owner_edits_the_workflow(people, jobs):
+    others = people.outsider.groups.get()  # not the owner's group: staff gave it
+    workflow = make_workflow("etl", ["extract"], [], owner=people.owner, group=others)
+    owner = browser(people.owner)
+    assert '<option value="others" selected>' in owner.get(f"/workflows/{workflow.pk}/edit/").content.decode()
+    answer = owner.post(f"/workflows/{workflow.pk}/edit/", workflow_post(group="others", nodes="extract", edges="",
+                                                                         description="nightly"))
+    assert answer.status_code == 302
+    workflow.refresh_from_db()
+    assert (workflow.group, workflow.description) == (others, "nightly")

@@ -15,7 +15,7 @@ from django.utils.text import capfirst
 from django.views.decorators.http import require_POST
 
 from jobs.pages.common import page, refused_is_forbidden
-from jobs.pages.form_kit import FormField
+from jobs.pages.form_kit import NONE, FormField
 from jobs.pages.job_forms import SCHEDULE_FIELDS, group_choices, make_field, schedule_object, strict_json
 from jobs.pages.resource_forms import OTHER, ResourceForm, checked, deleted, submitted
 
@@ -80,6 +80,8 @@ def to_api(values, workflow=None):
             "enabled": values.get("enabled", False), "on_upstream_failure": values.get("on_upstream_failure", ""),
             "group": values.get("group") or None, "schedule": schedule_object(values),
             "nodes": [line.strip() for line in values.get("nodes", "").splitlines() if line.strip()], "edges": edges}
+    if workflow is not None and data["group"] == (workflow.group.name if workflow.group_id else None):
+        del data["group"]  # kept as it is: a group staff set is not a new choice of this user's
     errors = {"edges": edge_errors} if edge_errors else {}
     try:
         data["params"] = strict_json(values["params"]) if values.get("params", "").strip() else {}
@@ -102,8 +104,8 @@ def form_fields(request, values, errors):
         "on_upstream_failure": made("on_upstream_failure", capfirst(policy.verbose_name), "select",
                                     choices=list(policy.choices)),
         "params": made("params", "Steps' parameter values", "textarea", rows=3),
-        "group": made("group", "Group", "select", choices=[("", "— none —"), *group_choices(request.user,
-                                                                                          values.get("group"))]),
+        "group": made("group", "Group", "select", choices=[("", NONE), *group_choices(request.user,
+                                                                                    values.get("group"))]),
     }
 
 
