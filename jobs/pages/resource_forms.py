@@ -66,14 +66,23 @@ class ResourceForm:
     """A resource's form: ``from_post(post)`` its values as typed; ``to_api(values, instance)`` the
     API's body of them and {field: [messages]} of the values that are no part of one (a line that is
     not an edge); ``answer(request, values, errors, instance)`` the form drawn; ``title(obj)`` what
-    messages call an object; ``apply``: as ``save``'s."""
+    messages call an object; ``values_of(obj)`` the form's values of a stored one; ``apply``: as
+    ``save``'s."""
 
     resource: Resource
     from_post: Callable
     to_api: Callable
     answer: Callable
     title: Callable
+    values_of: Callable
     apply: Callable | None = None
+
+
+def form_view(request, form, instance=None, done="", initial=None):
+    """The form of ``instance`` (None: a new one, with the values ``initial``), or its POST saved."""
+    if request.method == "POST":
+        return submitted(request, form, instance, done)
+    return form.answer(request, initial if instance is None else form.values_of(instance), {}, instance)
 
 
 def submitted(request, form, instance=None, done=""):

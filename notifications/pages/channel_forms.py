@@ -16,7 +16,7 @@ from jobs.actions.permissions import sees_everything
 from jobs.pages.common import actor, page, refused_is_forbidden
 from jobs.pages.form_kit import NONE, FormField
 from jobs.pages.job_forms import group_choices
-from jobs.pages.resource_forms import OTHER, ResourceForm, deleted, submitted
+from jobs.pages.resource_forms import OTHER, ResourceForm, deleted, form_view
 
 from .. import actions, channel_secrets, channels
 from ..resources import CHANNELS
@@ -129,26 +129,21 @@ def answer(request, values, errors, channel=None):
     return response
 
 
-FORM = ResourceForm(CHANNELS, from_post, to_api, answer, lambda channel: channel.name)
+FORM = ResourceForm(CHANNELS, from_post, to_api, answer, lambda channel: channel.name, from_channel)
 
 
 @login_required
 @refused_is_forbidden
 def channel_new(request):
     actions.check(actor_allowed(request, "view"), "add")
-    if request.method == "POST":
-        return submitted(request, FORM, done=reverse("notification-pages:channels"))
-    return answer(request, {"name": "", "kind": next(iter(channels.kinds()), ""), "enabled": True, "group": "",
-                            "shared": False}, {})
+    return form_view(request, FORM, done=reverse("notification-pages:channels"), initial={
+        "name": "", "kind": next(iter(channels.kinds()), ""), "enabled": True, "group": "", "shared": False})
 
 
 @login_required
 @refused_is_forbidden
 def channel_edit(request, pk):
-    channel = editable_channel(request, pk)
-    if request.method == "POST":
-        return submitted(request, FORM, channel, reverse("notification-pages:channels"))
-    return answer(request, from_channel(channel), {}, channel)
+    return form_view(request, FORM, editable_channel(request, pk), reverse("notification-pages:channels"))
 
 
 @login_required

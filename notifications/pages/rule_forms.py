@@ -14,7 +14,7 @@ from jobs.actions.permissions import sees_everything, visible_jobs
 from jobs.pages.common import page, refused_is_forbidden
 from jobs.pages.form_kit import NONE, FormField
 from jobs.pages.job_forms import group_choices
-from jobs.pages.resource_forms import OTHER, ResourceForm, deleted, submitted
+from jobs.pages.resource_forms import OTHER, ResourceForm, deleted, form_view
 
 from .. import actions
 from ..models import RULE_EVENTS, Rule, RuleScope
@@ -85,18 +85,16 @@ def rule_list(request):
                 "rules")
 
 
-FORM = ResourceForm(RULES, from_post, to_api, answer, actions.rule_name)
+FORM = ResourceForm(RULES, from_post, to_api, answer, actions.rule_name, from_rule)
 
 
 @login_required
 @refused_is_forbidden
 def rule_new(request):
-    if request.method == "POST":
-        return submitted(request, FORM, done=reverse("notification-pages:rules"))
-    job = request.GET.get("job", "")
+    job = request.GET.get("job", "")  # the job's page asks for a rule of that job
     values = from_rule(Rule(scope=RuleScope.JOB if job or not sees_everything(request.user) else RuleScope.ALL))
     values["job"] = job if job.isdigit() else ""
-    return answer(request, values, {})
+    return form_view(request, FORM, done=reverse("notification-pages:rules"), initial=values)
 
 
 def visible_rule(request, pk):
@@ -106,10 +104,7 @@ def visible_rule(request, pk):
 @login_required
 @refused_is_forbidden
 def rule_edit(request, pk):
-    rule = visible_rule(request, pk)
-    if request.method == "POST":
-        return submitted(request, FORM, rule, reverse("notification-pages:rules"))
-    return answer(request, from_rule(rule), {}, rule)
+    return form_view(request, FORM, visible_rule(request, pk), reverse("notification-pages:rules"))
 
 
 @login_required

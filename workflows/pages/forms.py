@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 from jobs.pages.common import page, refused_is_forbidden
 from jobs.pages.form_kit import NONE, FormField
 from jobs.pages.job_forms import SCHEDULE_FIELDS, group_choices, make_field, schedule_object, strict_json
-from jobs.pages.resource_forms import OTHER, ResourceForm, checked, deleted, submitted
+from jobs.pages.resource_forms import OTHER, ResourceForm, checked, deleted, form_view
 
 from .. import actions
 from ..models import FailurePolicy, Workflow
@@ -129,14 +129,21 @@ def answer(request, values, errors, workflow=None, preview=None):
     return response
 
 
-FORM = ResourceForm(WORKFLOWS, from_post, to_api, answer, lambda workflow: workflow.name, actions.save_validated)
+def values_of(workflow):
+    return from_api(WorkflowSerializer(workflow).data)
 
 
-def submit_or_preview(request, workflow=None):
-    """A POST of the form; "Preview" draws the graph of what was typed once the API's checks pass,
-    and saves nothing."""
+FORM = ResourceForm(WORKFLOWS, from_post, to_api, answer, lambda workflow: workflow.name, values_of,
+                    actions.save_validated)
+
+
+def workflow_form(request, workflow=None):
+    """The form, saved as the API saves, or "Preview": the graph of what was typed drawn once the
+    API's checks pass, nothing saved."""
     if "preview" not in request.POST:
-        return submitted(request, FORM, workflow, lambda saved: reverse("workflow-pages:detail", args=[saved.pk]))
+        return form_view(request, FORM, workflow, lambda saved: reverse("workflow-pages:detail", args=[saved.pk]),
+                         {"enabled": True, "on_upstream_failure": FailurePolicy.values[0], "schedule_type": "manual",
+                          "timezone": "UTC"})
     values = from_post(request.POST)
     data, errors = to_api(values, workflow)
     validated, refused = checked(request, WORKFLOWS, {k: v for k, v in data.items() if k not in errors}, workflow)
@@ -158,19 +165,13 @@ def editable_workflow(request, pk):
 @login_required
 @refused_is_forbidden
 def workflow_new(request):
-    if request.method == "POST":
-        return submit_or_preview(request)
-    return answer(request, {"enabled": True, "on_upstream_failure": FailurePolicy.values[0],
-                            "schedule_type": "manual", "timezone": "UTC"}, {})
+    return workflow_form(request)
 
 
 @login_required
 @refused_is_forbidden
 def workflow_edit(request, pk):
-    workflow = editable_workflow(request, pk)
-    if request.method == "POST":
-        return submit_or_preview(request, workflow)
-    return answer(request, from_api(WorkflowSerializer(workflow, context={"request": request}).data), {}, workflow)
+    return workflow_form(request, editable_workflow(request, pk))
 
 
 @login_required
