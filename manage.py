@@ -1,12 +1,7 @@
 #!/usr/bin/env python
-import os
 import sys
 
 if __name__ == "__main__":
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "scheduler_site.settings")
-    from scheduler_site import process
+    from scheduler_site.cli import manage
 
-    process.harden()  # before anything is written (migrate makes the SQLite database) or read
-    from django.core.management import execute_from_command_line
-
-    execute_from_command_line(sys.argv)
+    sys.exit(manage(sys.argv[1:], prog=sys.argv[0]))

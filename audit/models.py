@@ -20,6 +20,9 @@ class Action(models.TextChoices):
     CANCEL = "cancel", "cancel a run"
     BACKFILL = "backfill", "backfill"
     RERUN = "rerun", "rerun"
+    SNOOZE = "snooze", "snooze notifications"
+    UNSNOOZE = "unsnooze", "unsnooze notifications"
+    ACKNOWLEDGE = "acknowledge", "acknowledge an incident"
     ROTATE = "rotate", "rotate secrets"
     TEST_SEND = "test_send", "send a test notification"
     # Who came and went, their tokens, and the trail's own upkeep (issue 44's audit of everything).

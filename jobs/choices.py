@@ -99,6 +99,7 @@ class RunTrigger(models.TextChoices):
     MANUAL = "manual"
     BACKFILL = "backfill"
     WORKFLOW = "workflow"  # a step of a workflow run (workflows.progress)
+    PING = "ping"  # a check-in's ping that belongs to no slot of its own (jobs.lifecycle.pings)
 
 
 class AttemptOutcome(models.TextChoices):

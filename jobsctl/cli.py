@@ -91,24 +91,28 @@ def get_run(api, run_id):
     return api.get(f"/api/runs/{run_id}/", not_found=f"no run {run_id} (or it is not yours to see).")
 
 
-def since_param(text):
-    """``1h``, ``30m``, ``2d`` (before now) or an ISO 8601 time, as the API's ``since``."""
+def since_param(text, ahead=False):
+    """``1h``, ``30m``, ``2d`` (before now; ``ahead``: after now) or an ISO 8601 time, as the API's
+    ``since``."""
     match = RELATIVE.match(text.strip())
-    if match:
-        moment = datetime.now(UTC) - timedelta(**{UNITS[match[2]]: int(match[1])})
-        return moment.isoformat()
+    try:
+        if match:
+            span = timedelta(**{UNITS[match[2]]: int(match[1])})
+            return (datetime.now(UTC) + (span if ahead else -span)).isoformat()
+    except OverflowError:
+        pass  # no time that far away: not a time, as moment_param says
     return text
 
 
-def moment_param(text, option):
+def moment_param(text, option, ahead=False):
     """``since_param``, checked here: a time that is neither relative nor ISO 8601 is a usage error
     naming the option."""
-    value = since_param(text)
+    value = since_param(text, ahead)
     try:
         datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
     except ValueError:
         raise CliError(USAGE, f"{option}: {text!r} is not a time: give ISO 8601 (2026-11-20T03:00Z) "
-                              "or a time before now (30m, 6h, 2d).") from None
+                              f"or a time {'from' if ahead else 'before'} now (30m, 6h, 2d).") from None
     return value
 
 
@@ -116,7 +120,7 @@ def moment_param(text, option):
 
 @command("list")
 @click.option("--tag", help="Only jobs with this tag.")
-@click.option("--kind", type=click.Choice(["callable", "task", "command", "http"]))
+@click.option("--kind", type=click.Choice(["callable", "task", "command", "http", "checkin"]))
 @click.option("--enabled/--paused", default=None, help="Only enabled, or only paused, jobs.")
 def list_jobs(ctx, as_json, tag, kind, enabled):
     """List the jobs you can see."""
@@ -224,6 +228,42 @@ resume = switch(cli, "resume", "jobs", find_job, "job", help="Resume a job's sch
 
 @command()
 @click.argument("job")
+@click.option("--until", "until", required=True, metavar="TIME",
+              help="When its notifications start again: ISO 8601 (UTC unless it has an offset) or a time from now "
+                   "(30m, 6h, 2d); at most 90 days ahead.")
+def snooze(ctx, as_json, job, until):
+    """Send no notification of a job until TIME: its runs go on, what they would send is recorded, not sent."""
+    found = find_job(ctx.api, job)
+    answer = ctx.api.post(f"/api/jobs/{found['id']}/snooze/", {"until": moment_param(until, "--until", ahead=True)})
+    said(answer, as_json, f"Snoozed {answer['name']} until {answer['snoozed_until']}.")
+
+
+@command()
+@click.argument("job")
+def unsnooze(ctx, as_json, job):
+    """Notify about a job again from now on."""
+    answer = ctx.api.post(f"/api/jobs/{find_job(ctx.api, job)['id']}/unsnooze/")
+    said(answer, as_json, f"{answer['name']} is no longer snoozed.")
+
+
+@command("ack")
+@click.argument("job")
+def acknowledge(ctx, as_json, job):
+    """Acknowledge a job's open incident: the channels told of it hear that someone is on it."""
+    found = find_job(ctx.api, job)
+    answer = ctx.api.post(f"/api/jobs/{found['id']}/acknowledge/")
+    said(answer, as_json, f"Acknowledged {found['name']}'s incident (opened {answer['opened_at']}).")
+
+
+def said(answer, as_json, line):
+    if as_json:
+        output.emit_json(answer)
+    else:
+        click.echo(line)
+
+
+@command()
+@click.argument("job")
 @click.option("--start", "--from", "start", required=True, metavar="TIME",
               help="The range's start: ISO 8601 (UTC unless it has an offset) or before now (2d, 6h).")
 @click.option("--end", "--to", "end", required=True, metavar="TIME", help="The range's end, excluded; as --start.")
@@ -258,21 +298,41 @@ def backfill(ctx, as_json, job, start, end, dry_run, params):
 @click.argument("run_id", type=int)
 def cancel_run(ctx, as_json, run_id):
     """Cancel a queued, retrying or running run (a finished one is left as it is)."""
-    answer = ctx.api.post(f"/api/runs/{run_id}/cancel/", not_found=f"no run {run_id} (or it is not yours to see).")
+    act_on_run(ctx, as_json, run_id, "cancel", lambda answer: answer["detail"])
+
+
+def act_on_run(ctx, as_json, run_id, call, said):
+    """POST /api/runs/<id>/<call>/, answered as JSON or in one line (``said(answer)``)."""
+    answer = ctx.api.post(f"/api/runs/{run_id}/{call}/", not_found=f"no run {run_id} (or it is not yours to see).")
     if as_json:
         output.emit_json(answer)
     else:
-        click.echo(f"run {run_id}: {answer['detail']}")
+        click.echo(f"run {run_id}: {said(answer)}")
 
 
-@command()
+class ListingFirst(click.Group):
+    """A group whose first word, when it names none of its commands, is its listing's (``list``):
+    ``jobsctl runs [JOB] [--status ...]`` lists, ``jobsctl runs rerun ID`` reruns."""
+
+    def parse_args(self, ctx, args):
+        if not args or (args[0] not in self.commands and args[0] not in ("-h", "--help")):
+            args = ["list", *args]
+        return super().parse_args(ctx, args)
+
+
+@cli.group(cls=ListingFirst)
+def runs():
+    """Run history (``jobsctl runs [JOB]``, the same as ``runs list``), and reruns."""
+
+
+@subcommand(runs, "list")
 @click.argument("job", required=False)
 @click.option("--status", help="Only runs in this status (failed, running, ...).")
 @click.option("--since", help="Created since: 30m, 1h, 2d, or an ISO 8601 time.")
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1), help="How many, newest first.")
 @click.option("--param", "values", multiple=True, metavar="NAME=VALUE",
               help="Only runs given this value of the job's parameter NAME (repeatable; needs JOB).")
-def runs(ctx, as_json, job, status, since, limit, values):
+def list_runs(ctx, as_json, job, status, since, limit, values):
     """Run history, newest first (of one job, or of every job you can see)."""
     params = {"status": status, "since": since and since_param(since)}
     if values and not job:
@@ -282,6 +342,36 @@ def runs(ctx, as_json, job, status, since, limit, values):
         params["job"] = find_job(ctx.api, job)["id"]
     found = ctx.api.get_all("/api/runs/", {k: v for k, v in params.items() if v is not None}, limit=limit)
     output.listed(found, as_json, output.runs_table, "No runs.")
+
+
+@subcommand(runs, "rerun")
+@click.argument("run_id", type=int, required=False)
+@click.option("--job", help="Many: the finished runs of this job (name or id)...")
+@click.option("--tag", help="... or of the jobs carrying this tag.")
+@click.option("--status", default="failed", show_default=True, help="Many: those that ended so.")
+@click.option("--since", metavar="TIME", help="Many: created since (30m, 1d, or ISO 8601).")
+@click.option("--until", metavar="TIME", help="Many: created before (default: now).")
+@click.option("--dry-run", is_flag=True, help="Many: only list the runs.")
+def rerun_run(ctx, as_json, run_id, job, tag, status, since, until, dry_run):
+    """Run a finished run again as itself: the same slot and idempotency key, its next attempt. Or
+    many: --job or --tag, --status, --since [--until] [--dry-run] (at most the server's
+    JOBS_RERUN_MAX_RUNS)."""
+    if run_id is not None:
+        if job or tag or since or until or dry_run:
+            raise CliError(USAGE, "give a RUN_ID, or --job/--tag and --since for many runs, not both.")
+        act_on_run(ctx, as_json, run_id, "rerun", lambda answer: f"queued again as attempt {answer['attempt']}.")
+        return
+    if bool(job) == bool(tag) or not since:
+        raise CliError(USAGE, "give a RUN_ID, or one of --job and --tag, and --since.")
+    body = {"status": status, "since": moment_param(since, "--since"),
+            "until": moment_param(until, "--until") if until else datetime.now(UTC).isoformat(), "dry_run": dry_run}
+    body.update({"job": find_job(ctx.api, job)["id"]} if job else {"tag": tag})
+    answer = ctx.api.post("/api/runs/rerun/", body)
+    if as_json:
+        output.emit_json(answer)
+        return
+    ids = ", ".join(str(found) for found in answer["runs"]) or "none"
+    click.echo(f"{'Would rerun' if dry_run else 'Rerun'} {len(answer['runs'])} run(s): {ids}.")
 
 
 @command()

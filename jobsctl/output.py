@@ -71,8 +71,8 @@ def params_text(run):
 
 
 JOB_FIELDS = ["id", "name", "description", "owner", "group", "tags", "kind", "target", "parameters", "args", "kwargs",
-              "http_method", "http_ok_statuses", "enabled", "queue", "max_retries", "timeout_seconds",
-              "sla_seconds", "overlap_policy", "catchup_policy", "pause_after_failures", "consecutive_failures",
+              "http_method", "http_ok_statuses", "ping_url", "grace_seconds", "enabled", "queue", "max_retries",
+              "timeout_seconds", "sla_seconds", "min_duration_seconds", "overlap_policy", "catchup_policy", "pause_after_failures", "consecutive_failures",
               "dst_skipped", "dst_repeated"]
 
 
@@ -80,10 +80,14 @@ def job_lines(job):
     fields = [(name, job.get(name)) for name in JOB_FIELDS if name in job]
     if job["kind"] != "http":
         fields = [(name, value) for name, value in fields if not name.startswith("http_")]
+    if not job.get("ping_url"):  # a check-in's only (a job that runs elsewhere)
+        fields = [(name, value) for name, value in fields if name not in ("ping_url", "grace_seconds")]
     fields.insert(fields.index(("kind", job["kind"])), ("schedule", schedule(job["schedule"])))
     fields.append(("next_run_at", when(job["next_run_at"]) if job["enabled"] else "- (paused)"))
     if job.get("paused_reason"):  # it paused itself (auto-pause)
         fields.append(("paused_reason", job["paused_reason"]))
+    if job.get("snoozed_until"):  # no notification of it until then
+        fields.append(("snoozed_until", job["snoozed_until"]))
     fields.append(("last_run", last_run(job)))
     if job["schedule"]["type"] != "cron":
         fields = [(name, value) for name, value in fields if not name.startswith("dst_")]

@@ -1,5 +1,5 @@
 """What a person does to a channel or a rule, one function per action: create, change, delete (and
-send a test message through a channel).
+send a test message through a channel); and acknowledging a job's open incident.
 
 Every interface calls these (the admin, the API, ``jobs apply``) with a ``jobs.actions.jobs.Actor``.
 Each checks the permission, makes the change and writes its audit entry, in one transaction.
@@ -34,11 +34,14 @@ from django.utils import timezone
 from audit import trail
 from audit.models import Action, AuditEntry, Subject
 from jobs.actions import owned, permissions
-from jobs.actions.jobs import ActionError
+from jobs.actions.jobs import ActionError, may_act_on
 from jobs.actions.snapshot import HIDDEN
+from jobs.timing import clock
 
 from . import channel_secrets
-from .models import Channel, Rule, RuleScope
+from .models import Channel, Delivery, DeliveryStatus, Incident, Rule, RuleScope
+from .outbox import INCIDENT_EVENTS, payload_for
+from .queueing import enqueue_pending
 from .sending import send_test_notification
 
 VERBS = {"add": "create", "change": "change or test", "delete": "delete", "view": "read the configuration of"}
@@ -249,6 +252,62 @@ def delete_rule(actor, rule, detail=""):
     with transaction.atomic():
         _record(actor, Subject.RULE, rule_name(rule), Action.DELETE, _diff(rule_snapshot(rule), None), detail)
         rule.delete()
+
+
+# --- incidents
+
+
+def open_incident(job):
+    return Incident.objects.filter(job=job, closed_at__isnull=True).first()
+
+
+def acknowledge(actor, job, incident_id=None):
+    """Acknowledge ``job``'s open incident (``incident_id``: that one, as a signed link names it):
+    a person is on it. Whoever may act on the job may (the interface finds the job among those the
+    actor sees). The channels told of the incident hear it (an ``acknowledged`` delivery each:
+    PagerDuty's and Opsgenie's alert is acknowledged, the others get a message), and the audit
+    entry is about the job. An incident closed, or acknowledged already, is a CONFLICT."""
+    if not may_act_on(actor, job):
+        raise ActionError(permissions.COMMAND_JOBS_DENIED, ActionError.FORBIDDEN)
+    with transaction.atomic():
+        incident = Incident.objects.select_for_update().filter(job=job, closed_at__isnull=True).first()
+        if incident is None or incident_id is not None and incident.pk != incident_id:
+            raise ActionError(f"{job.name} has no open incident to acknowledge"
+                              + (" (the link's incident is over)." if incident_id is not None else "."),
+                              ActionError.CONFLICT)
+        if incident.acknowledged_at is not None:
+            raise ActionError(f"{job.name}'s incident was acknowledged already, by {incident.acknowledged_by_name} at "
+                              f"{incident.acknowledged_at.isoformat(timespec='seconds')}.", ActionError.CONFLICT)
+        now = clock.now()
+        Incident.objects.filter(pk=incident.pk).update(acknowledged_at=now, acknowledged_by=actor.user,
+                                                       acknowledged_by_name=actor.name[:255])
+        incident.acknowledged_at, incident.acknowledged_by_name = now, actor.name[:255]
+        told = _tell_acknowledged(incident, job, actor, now)
+        trail.record(job, Action.ACKNOWLEDGE, actor.source, user=actor.user, actor_name=actor.name,
+                     address=actor.address, run=incident.run,
+                     detail=f"incident {incident.pk}; told {told} channel(s)" if told else f"incident {incident.pk}")
+    return incident
+
+
+def _tell_acknowledged(incident, job, actor, now):
+    """An ``acknowledged`` delivery to each enabled channel that was sent (or is sending) a failure
+    of the incident; how many."""
+    told = Delivery.objects.filter(job=job, event__in=INCIDENT_EVENTS, created_at__gte=incident.opened_at,
+                                   status__in=[DeliveryStatus.SENT, DeliveryStatus.PENDING, DeliveryStatus.SENDING],
+                                   channel__enabled=True)
+    channels = Channel.objects.filter(pk__in=told.values("channel_id")).order_by("pk")
+    run = incident.run
+    payload = payload_for(run, "acknowledged", {"by": actor.name, "at": now.isoformat()}) if run else {
+        "event": "acknowledged", "job": {"id": job.pk, "name": job.name}, "run": {"id": None},
+        "details": {"by": actor.name, "at": now.isoformat()}}
+    rows = [Delivery(event="acknowledged", channel=channel, run=run, job=job, created_at=now, next_attempt_at=now,
+                     queued_at=now, dedup_key=f"acknowledged:{incident.pk}:{channel.pk}", payload=payload)
+            for channel in channels]
+    Delivery.objects.bulk_create(rows, ignore_conflicts=True)
+    keys = [row.dedup_key for row in rows]
+    if keys:
+        transaction.on_commit(lambda: enqueue_pending(keys))
+    return len(rows)
 
 
 # --- secrets rotate (registered with jobs.access.secrets in NotificationsConfig.ready)

@@ -13,14 +13,16 @@ class NotificationsConfig(AppConfig):
         from jobs.scheduling import duties
         from jobs.worker import watchdog
 
-        from . import actions, outbox, sending, watch
+        from . import actions, incidents, outbox, sending, watch
         from . import metrics as notification_metrics
 
         events.subscribe(
             "notifications", outbox.on_run_event,
-            events={"attempt_failed", "succeeded", "failed", "timed_out", "lost", "skipped", events.SLOT_MISSED},
-            # A success is news only to a rule that takes successes or recoveries.
-            wants_sql={"succeeded": outbox.rule_wants_sql(["succeeded", "recovered"])},
+            events={"attempt_failed", "succeeded", "failed", "timed_out", "lost", "skipped", events.SLOT_MISSED,
+                    events.TOO_OFTEN},
+            # A success is news only to a rule that takes successes or recoveries, or too_fast, or to the
+            # job's open incident, which it closes.
+            wants_sql={"succeeded": f"{outbox.wants_success_sql()} OR {incidents.open_incident_sql()}"},
         )
         events.subscribe("notifications.paused", outbox.on_job_paused, events={events.JOB_PAUSED})
         events.subscribe("notifications.scheduler", outbox.on_scheduler_event,

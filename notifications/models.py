@@ -1,6 +1,7 @@
 """Channels (where alerts go), rules (which run events go to which channel) and deliveries (one
 row per message to send: an outbox, written in the same transaction as the run event)."""
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
@@ -18,20 +19,24 @@ class Event(models.TextChoices):
     LOST = "lost", "Run lost (its workers kept dying)"
     SLA_OVERRUN = "sla_overrun", "Still running past its SLA"
     FINISHED_LATE = "finished_late", "Finished after overrunning its SLA"
-    MISSED = "missed", "Scheduled run missed"
+    MISSED = "missed", "Scheduled run missed (a check-in: no ping within the grace time)"
+    TOO_FAST = "too_fast", "Run succeeded sooner than the job's shortest run (min_duration_seconds)"
+    TOO_OFTEN = "too_often", "Check-in pinged more often than its schedule"
     RECOVERED = "recovered", "Recovered after a failure"
     SUCCEEDED = "succeeded", "Run succeeded"
     PAUSED = "paused", "Job paused itself after failures in a row (auto-pause)"
+    ACKNOWLEDGED = "acknowledged", "Incident acknowledged by a person"
     SCHEDULER_DOWN = "scheduler_down", "Scheduler down (no scheduler ticks), and its recovery"
     SCHEDULER_RECOVERED = "scheduler_recovered", "Scheduler recovered"
     DIGEST = "digest", "Digest of many notifications"
     TEST = "test", "Test notification"
 
 
-# What a rule can subscribe to; digests and tests are made by the system, not by rules, and a
-# scheduler's recovery goes to the channels told that it was down.
+# What a rule can subscribe to; digests and tests are made by the system, not by rules, a
+# scheduler's recovery goes to the channels told that it was down, and an acknowledgement to the
+# channels told of the incident.
 RULE_EVENTS = [(value, label) for value, label in Event.choices
-               if value not in ("digest", "test", "scheduler_recovered")]
+               if value not in ("digest", "test", "scheduler_recovered", "acknowledged")]
 
 
 class DeliveryStatus(models.TextChoices):
@@ -41,7 +46,7 @@ class DeliveryStatus(models.TextChoices):
     FAILED = "failed"
     GIVEN_UP = "given_up"
     FOLDED = "folded", "Folded into a digest"
-    SUPPRESSED = "suppressed", "Suppressed (incident already open)"
+    SUPPRESSED = "suppressed", "Suppressed (incident already open, or the job snoozed)"
 
 
 class Channel(Shareable):
@@ -175,3 +180,31 @@ class Delivery(models.Model):
 
     def __str__(self):
         return f"{self.event} → {self.channel.name} ({self.status})"
+
+
+class Incident(models.Model):
+    """A job's failure streak as the people told of it see it: opened by a failure (``failed``,
+    ``timed_out``) of a job with none open, closed by its next success (notifications.outbox), and
+    acknowledged at most once in between by a person (notifications.actions.acknowledge)."""
+
+    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="+")
+    run = models.ForeignKey("jobs.JobRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                            help_text="The run whose failure opened it.")
+    opened_at = models.DateTimeField(default=timezone.now)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                        related_name="+")
+    acknowledged_by_name = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["-opened_at", "-id"]
+        constraints = [
+            # One open incident per job; the outbox opens one with INSERT … ON CONFLICT DO NOTHING
+            # and finds it (job_id, closed_at IS NULL) through this index.
+            models.UniqueConstraint(fields=["job"], condition=Q(closed_at__isnull=True), name="incident_one_open_per_job"),
+        ]
+
+    def __str__(self):
+        state = "closed" if self.closed_at else ("acknowledged" if self.acknowledged_at else "open")
+        return f"incident {self.pk} of job {self.job_id} ({state})"

@@ -9,6 +9,13 @@ Incidents: a failure (``failed``/``timed_out``) of a job whose previous finished
 recorded as ``suppressed`` (the incident is already open, people have been told); the first success
 after a failure adds a ``recovered`` event.
 
+Each failure opens the job's incident (``incidents``) when none is open, and its next success
+closes it; the failure's message carries the signed link that acknowledges it.
+
+Snooze: while a job is snoozed (its ``snoozed_until`` is ahead), every delivery of its events is
+recorded as ``suppressed`` with the reason in its ``last_error`` (shown on the run page), logged,
+and never sent.
+
 A delivery names the rule that made it (``blamed_rule``): a permanent error of a channel caused by
 a rule that is not its owner's pauses that rule rather than the channel (``sending``).
 
@@ -24,10 +31,12 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 
-from jobs.models import JobRun, RunStatus
+from jobs.lifecycle.pings import NO_PING
+from jobs.models import Job, JobRun, RunRerun, RunStatus
 from jobs.telemetry import tracing
 from jobs.timing import clock
 
+from . import incidents
 from .models import Channel, Delivery, DeliveryStatus, Rule
 from .queueing import enqueue, enqueue_pending
 
@@ -44,14 +53,33 @@ def on_run_event(event, run=None, job=None, **details):
     if event == "skipped":
         # Skipped by its start deadline or the catch-up policy: a missed slot; an overlap skip is not news.
         return record_event(run, "missed") if run.reason.startswith("missed") else 0
+    if event == "failed" and run.reason == NO_PING:  # a check-in's slot that got no ping: missed too
+        return record_event(run, event, **details) + record_event(run, "missed")
+    if event == "succeeded" and is_too_fast(run, job):
+        return record_event(run, event, **details) + record_event(
+            run, "too_fast", duration_seconds=round(run.duration.total_seconds(), 3),
+            min_duration_seconds=job.min_duration_seconds)
     return record_event(run, event, **details)
+
+
+def is_too_fast(run, job):
+    """Whether ``run`` succeeded sooner than its job's shortest run (a run with no start has no duration)."""
+    return bool(job.min_duration_seconds and run.duration is not None
+                and run.duration.total_seconds() < job.min_duration_seconds)
+
+
+def wants_success_sql():
+    """Whether a success is news (SQL over ``j``): to a rule that takes successes or recoveries, or,
+    when the job has a shortest run, too_fast."""
+    return (f"{rule_wants_sql(['succeeded', 'recovered'])} "
+            f"OR (j.min_duration_seconds IS NOT NULL AND {rule_wants_sql(['too_fast'])})")
 
 
 def on_job_paused(event, run=None, job=None, **details):
     """Subscribed to ``paused`` (jobs.lifecycle.streaks: a job paused itself after failures in a row),
     in the transaction of the run's end that made it pause: one delivery per channel of the rules
     that take ``paused`` for the job, never suppressed as an open incident is (people must hear that
-    the job stopped). Its key names that run: a run ends once, so a pause is told once."""
+    the job stopped). Its key names that run and attempt: an end is told once."""
     return record_event(run, event, **details)
 
 
@@ -80,6 +108,12 @@ def _record(run, event, details, now):
     if event == "succeeded" and previous in INCIDENT_EVENTS:
         events.append("recovered")
     suppressed = event in INCIDENT_EVENTS and previous in INCIDENT_EVENTS
+    if event in INCIDENT_EVENTS:
+        incident = incidents.open_for(run, now)
+        if incident is not None and incident.acknowledged_at is None:
+            details = {**details, "acknowledge_url": incidents.acknowledge_url(incident)}
+    elif event == "succeeded":
+        incidents.close_for(run, now)
 
     rows = []
     for name in events:
@@ -91,17 +125,32 @@ def _record(run, event, details, now):
             )
             if suppressed:
                 row.next_attempt_at = row.queued_at = None
-            elif _over_threshold(channel, now):
-                _fold(row, now)
             rows.append(row)
     if not rows:
         return 0
+    _hold_if_snoozed(rows, run.job_id, now)
+    for row in rows:
+        if row.status == DeliveryStatus.PENDING and _over_threshold(row.channel, now):
+            _fold(row, now)
     # A repeated event (a duplicate task, a second monitor pass) hits the unique dedup_key: no-op.
     Delivery.objects.bulk_create(rows, ignore_conflicts=True)
     keys = [r.dedup_key for r in rows if r.status == DeliveryStatus.PENDING]
     if keys:
         transaction.on_commit(lambda: enqueue_pending(keys))
     return len(rows)
+
+
+def _hold_if_snoozed(rows, job_id, now):
+    """Keep ``rows`` (the deliveries of one event of the job ``job_id``) from being sent while the
+    job is snoozed (jobs.actions.jobs.snooze): recorded as suppressed, saying why, and logged."""
+    until = Job.objects.filter(pk=job_id).values_list("snoozed_until", flat=True).first() if rows else None
+    if until is None or until <= now:
+        return
+    reason = f"Not sent: the job's notifications are snoozed until {until.isoformat(timespec='seconds')}."
+    for row in rows:
+        row.status, row.last_error, row.next_attempt_at, row.queued_at = DeliveryStatus.SUPPRESSED, reason, None, None
+    logger.info("job %s is snoozed until %s: %s not sent to %s", job_id, until.isoformat(),
+                ", ".join(sorted({row.event for row in rows})), ", ".join(sorted({row.channel.name for row in rows})))
 
 
 def record_slot_missed(job, slot, reason):
@@ -118,12 +167,13 @@ def record_slot_missed(job, slot, reason):
                 key = f"missed:job{job.pk}:{slot:%Y%m%dT%H%M%S}:{channel.pk}"
                 if Delivery.objects.filter(dedup_key=key).exists():
                     continue  # alerted already (a second look at the same slot)
-                row = Delivery(event="missed", channel=channel, rule=rule, run=None, job=job, created_at=now,
-                               next_attempt_at=now, queued_at=now, dedup_key=key, status=DeliveryStatus.PENDING,
-                               payload=payload_for(unsaved, "missed", {"reason": reason}))
-                if _over_threshold(channel, now):  # a scheduler outage finds many at once
-                    _fold(row, now)
-                rows.append(row)
+                rows.append(Delivery(event="missed", channel=channel, rule=rule, run=None, job=job, created_at=now,
+                                     next_attempt_at=now, queued_at=now, dedup_key=key, status=DeliveryStatus.PENDING,
+                                     payload=payload_for(unsaved, "missed", {"reason": reason})))
+            _hold_if_snoozed(rows, job.pk, now)
+            for row in rows:
+                if row.status == DeliveryStatus.PENDING and _over_threshold(row.channel, now):
+                    _fold(row, now)  # a scheduler outage finds many at once
             Delivery.objects.bulk_create(rows, ignore_conflicts=True)
             keys = [row.dedup_key for row in rows if row.status == DeliveryStatus.PENDING]
             if keys:
@@ -185,17 +235,27 @@ def rule_wants_sql(events):
       AND (ru.scope = 'all' OR (ru.scope = 'tag' AND j.tags ? ru.tag) OR (ru.scope = 'job' AND ru.job_id = j.id)))"""
 
 
+# Told once per run, whichever attempt it is at: an overrun goes on across a retry.
+ONCE_PER_RUN = ("sla_overrun", "finished_late")
+
+
 def dedup_key(event, run, channel):
-    if event == "attempt_failed":
-        return f"{event}:{run.pk}:{run.attempt}:{channel.pk}"
-    return f"{event}:{run.pk}:{channel.pk}"
+    """Once per attempt: a rerun (jobs.lifecycle.runs.rerun) is a new attempt of the same run, and its
+    end is news again."""
+    if event in ONCE_PER_RUN:
+        return f"{event}:{run.pk}:{channel.pk}"
+    return f"{event}:{run.pk}:{run.attempt}:{channel.pk}"
 
 
 def _previous_outcome(run):
     """The status of the job's last finished run created before this one (skipped and cancelled
-    runs say nothing about the job's health), or None."""
+    runs say nothing about the job's health), or None. A rerun's is how the run itself had ended."""
 
     outcomes = [RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT]
+    if run.attempt > 1:  # only a rerun or a retry gets here; a rerun has its row
+        rerun = RunRerun.objects.filter(run_id=run.pk).order_by("-id").values_list("previous_status", flat=True).first()
+        if rerun in outcomes:
+            return rerun
     # Ordered by created_at, not finished_at, so the job's history index (run_job_recent_idx)
     # finds it without sorting all the job's runs.
     previous = JobRun.objects.filter(job_id=run.job_id, status__in=outcomes, created_at__lte=run.created_at)

@@ -40,8 +40,11 @@ HEADLINES = {
     "finished_late": "{job} finished late ({status} after {duration}, expected {sla})",
     "missed": "{job} missed its run scheduled for {scheduled_for}",
     "recovered": "{job} recovered: it succeeded again",
+    "too_fast": "{job} finished too fast ({status} after {duration})",
+    "too_often": "{job} was pinged more often than its schedule",
     "succeeded": "{job} succeeded",
     "paused": "{job} was paused: {failures} runs in a row ended in failure",
+    "acknowledged": "{job}: its incident was acknowledged by {by}",
     "test": "Test notification from the job scheduler",
 }
 
@@ -53,7 +56,7 @@ def headline(payload):
     details = payload.get("details") or {}
     return HEADLINES.get(event, "{job}: {event}").format(
         event=event, job=(payload.get("job") or {}).get("name"), attempt=run.get("attempt"),
-        failures=details.get("failures"),
+        failures=details.get("failures"), by=details.get("by"),
         max_attempts=run.get("max_attempts"), status=run.get("status"), scheduled_for=run.get("scheduled_for"),
         elapsed=seconds_text(details.get("elapsed_seconds")),
         sla=seconds_text(payload.get("sla_seconds")), duration=seconds_text(_duration(run)))
@@ -87,6 +90,8 @@ def context_for(delivery):
         "scheduler": payload.get("scheduler"),
         # Why the job paused itself (the "paused" event), with the failing runs.
         "reason": (payload.get("details") or {}).get("reason", "") if payload.get("event") == "paused" else "",
+        # The signed link that acknowledges the job's incident (a failure's message; notifications.incidents).
+        "acknowledge_url": (payload.get("details") or {}).get("acknowledge_url", ""),
     }
     if delivery.event == "digest":
         payloads = folded_payloads(delivery)

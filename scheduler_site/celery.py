@@ -12,10 +12,19 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "scheduler_site.settings")
 # ``manage.py check`` run them; CELERY_SKIP_CHECKS= (empty) runs them in the worker too.
 os.environ.setdefault("CELERY_SKIP_CHECKS", "1")
 
+
+def configure(app):
+    """What the service needs of a Celery app: its CELERY_* settings (from Django's) and the tasks of the
+    installed apps. A Django project with a Celery app of its own calls it on that app
+    (docs/how-to/existing-django-project.md); importing this module connects the workers' and beat's
+    hooks below, which hold for any app."""
+    app.config_from_object("django.conf:settings", namespace="CELERY")
+    app.autodiscover_tasks()
+    return app
+
+
 kombu_patches.install()
-app = Celery("scheduler_site")
-app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+app = configure(Celery("scheduler_site"))
 
 # Celery logs each task's return value at INFO: an HTTP run's result holds the response's headers,
 # which may carry secrets (a token the server sends back). The run's row keeps the result.

@@ -5,6 +5,7 @@ shows up as one clear line instead of a confusing error later.
 """
 
 import os
+from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -26,6 +27,17 @@ def env_choice(name, default, choices):
     if value not in choices:
         raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, got {value!r}")
     return value
+
+
+def var_dir(base_dir):
+    """Where the quick start's files live: VAR_DIR, else var/ in the checkout (``base_dir``, the one with
+    manage.py), else var/ in the folder the installed service runs in (``pip install .``)."""
+    return Path(env_str("VAR_DIR", str(home_dir(base_dir) / "var")))
+
+
+def home_dir(base_dir):
+    """A checkout keeps var/ and staticfiles/ in itself; the installed service in the folder it runs in."""
+    return base_dir if (base_dir / "manage.py").is_file() else Path.cwd()
 
 
 def checkout_secret(var_dir, filename):

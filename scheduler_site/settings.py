@@ -18,10 +18,14 @@ from .env import (
     env_networks,
     env_queues,
     env_str,
+    home_dir,
+    var_dir,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
+# A checkout keeps var/ and staticfiles/ in itself; the installed service (pip install ., the
+# `scheduler` command) in the folder it runs in.
+VAR_DIR = var_dir(BASE_DIR)
 
 DEBUG = env_bool("DEBUG", False)
 # Unset, the secrets come from the files the quick start made in var/ (checkout_secret), if any.
@@ -94,7 +98,8 @@ WSGI_APPLICATION = "scheduler_site.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # The checkout's templates/; the installed service has them in scheduler_site/templates/.
+        "DIRS": [BASE_DIR / "templates", Path(__file__).resolve().parent / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -210,7 +215,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = home_dir(BASE_DIR) / "staticfiles"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # Public by nature: readable by a proxy serving them, though manage.py writes with umask 077.
@@ -322,6 +327,8 @@ JOBS_HTTP_MAX_RESPONSE_BYTES = env_int("JOBS_HTTP_MAX_RESPONSE_BYTES", 10 * 1024
 JOBS_SECRETS_KEYS = env_fernet_keys("JOBS_SECRETS_KEYS", checkout_secret(VAR_DIR, "secrets_key"))
 # Operator tools: backfill and slot accounting are bounded; commands drop root (see command_kind).
 JOBS_BACKFILL_MAX_SLOTS = env_int("JOBS_BACKFILL_MAX_SLOTS", 1000, 1)
+# The most finished runs one bulk rerun (POST /api/runs/rerun/) reruns.
+JOBS_RERUN_MAX_RUNS = env_int("JOBS_RERUN_MAX_RUNS", 500, 1)
 # Quotas of each user who is not staff (staff, superusers and manage.py without --as have none),
 # checked by jobs.actions for every interface; 0 turns one off. Jobs owned; the shortest interval
 # of a schedule (a cron expression is checked only above 60 s, its finest step); runs created by
@@ -376,7 +383,8 @@ JOBS_COMMAND_RLIMIT_NPROC = env_int("JOBS_COMMAND_RLIMIT_NPROC", 256, 0)
 JOBS_COMMAND_RLIMIT_NOFILE = env_int("JOBS_COMMAND_RLIMIT_NOFILE", 1024, 0)
 JOBS_CALLABLE_MODULES = env_list("JOBS_CALLABLE_MODULES", ["jobs.builtin"])
 # The job kinds (jobs.kinds): each a package exporting KIND; a new kind is a package and its line here.
-JOBS_KINDS = env_list("JOBS_KINDS", ["jobs.kinds.callable", "jobs.kinds.task", "jobs.kinds.command", "jobs.kinds.http"])
+JOBS_KINDS = env_list("JOBS_KINDS", ["jobs.kinds.callable", "jobs.kinds.task", "jobs.kinds.command", "jobs.kinds.http",
+                                     "jobs.kinds.checkin"])
 # History: finished runs older than JOBS_RETENTION_DAYS are deleted, keeping at least the newest
 # JOBS_RETENTION_MIN_RUNS of each job (a job's own retention_days / retention_min_runs override them),
 # by a periodic task every JOBS_RETENTION_INTERVAL_SECONDS (0 turns it off), JOBS_RETENTION_BATCH
@@ -400,8 +408,25 @@ METRICS_TOKEN = env_str("METRICS_TOKEN", checkout_secret(VAR_DIR, "metrics_token
 METRICS_ALLOWED_IPS = env_list("METRICS_ALLOWED_IPS", [])
 NOTIFY_DIGEST_THRESHOLD = env_int("NOTIFY_DIGEST_THRESHOLD", 20, 1)
 NOTIFY_HTTP_TIMEOUT_SECONDS = env_float("NOTIFY_HTTP_TIMEOUT_SECONDS", 5.0, 0.1)
+# Where the paging channels send (notifications/channels/pagerduty, opsgenie).
+NOTIFY_PAGERDUTY_URL = env_str("NOTIFY_PAGERDUTY_URL", "https://events.pagerduty.com/v2/enqueue")
+NOTIFY_OPSGENIE_URL = env_str("NOTIFY_OPSGENIE_URL", "https://api.opsgenie.com")
 # Test sends a user may make in a minute (each is an audit entry); over it, 429. 0: no bound.
 NOTIFY_TEST_SENDS_PER_MINUTE = env_int("NOTIFY_TEST_SENDS_PER_MINUTE", 5, 0)
+# Check-in pings (/ping/<uuid>, jobs/api/pings.py): a body longer than JOBS_PING_BODY_BYTES is cut, never
+# refused; over JOBS_PING_RATE_PER_URL pings a minute to one ping URL, or JOBS_PING_RATE_PER_ADDRESS from
+# one client address, the answer is 429 (0: no bound). They are counted in the Redis of
+# JOBS_PING_CACHE_URL (REDIS_URL when unset); with none, in each web process's memory.
+JOBS_PING_BODY_BYTES = env_int("JOBS_PING_BODY_BYTES", 10_000, 0)
+JOBS_PING_RATE_PER_URL = env_int("JOBS_PING_RATE_PER_URL", 60, 0)
+JOBS_PING_RATE_PER_ADDRESS = env_int("JOBS_PING_RATE_PER_ADDRESS", 6000, 0)
+JOBS_PING_CACHE_URL = env_str("JOBS_PING_CACHE_URL", env_str("REDIS_URL", checkout_secret(VAR_DIR, "redis_url")))
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "pings": ({"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": JOBS_PING_CACHE_URL,
+               "KEY_PREFIX": "pings"} if JOBS_PING_CACHE_URL
+              else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "pings"}),
+}
 
 # --- Celery: settings for at-least-once delivery
 # One variable chooses the broker (scheduler_site/broker.py); REDIS_URL is the broker when it is unset.

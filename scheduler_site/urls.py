@@ -6,6 +6,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import IsAuthenticated
 
+from jobs.api.pings import ping
 from jobs.metrics.views import metrics_view
 
 from .api_root import ApiRoot
@@ -22,9 +23,9 @@ def api_docs(request, *args, **kwargs):
     return _swagger(request, *args, **kwargs)
 
 
-# Swagger UI's files come from drf-spectacular-sidecar and are served locally: no CDN.
-urlpatterns = [
-    path("admin/", admin.site.urls),
+# Swagger UI's files come from drf-spectacular-sidecar and are served locally: no CDN. A Django project
+# of its own adds service_urls beside its admin (docs/how-to/existing-django-project.md).
+service_urls = [
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="api-schema"),
     path("api/docs/", api_docs, name="api-docs"),
     path("api/", ApiRoot.as_view(), name="api-root"),
@@ -34,8 +35,14 @@ urlpatterns = [
     path("api/", include("notifications.api.urls")),
     path("oidc/", include("sso.urls")),
     path("metrics", metrics_view, name="metrics"),
+    # Check-in jobs' pings: no login, the uuid is the secret (docs/guide/checkins.md).
+    path("ping/<uuid:key>", ping, name="ping"),
+    path("ping/<uuid:key>/", ping),
+    path("ping/<uuid:key>/<str:action>", ping, name="ping-action"),
     path("favicon.ico", RedirectView.as_view(url=static("pages/favicon.svg"), permanent=True), name="favicon"),
     path("", include("jobs.pages.urls")),
     path("", include("workflows.pages.urls")),
     path("", include("notifications.pages.urls")),
 ]
+
+urlpatterns = [path("admin/", admin.site.urls), *service_urls]

@@ -9,19 +9,13 @@ jobs, runs, a limit, a calendar and a workflow made through the API, then each p
 """
 
 import argparse
-import os
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-
-import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.checkout_copy import REPO, checkout_copy, new_shell, stop_redis
+from scripts.quickstart_service import REPO, QuickStartService
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -30,32 +24,12 @@ START_SECONDS = 300  # migrations on a new SQLite database, on a busy CI machine
 RUNS_SECONDS = 180
 
 
-def wait_until(check, seconds, what, service=None):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if service is not None and service.poll() is not None:
-            raise SystemExit(f"the quick start exited ({service.returncode}) before {what}")
-        result = check()
-        if result:
-            return result
-        time.sleep(1)
-    raise SystemExit(f"gave up after {seconds} s waiting for {what}")
-
-
-class Api:
-    def __init__(self, base, key):
-        self.base, self.session = base, requests.Session()
-        self.session.headers["Authorization"] = f"Token {key}"
-
-    def __call__(self, method, path, **body):
-        response = self.session.request(method, self.base + path, json=body or None, timeout=30)
-        if response.status_code >= 300:
-            raise SystemExit(f"{method} {path}: {response.status_code} {response.text[:500]}")
-        return response.json()
-
-
-def made_up(api):
+def made_up(service):
     """A small service's worth of things to look at; answers the ids the pages' addresses need."""
+
+    def api(method, path, **body):
+        return service.api(method, path.removeprefix("/api/"), json=body or None)
+
     api("POST", "/api/limits/", key="warehouse", max_running=2, description="The warehouse takes two loads at once.")
     api("POST", "/api/calendars/", name="company-holidays", description="Days the office is closed.",
         dates=["2026-12-24", "2026-12-25", "2026-12-31"])
@@ -78,8 +52,8 @@ def made_up(api):
     return {"report": report["id"], "workflow": workflow["id"]}
 
 
-def all_runs_ended(api):
-    runs = api("GET", "/api/runs/?page_size=100")["results"]
+def all_runs_ended(service):
+    runs = service.api("GET", "runs/?page_size=100")["results"]
     return runs and all(run["status"] not in ("pending", "queued", "running", "retrying") for run in runs) and runs
 
 
@@ -93,8 +67,10 @@ def pages(ids, run_id):
             ("workflow", f"/workflows/{ids['workflow']}/"), ("workers", "/workers/")]
 
 
-def shoot(base, user, password, shots, out):
+def shoot(service, user, password, shots, out):
     from playwright.sync_api import sync_playwright
+
+    base = service.url
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -108,8 +84,8 @@ def shoot(base, user, password, shots, out):
             if "/accounts/login/" in page.url:
                 raise SystemExit(f"could not log in as {user}: {page.inner_text('main')[:300]}")
             # Beat takes the leader's lease within a tick or two of starting.
-            wait_until(lambda: page.goto(base + "/") and "No scheduler is leading" not in page.inner_text("body"),
-                       60, "a scheduler to lead")
+            service.wait(lambda: page.goto(base + "/") and "No scheduler is leading" not in page.inner_text("body"),
+                         60, "a scheduler to lead")
             for name, address in shots:
                 response = page.goto(base + address)
                 text = page.inner_text("body")
@@ -129,43 +105,20 @@ def main():
     if not Path(CHROMIUM).exists():
         raise SystemExit(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
     options.out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as folder, open(Path(folder) / "quickstart.log", "w+") as log:
-        clone = Path(folder) / "clone"
-        checkout_copy(clone)
-        base = f"http://127.0.0.1:{options.port}"
-        service = subprocess.Popen(
-            ["bash", "scripts/quickstart.sh"], cwd=clone, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**new_shell(), "WEB_BIND": f"127.0.0.1:{options.port}", "FLOWER_PORT": str(options.port + 1),
-                 "QUICKSTART_REDIS_PORT": str(options.port + 2)})
+    with tempfile.TemporaryDirectory() as folder:
+        service = QuickStartService(folder, options.port)
         try:
-            wait_until(lambda: answers(base + "/accounts/login/"), START_SECONDS, "the pages to answer", service)
-            key = subprocess.run([".venv/bin/python", "manage.py", "tokens", "create", "admin"], cwd=clone,
-                                 env=new_shell(), capture_output=True, text=True, check=True).stdout.split()[-1]
-            api = Api(base, key)
-            ids = made_up(api)
-            runs = wait_until(lambda: all_runs_ended(api), RUNS_SECONDS, "the runs to end", service)
+            service.start(START_SECONDS)
+            ids = made_up(service)
+            runs = service.wait(lambda: all_runs_ended(service), RUNS_SECONDS, "the runs to end")
             succeeded = [run["id"] for run in runs if run["job"] == ids["report"] and run["status"] == "succeeded"]
-            password = (clone / "var" / "admin_password").read_text().strip()
-            shoot(base, "admin", password, pages(ids, succeeded[0] if succeeded else runs[0]["id"]), options.out)
+            shoot(service, "admin", service.admin_password(),
+                  pages(ids, succeeded[0] if succeeded else runs[0]["id"]), options.out)
         except BaseException:
-            log.seek(0)
-            print(log.read()[-5000:], file=sys.stderr)
+            print(service.log(), file=sys.stderr)
             raise
         finally:
-            os.killpg(service.pid, signal.SIGTERM)
-            try:
-                service.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(service.pid, signal.SIGKILL)
-                service.wait()
-            stop_redis(clone / "var")
-
-
-def answers(url):
-    try:
-        return requests.get(url, timeout=5).status_code == 200
-    except requests.RequestException:
-        return False
+            service.stop()
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Install what the tests need, start PostgreSQL, Redis and RabbitMQ if they are down, and run the suite
 # on PostgreSQL and again on SQLite (the quick start's database) for the tests that start no processes
-# (see tests/conftest.py; TEST_SQLITE=false leaves that pass out). With no arguments the whole suite runs
-# as six passes side by side (the chaos tests of the service's faults then the tests/test_[k-z]* half, the
-# other chaos tests then the DST ones, the DST night then a 3-minute nemesis, the tests that start processes
-# then the security suite, the others, and SQLite; after the nemesis, the tests that start workers or beat again on RabbitMQ; TEST_SHARDS=false: one
-# after the other, without the nemesis or RabbitMQ). Arguments go to pytest in both passes, one after the other
+# and the quick start's whole service, tests/test_sqlite_service.py (see tests/conftest.py;
+# TEST_SQLITE=false leaves that pass out). With no arguments the whole suite runs as six passes side by
+# side (the chaos tests of the service's faults then the tests/test_[k-z]* half, the other chaos tests
+# then the DST ones, the DST night then a 3-minute nemesis, the tests that start processes then the
+# security suite, the others, and SQLite; after the nemesis, the tests that start workers or beat again
+# on RabbitMQ; TEST_SHARDS=false: one after the other, without the nemesis or RabbitMQ). Arguments go to
+# pytest in both passes, one after the other
 # (scripts/test.sh tests/test_schedules.py -x).
 # --quick, for iterating: ruff, import-linter and the tests that start no processes, on PostgreSQL
 # only, keeping the test database between runs; once the venv is there it installs nothing, and it
@@ -54,6 +56,9 @@ export PYTHONPATH="$PWD"
 mkdir -p staticfiles
 .venv/bin/ruff check .
 .venv/bin/lint-imports --no-cache
+# Every migration added from now on must be safe on a running service (django-migration-linter); it asks the
+# database only which migrations are applied, so the server's maintenance database does.
+DATABASE_URL="${DATABASE_URL%/*}/postgres" .venv/bin/python scripts/lint_migrations.py
 if [ "$quick" = true ]; then
   # The SQLite pass's selection (TEST_PROCESSES=none, tests/conftest.py), on PostgreSQL.
   echo "== the tests that start no processes, on PostgreSQL ($DATABASE_URL)"
@@ -108,10 +113,13 @@ later=(tests/test_limits_workers.py tests/test_parameters_end_to_end.py tests/te
 # The DST tests that start no processes but compute many nights (3.5 minutes alone), after the other
 # chaos tests; the security tests after the later list: the main pass took 31 minutes with both.
 dst=(tests/test_dst_slots.py tests/test_dst_policies.py tests/test_dst_policy_nights.py)
+# The quick start's whole service on a SQLite file of its own runs in the SQLite pass only (the
+# sqlite_service marker, tests/conftest.py).
+sqlite_service=tests/test_sqlite_service.py
 # The other tests in two halves: tests/test_[k-z]* run after the service's faults.
 second=()
 for file in tests/test_[k-z]*.py; do
-  [[ " ${later[*]} " == *" $file "* ]] || second+=("$file")
+  [[ " ${later[*]} $sqlite_service " == *" $file "* ]] || second+=("$file")
 done
 passes=(faults chaos night later main sqlite)
 {
@@ -158,10 +166,11 @@ night_pass=$!
 } >"$logs/later" 2>&1 &
 later_pass=$!
 run_pass "the other tests on PostgreSQL" "$DATABASE_URL" "$redis_db" 6390 --ignore=tests/chaos --ignore=tests/security \
-  "${later[@]/#/--ignore=}" "${second[@]/#/--ignore=}" "${dst[@]/#/--ignore=}" >"$logs/main" 2>&1 &
+  --ignore="$sqlite_service" "${later[@]/#/--ignore=}" "${second[@]/#/--ignore=}" "${dst[@]/#/--ignore=}" \
+  >"$logs/main" 2>&1 &
 main=$!
 if [ "${TEST_SQLITE:-true}" != false ]; then
-  run_pass "the tests that start no processes, on SQLite" "$sqlite" 13 6800 >"$logs/sqlite" 2>&1 &
+  run_pass "the tests that start no processes, and the quick start's service, on SQLite" "$sqlite" 13 6800 >"$logs/sqlite" 2>&1 &
   sqlite_pass=$!
 else
   (exit 0) & sqlite_pass=$!; : >"$logs/sqlite"

@@ -1,9 +1,10 @@
-"""A live service for the command line's tests: jobsctl installed from pyproject.toml into a folder
+"""A live service for the command line's tests: jobsctl installed from jobsctl/pyproject.toml into a folder
 of its own (as a laptop would install it), a real gunicorn web process on a port of this session's
 range, and jobsctl run as a subprocess. No tests here."""
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,9 +30,12 @@ def free_port(start=PORT_BASE):
 
 
 def install_cli(target):
-    """``pip install .`` of the repository into ``target``: the console script lands in target/bin."""
+    """``pip install ./jobsctl`` (its own distribution) into ``target``: the console script lands in target/bin.
+    From a copy: setuptools builds in the source folder, and passes side by side would share it."""
+    source = Path(f"{target}-source")
+    shutil.copytree(REPO / "jobsctl", source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-                    "--disable-pip-version-check", "--target", str(target), str(REPO)], check=True, timeout=120)
+                    "--disable-pip-version-check", "--target", str(target), str(source)], check=True, timeout=120)
     script = Path(target) / "bin" / "jobsctl"
     assert script.is_file(), "pip install . did not install the jobsctl console script"
     return script

@@ -164,7 +164,7 @@ class Processes:
 
 
 # Fixtures that start processes: a SQLite test database lives in the test's own memory.
-PROCESS_FIXTURES = {"processes", "live_server", "browser_page", "web", "broker"}
+PROCESS_FIXTURES = {"processes", "live_server", "browser_page", "web", "broker", "ping_web"}
 
 
 def starts_processes(item):
@@ -173,6 +173,8 @@ def starts_processes(item):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "postgres(why): needs PostgreSQL; left out of the SQLite pass")
+    config.addinivalue_line("markers", "sqlite_service: starts the quick start's whole service on a SQLite file of its "
+                                       "own: kept in the SQLite pass (scripts/test.sh leaves it out on PostgreSQL)")
 
 
 # TEST_PROCESSES=broker keeps only the tests whose workers or beat speak to the suite's broker (the
@@ -196,8 +198,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if TEST_PROCESSES == "broker":
             keep = on_the_suites_broker(item)
+        elif sqlite and TEST_PROCESSES == "all" and item.get_closest_marker("sqlite_service"):
+            keep = True  # its processes use a SQLite file of their own, not the test database
         else:
-            keep = not (starts_processes(item) or item.get_closest_marker("postgres"))
+            keep = not (starts_processes(item) or item.get_closest_marker("postgres")
+                        or item.get_closest_marker("sqlite_service"))
         (kept if keep else left_out).append(item)
     if left_out:
         config.hook.pytest_deselected(items=left_out)

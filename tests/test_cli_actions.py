@@ -1,4 +1,4 @@
-"""jobsctl cancel, backfill and workflows against a live service (a real gunicorn web process, a
+"""jobsctl cancel, runs rerun, backfill and workflows against a live service (a real gunicorn web process, a
 real worker where a run must finish, jobsctl installed from pyproject.toml and run as a
 subprocess): what each prints, its --json, its exit codes and its errors."""
 
@@ -41,6 +41,42 @@ def test_cancel_cancels_a_run_once_and_exits_3_for_one_you_cannot_see(jobsctl, p
     assert (hidden.returncode, hidden.stderr) == (3, f"jobsctl: no run {run.pk} (or it is not yours to see).\n")
     bad = jobsctl("cancel", "last", token=people["owner"])
     assert bad.returncode == 2 and "'last' is not a valid integer" in bad.stderr
+
+
+def test_runs_rerun_queues_a_finished_run_again_and_refuses_one_not_finished(jobsctl, people):
+    run = lifecycle.create_run(make_job("once"))  # no worker: it stays queued until cancelled
+    lifecycle.cancel(run)
+
+    rerun = jobsctl("runs", "rerun", run.pk, token=people["owner"])
+    assert (rerun.returncode, rerun.stdout) == (0, f"run {run.pk}: queued again as attempt 2.\n"), rerun.stderr
+    assert JobRun.objects.values_list("status", "attempt").get(pk=run.pk) == ("queued", 2)
+    again = jobsctl("runs", "rerun", run.pk, token=people["owner"])
+    assert (again.returncode, again.stderr) == (
+        6, f"jobsctl: refused: Run #{run.pk} is queued: only a finished run can be rerun.\n")
+    hidden = jobsctl("runs", "rerun", run.pk, token=people["outsider"])
+    assert (hidden.returncode, hidden.stderr) == (3, f"jobsctl: no run {run.pk} (or it is not yours to see).\n")
+    listed = jobsctl("runs", "once", "--json", token=people["owner"])  # the listing is the group's first word
+    assert [found["id"] for found in json.loads(listed.stdout)] == [run.pk], listed.stderr
+    assert AuditEntry.objects.filter(action="rerun", run_id=run.pk).count() == 1
+
+
+def test_runs_rerun_of_many_lists_with_dry_run_then_reruns_a_jobs_finished_runs(jobsctl, people):
+    job = make_job("many")
+    runs = [lifecycle.create_run(job) for _ in range(2)]
+    for run in runs:
+        lifecycle.cancel(run)
+    ids = ", ".join(str(run.pk) for run in runs)
+
+    dry = jobsctl("runs", "rerun", "--job", "many", "--status", "cancelled", "--since", "1h", "--dry-run",
+                  token=people["owner"])
+    assert (dry.returncode, dry.stdout) == (0, f"Would rerun 2 run(s): {ids}.\n"), dry.stderr
+    assert set(JobRun.objects.filter(job=job).values_list("status", flat=True)) == {"cancelled"}
+    done = jobsctl("runs", "rerun", "--job", "many", "--status", "cancelled", "--since", "1h", token=people["owner"])
+    assert (done.returncode, done.stdout) == (0, f"Rerun 2 run(s): {ids}.\n"), done.stderr
+    assert set(JobRun.objects.filter(job=job).values_list("status", "attempt")) == {("queued", 2)}
+    both = jobsctl("runs", "rerun", str(runs[0].pk), "--job", "many", token=people["owner"])
+    neither = jobsctl("runs", "rerun", "--status", "failed", token=people["owner"])
+    assert (both.returncode, neither.returncode) == (2, 2) and "RUN_ID" in neither.stderr
 
 
 def test_backfill_lists_with_dry_run_then_creates_the_runs_of_past_slots_once(jobsctl, people):

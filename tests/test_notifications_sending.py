@@ -3,6 +3,7 @@ errors, signatures and digests."""
 
 import hashlib
 import hmac
+import re
 from datetime import UTC, datetime, timedelta
 from unittest import mock
 
@@ -272,8 +273,10 @@ def test_a_slack_message_quotes_a_job_name_and_an_error_without_mentioning_or_li
     assert "*&lt;!channel&gt; &lt;https://evil|Open run&gt; failed after 1 attempt(s)*" in text
     assert "Job: &lt;!channel&gt; &lt;https://evil|Open run&gt; ·" in text
     assert "&lt;!here&gt; &amp; &lt;https://evil2|click&gt;" in text
-    # Slack reads "<…>" as a mention or a link: the only one left is the message's own link.
-    assert text.count("<") == 1 and text.count(">") == 1 and run_link in text
+    # Slack reads "<…>" as a mention or a link: the only ones left are the message's own links (the
+    # run, and the signed link that acknowledges the job's incident).
+    acknowledge_link = re.search(r"<https://scheduler\.example\.com/acknowledge/[^|<>]+/\|Acknowledge>", text)
+    assert text.count("<") == 2 and text.count(">") == 2 and run_link in text and acknowledge_link
     assert text.count("```") == 2  # the block's own fences: the error cannot close it
 
 

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import redis
 
-from scripts.checkout_copy import checkout_copy, new_shell, stop_redis
+from scripts.quickstart_service import checkout_copy, new_shell, stop_redis
 
 from .conftest import REPO
 

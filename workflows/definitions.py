@@ -12,6 +12,7 @@ from django.db.models import Count, OuterRef, Subquery
 
 from jobs import parameters
 from jobs.definitions import jobs as job_definitions
+from jobs.kinds import running_elsewhere
 from jobs.models import Job
 
 from .models import Edge, FailurePolicy, WorkflowEdge, WorkflowNode, WorkflowRun
@@ -33,6 +34,9 @@ def parse_graph(nodes, edges, jobs_by_name, params=None):
     unknown = [n for n in nodes if n not in jobs_by_name]
     node_errors = [f"'{n}' is listed more than once." for n in duplicates]
     node_errors += [f"No job named '{n}' that you may use." for n in unknown]
+    elsewhere = running_elsewhere()
+    node_errors += [f"'{n}' runs elsewhere (a {jobs_by_name[n].kind} job): a workflow cannot run it."
+                    for n in nodes if getattr(jobs_by_name.get(n), "kind", None) in elsewhere]
     if node_errors:
         errors["nodes"] = node_errors
     parsed, edge_errors = [], []

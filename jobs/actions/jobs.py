@@ -1,5 +1,6 @@
 """What a person does to a job, one function per action: create, edit, delete, clone, run now, pause,
-resume, cancel a run, backfill; and ``rotate_secrets``.
+resume, snooze and unsnooze its notifications, cancel a run, rerun a finished run (one, or many at
+once), backfill; and ``rotate_secrets``.
 
 Every interface calls these (the admin, the pages, the API, ``manage.py jobs|runs`` and ``jobs
 apply``) with an ``Actor``: who acts, through which interface, from where. Each action checks the
@@ -17,19 +18,23 @@ import socket
 from collections import Counter
 from copy import copy as shallow_copy
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import ProtectedError
+from django.utils import timezone
 
 from audit import trail
 from audit.models import Action, Source, Subject
 
 from .. import lifecycle, parameters
 from ..access import secrets
-from ..definitions import bound_secrets
+from ..definitions import bound_secrets, versions
 from ..definitions import jobs as definitions
-from ..models import Calendar, Job, Limit
+from ..kinds import running_elsewhere
+from ..models import TERMINAL_STATUSES, Calendar, Job, Limit
 from ..operations import backfill as backfills
 from . import permissions, quotas
 from .errors import ActionError
@@ -103,6 +108,20 @@ def _record(actor, job, action, **fields):
                  **fields)
 
 
+def _version(actor, job, changes, detail="", created=False):
+    """The job's next version, as saved (``versions``; ``created``: its first), by the actor."""
+    versions.record(job, snapshot(job), changes, user=actor.user, author_name=_author(actor), detail=detail,
+                    created=created)
+
+
+def _author(actor):
+    """The name a version gives its author. Whoever sees the job sees its versions, so the OS user and
+    host of a command line stay in the audit trail (staff's): there, the ``--as`` user or "an operator"."""
+    if actor.source != Source.CLI:
+        return actor.name
+    return actor.user.get_username() if actor.user is not None else "an operator"
+
+
 # --- what a job names: a limit and calendars the actor may use (theirs, their team's, shared)
 
 
@@ -159,8 +178,10 @@ def create(actor, job, schedule=None, detail=""):
     _check_names(actor, job)
     with transaction.atomic():
         quotas.check_held(actor, Job, group=job.group)
+        job.version = 1
         _saved(job, schedule)
         _record(actor, job, Action.CREATE, changes=created(job), detail=detail)
+        _version(actor, job, None, detail, created=True)
     return job
 
 
@@ -190,6 +211,7 @@ def edit(actor, job, values=None, schedule=None, detail=""):
         _saved(job, schedule)
         if changes := diff(snapshot(stored), snapshot(job)):
             _record(actor, job, Action.CHANGE, changes=changes, detail=detail)
+            _version(actor, job, changes, detail)
     return job
 
 
@@ -199,9 +221,11 @@ def _check_bound_secrets(stored, job):
 
 
 def _keep_streak(job, stored):
-    """What the service keeps on the job as its runs end (the failure streak, why it paused itself),
-    as the locked row has it: ``job`` may have been read before a run's end changed them."""
+    """What the service keeps on the job as its runs end (the failure streak, why it paused itself)
+    and what the snooze action sets, and its version's number, as the locked row has them: ``job`` may
+    have been read before a run's end, a snooze or another change moved them."""
     job.consecutive_failures, job.paused_reason = stored.consecutive_failures, stored.paused_reason
+    job.snoozed_until, job.version = stored.snoozed_until, stored.version
 
 
 def delete(actor, job, detail=""):
@@ -236,12 +260,15 @@ def clone(actor, job):
             name = f"{job.name} (copy {n})"
         copy.pk = copy.id = None
         copy._state.adding = True
-        copy.name, copy.enabled, copy.last_run = name, False, None
+        copy.name, copy.enabled, copy.last_run, copy.snoozed_until = name, False, None, None
+        copy.ping_key = copy.ping_check_from = None  # a check-in's copy gets a ping URL of its own
         for field in secrets.FIELDS:
             setattr(copy, field, {})
         _check_names(actor, copy)
+        copy.version = 1
         _saved(copy, None)
         _record(actor, copy, Action.CREATE, changes=created(copy), detail=f"cloned from {job.name}")
+        _version(actor, copy, None, f"cloned from {job.name}", created=True)
     return copy
 
 
@@ -309,6 +336,7 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
         for job, schedule in new:
             if job.owner_id is None and actor.user is not None:
                 job.owner = actor.user
+            job.version = 1
             items.append((job, schedule))
         for i, (job, values, _) in enumerate(changed):
             for name, value in values.items():
@@ -338,10 +366,16 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
         names = [job.name for job, _ in new]
         entries = [_entry(actor, None, Action.CREATE, name=", ".join(names), changes={"created": names},
                           detail=f"{detail}: {len(names)} job(s) created")] if new else []
+        saved = []
         for job, _, _ in changed:
-            if changes := diff(snapshot(stored[job.pk]), snapshot(job)):
+            values = snapshot(job)
+            if changes := diff(snapshot(stored[job.pk]), values):
                 entries.append(_entry(actor, job, Action.CHANGE, changes=changes, detail=detail))
+                saved.append((job, values, changes))
         trail.record_many(entries)
+        by = {"user": actor.user, "author_name": _author(actor), "detail": detail}
+        versions.record_many([(job, snapshot(job), None) for job, _ in new], created=True, **by)
+        versions.record_many(saved, **by)
     return {}
 
 
@@ -404,12 +438,19 @@ def run_now(actor, job, params=None):
     """A manual run of the job, queued at once, with ``params`` (values of the job's parameters,
     checked; the defaults fill the rest). The entry records the values."""
     _check(actor, job.kind)
+    _check_runs_here(job)
     values = resolved_params(job, params)
     with transaction.atomic():
         quotas.check_runs(actor, job.group)
         run = lifecycle.create_run(job, user=actor.user, params=values)
         _record(actor, job, Action.RUN_NOW, run=run, changes={"params": [None, values]} if values else None)
     return run
+
+
+def _check_runs_here(job):
+    if job.kind in running_elsewhere():
+        raise ActionError(f"{job.name} runs elsewhere (a {job.kind} job): its runs are reported by pinging "
+                          f"its ping_url, the service does not run it.", ActionError.CONFLICT)
 
 
 def pause(actor, job):
@@ -428,6 +469,45 @@ def _switch(actor, job, switch, action):
     return job
 
 
+SNOOZE_MAX_DAYS = 90
+
+
+def snooze(actor, job, until):
+    """No notification of ``job`` until ``until`` (an aware datetime, in the future, at most
+    SNOOZE_MAX_DAYS ahead): what its runs would send is recorded, not sent (notifications.outbox).
+    Snoozing a snoozed job moves the end."""
+    _check(actor, job.kind)
+    now = timezone.now()
+    if not isinstance(until, datetime) or timezone.is_naive(until):
+        refused = "A time with its offset, such as 2026-12-01T08:00:00+01:00."
+    elif until <= now:
+        refused = f"Must be in the future (it is {now.isoformat(timespec='seconds')} now)."
+    elif until > now + timedelta(days=SNOOZE_MAX_DAYS):
+        refused = f"At most {SNOOZE_MAX_DAYS} days ahead; pause the job, or remove its rules, to stop its alerts longer."
+    else:
+        refused = None
+    if refused:
+        raise ActionError(f"until: {refused}", ActionError.INVALID, fields={"until": [refused]})
+    return _set_snooze(actor, job, until, Action.SNOOZE)
+
+
+def unsnooze(actor, job):
+    """Notify about ``job`` again from now on."""
+    _check(actor, job.kind)
+    return _set_snooze(actor, job, None, Action.UNSNOOZE)
+
+
+def _set_snooze(actor, job, until, action):
+    with transaction.atomic():
+        before = Job.objects.select_for_update().values_list("snoozed_until", flat=True).get(pk=job.pk)
+        Job.objects.filter(pk=job.pk).update(snoozed_until=until)
+        job.snoozed_until = until
+        if before != until:
+            _record(actor, job, action, changes={"snoozed_until": [before and before.isoformat(),
+                                                                   until and until.isoformat()]})
+    return job
+
+
 def cancel(actor, run):
     """Cancel a run that has not finished; False (and no entry) when it had already finished."""
     _check(actor, run.job.kind)
@@ -438,12 +518,65 @@ def cancel(actor, run):
     return cancelled
 
 
+def rerun(actor, run):
+    """Run a finished run again as itself (``lifecycle.rerun``: the same slot and idempotency key, its
+    next attempt, its earlier attempts kept), counted as a run the actor started. A CONFLICT (409)
+    while the run is queued or running."""
+    _check(actor, run.job.kind)
+    _check_runs_here(run.job)
+    with transaction.atomic():
+        previous = run.status
+        if previous not in TERMINAL_STATUSES:
+            raise ActionError(f"Run #{run.pk} is {previous}: only a finished run can be rerun.", ActionError.CONFLICT)
+        quotas.check_runs(actor, run.job.group)
+        if not lifecycle.rerun(run, user=actor.user):
+            raise ActionError(f"Run #{run.pk} was started again meanwhile: it is no longer finished.",
+                              ActionError.CONFLICT)
+        _record(actor, run.job, Action.RERUN, run=run,
+                detail=f"run #{run.pk} rerun as attempt {run.attempt} (it had {previous})")
+    return run
+
+
+def rerun_many(actor, runs, dry_run=False):
+    """``rerun`` for each finished run of ``runs`` (a query, which the interface has narrowed to
+    those the actor may see), at most JOBS_RERUN_MAX_RUNS of them: (the runs rerun, or with
+    ``dry_run`` those that would be; those that had started again meanwhile). Refused whole, with
+    nothing rerun, past that bound, when a run's job is one the actor may not act on, or past a
+    quota of runs (counting them all, and each team's for its own jobs)."""
+    bound = settings.JOBS_RERUN_MAX_RUNS
+    found = list(runs.filter(status__in=TERMINAL_STATUSES).select_related("job", "job__group")
+                 .order_by("scheduled_for", "id")[:bound + 1])
+    if len(found) > bound:
+        raise ActionError(f"More than {bound} finished runs match; at most {bound} are rerun at once "
+                          "(JOBS_RERUN_MAX_RUNS): narrow the range.")
+    _check(actor, *{run.job.kind for run in found})
+    found = [run for run in found if run.job.kind not in running_elsewhere()]  # a check-in's runs are its pings'
+    if dry_run or not found:
+        return found, []
+    with transaction.atomic():
+        quotas.check_runs(actor, None, adding=len(found))
+        teams = Counter(run.job.group for run in found if run.job.group_id is not None)
+        for group, count in teams.items():
+            quotas.check_runs(actor, group, adding=count)
+        done, moved = [], []
+        for run in found:
+            previous = run.status
+            if lifecycle.rerun(run, user=actor.user):
+                done.append(run)
+                _record(actor, run.job, Action.RERUN, run=run,
+                        detail=f"run #{run.pk} rerun as attempt {run.attempt} (it had {previous}), one of many")
+            else:
+                moved.append(run)
+    return done, moved
+
+
 def backfill(actor, job, start, end, dry_run=False, params=None):
     """Create (or, with ``dry_run``, only list) the runs of the job's past slots in [start, end), as
     many as the actor's backfill quota leaves (``quotas.backfill_runs_left``), refused at their quota of
     runs (``quotas.check_runs``); each run gets ``params``
     (checked, the defaults filling the rest), and the entry records them."""
     _check(actor, job.kind)
+    _check_runs_here(job)
     values = resolved_params(job, params)
     with transaction.atomic():
         if not dry_run:

@@ -6,7 +6,8 @@ whichever interface acts (the actions call these).
 - How often a schedule runs (JOBS_MIN_INTERVAL_SECONDS_NON_STAFF), a job's or a workflow's; and the
   bounds of a job's retries, timeouts and priority (``BOUNDS``). Over one: a 400 naming the field.
 - What a user starts: runs started in the last hour (run now, backfill, workflow runs and re-runs:
-  the runs that name them in ``triggered_by``), runs in flight (not ended) of their jobs or started
+  the runs that name them in ``triggered_by``; reruns of finished runs: the ``RunRerun`` rows that
+  name them in ``by``), runs in flight (not ended) of their jobs or started
   by them, and the same for a team's jobs. Over one: ``ActionError.TOO_MANY``, a 429.
 
 Staff, superusers and the command line without ``--as`` have no quotas; a setting of 0 (or a team's
@@ -27,7 +28,7 @@ from audit.models import Action, Subject
 
 from ..choices import ACTIVE_PHASES
 from ..definitions import jobs as definitions
-from ..models import ACTIVE_STATUSES, Job, JobRun, RunTrigger, TeamQuota
+from ..models import ACTIVE_STATUSES, Job, JobRun, RunRerun, RunTrigger, TeamQuota
 from ..timing import clock, schedules
 from . import permissions
 from .errors import ActionError
@@ -191,8 +192,8 @@ def runs_refusal(actor, group=None, adding=1):
         return None
     per_hour, in_flight = settings.JOBS_MAX_RUNS_PER_HOUR_PER_USER, settings.JOBS_MAX_RUNS_IN_FLIGHT_PER_USER
     started, flying, team_hour, team_flight = _run_counts(
-        "user", [actor.user.pk, per_hour, *ACTIVE_PHASES, *_ACTIVE, actor.user.pk, actor.user.pk, in_flight,
-                 getattr(group, "pk", None), getattr(group, "pk", None)])
+        "user", [actor.user.pk, per_hour, actor.user.pk, per_hour, *ACTIVE_PHASES, *_ACTIVE, actor.user.pk,
+                 actor.user.pk, in_flight, getattr(group, "pk", None), getattr(group, "pk", None)])
     if per_hour and started + adding > per_hour:
         return _too_many(f"You started {started} run(s) in the last hour; at most {per_hour} per hour "
                          "(JOBS_MAX_RUNS_PER_HOUR_PER_USER).")
@@ -201,8 +202,8 @@ def runs_refusal(actor, group=None, adding=1):
                          "(JOBS_MAX_RUNS_IN_FLIGHT_PER_USER).")
     if team_hour is None and team_flight is None:
         return None
-    started, flying = _run_counts("team", [group.pk, group.pk, team_hour or 0, *ACTIVE_PHASES, *_ACTIVE,
-                                           group.pk, team_flight or 0])
+    started, flying = _run_counts("team", [group.pk, group.pk, team_hour or 0, group.pk, group.pk, team_hour or 0,
+                                           *ACTIVE_PHASES, *_ACTIVE, group.pk, team_flight or 0])
     if team_hour is not None and started + adding > team_hour:
         return _too_many(f"The team {group.name}'s members started {started} run(s) of its jobs in the last hour; "
                          f"at most {team_hour} per hour (its team quota max_runs_per_hour).")
@@ -221,8 +222,9 @@ def _run_statement(which, vendor):
     them. Each count stops at its LIMIT, the quota (0: off). ``phase IN`` reads run_active_idx (the
     runs not ended, whoever's; ``status IN`` as the status lookups add it, jobs.models.run); the runs
     started since an hour ago by the database's clock (jobs.timing.clock; SQLite's is the host's)
-    read run_triggered_by_recent_idx (triggered_by, created_at)."""
+    read run_triggered_by_recent_idx (triggered_by, created_at), the reruns rerun_by_recent_idx."""
     runs, jobs, quotas = JobRun._meta.db_table, Job._meta.db_table, TeamQuota._meta.db_table
+    reruns = RunRerun._meta.db_table
     since = ("STATEMENT_TIMESTAMP() - INTERVAL '1 hour'" if vendor == "postgresql"
              else "STRFTIME('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '-1 hour')")
     members = get_user_model().groups.through._meta.db_table
@@ -230,14 +232,18 @@ def _run_statement(which, vendor):
               f"AND r.status IN ({', '.join(['%s'] * len(_ACTIVE))})")
     if which == "user":
         return (f"SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM {runs} WHERE triggered_by_id = %s AND created_at >= {since} "
-                f"LIMIT %s) AS started), "
+                f"LIMIT %s) AS started) + (SELECT COUNT(*) FROM (SELECT 1 FROM {reruns} WHERE by_id = %s "
+                f"AND created_at >= {since} LIMIT %s) AS rerun), "
                 f"(SELECT COUNT(*) FROM (SELECT 1 FROM {runs} r INNER JOIN {jobs} j ON j.id = r.job_id WHERE {active} "
                 f"AND (j.owner_id = %s OR r.triggered_by_id = %s) LIMIT %s) AS flying), "
                 f"(SELECT max_runs_per_hour FROM {quotas} WHERE group_id = %s), "
                 f"(SELECT max_runs_in_flight FROM {quotas} WHERE group_id = %s)")
     return (f"SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM {runs} r INNER JOIN {jobs} j ON j.id = r.job_id "
             f"WHERE r.triggered_by_id IN (SELECT user_id FROM {members} WHERE group_id = %s) AND r.created_at >= {since} "
-            f"AND j.group_id = %s LIMIT %s) AS started), "
+            f"AND j.group_id = %s LIMIT %s) AS started) + "
+            f"(SELECT COUNT(*) FROM (SELECT 1 FROM {reruns} x INNER JOIN {runs} r ON r.id = x.run_id "
+            f"INNER JOIN {jobs} j ON j.id = r.job_id WHERE x.by_id IN (SELECT user_id FROM {members} WHERE group_id = %s) "
+            f"AND x.created_at >= {since} AND j.group_id = %s LIMIT %s) AS rerun), "
             f"(SELECT COUNT(*) FROM (SELECT 1 FROM {runs} r INNER JOIN {jobs} j ON j.id = r.job_id WHERE {active} "
             f"AND j.group_id = %s LIMIT %s) AS flying)")
 

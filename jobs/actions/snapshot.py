@@ -75,3 +75,9 @@ def _hide(old, new):
     hidden_old = {key: HIDDEN for key in old}
     hidden_new = {key: f"{HIDDEN} (changed)" if key in old and old[key] != new[key] else HIDDEN for key in new}
     return hidden_old or None, hidden_new or None
+
+
+def shown(values):
+    """A snapshot as it may be shown: the private fields by their keys only."""
+    unaudited = {*job_fields.PRIVATE_VALUES, *kinds.secret_fields()}
+    return {name: _hide(value, value)[1] if name in unaudited else value for name, value in values.items()}

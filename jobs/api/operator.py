@@ -1,4 +1,5 @@
-"""The operator's calls on a job: backfill a past range, and every slot of a range accounted for."""
+"""The operator's calls: backfill a past range of a job, every slot of a range accounted for, and
+rerun the finished runs a selection names."""
 
 from datetime import timedelta
 
@@ -7,8 +8,10 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from ..actions import jobs as actions
+from ..models import TERMINAL_STATUSES, Job
 from ..operations import slot_report
 from ..schemas.jobs import field_errors
+from .filters import with_tag
 
 DEFAULT_REPORT_RANGE = timedelta(hours=24)
 
@@ -78,6 +81,46 @@ def run_backfill(actor, job, data):
         "to_create": len(found.missing),
         "created": found.created,
     }
+
+
+class RerunRequestSerializer(serializers.Serializer):
+    job = serializers.IntegerField(required=False, min_value=1, help_text="The runs of this job (its id).")
+    tag = serializers.CharField(required=False, max_length=100, help_text="The runs of the jobs carrying this tag.")
+    status = serializers.ChoiceField(choices=sorted(TERMINAL_STATUSES), default="failed",
+                                     help_text="The runs that ended so (default: failed).")
+    since = serializers.DateTimeField(help_text="Created at or after (ISO 8601; naive means UTC).")
+    until = serializers.DateTimeField(help_text="Created before (ISO 8601; naive means UTC).")
+    dry_run = serializers.BooleanField(default=False, help_text="Only list the runs; rerun nothing.")
+
+    def validate(self, data):
+        if ("job" in data) == ("tag" in data):
+            raise serializers.ValidationError({"job": ["Name a job or a tag (one of them)."]})
+        if data["since"] >= data["until"]:
+            raise serializers.ValidationError({"until": ["Must be after since."]})
+        return data
+
+
+class RerunResponseSerializer(serializers.Serializer):
+    dry_run = serializers.BooleanField()
+    runs = serializers.ListField(child=serializers.IntegerField(),
+                                 help_text="Ids of the runs rerun (with dry_run: that would be).")
+    started_meanwhile = serializers.ListField(child=serializers.IntegerField(),
+                                              help_text="Ids of runs that matched but had started again meanwhile.")
+
+
+def run_rerun_many(actor, visible, data):
+    """(dry run?, the answer's body) of a bulk rerun asked for with ``data``, among ``visible`` runs."""
+    request = RerunRequestSerializer(data=data)
+    request.is_valid(raise_exception=True)
+    values = request.validated_data
+    runs = visible.filter(status=values["status"], created_at__gte=values["since"], created_at__lt=values["until"])
+    if "job" in values:
+        runs = runs.filter(job_id=values["job"])
+    else:
+        runs = runs.filter(job__in=with_tag(Job.objects.all(), values["tag"]))
+    done, moved = actions.rerun_many(actor, runs, dry_run=values["dry_run"])
+    return values["dry_run"], {"dry_run": values["dry_run"], "runs": [run.pk for run in done],
+                               "started_meanwhile": [run.pk for run in moved]}
 
 
 def slots_of(job, params):

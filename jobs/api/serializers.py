@@ -13,6 +13,11 @@ from ..models import JobAttempt, JobRun
 from ..schemas.jobs import JobSerializer
 
 
+class SnoozeRequestSerializer(serializers.Serializer):
+    until = serializers.DateTimeField(help_text="When the job's notifications start again: in the future, at most 90 "
+                                                "days ahead (a time without an offset is in TIME_ZONE).")
+
+
 class RunRequestSerializer(serializers.Serializer):
     params = serializers.DictField(
         required=False, help_text="Values of the job's parameters by name; the defaults fill the rest. A bad value "
@@ -92,7 +97,7 @@ class RunSerializer(serializers.ModelSerializer):
             "id", "job", "job_name", "status", "trigger", "attempt", "max_attempts", "scheduled_for",
             "created_at", "queued_at", "started_at", "finished_at", "duration_seconds", "worker",
             "output_bytes", "error", "reason", "idempotency_key", "params", "waiting_for", "waiting_since",
-            "waited_seconds",
+            "waited_seconds", "job_version",
         ]
         read_only_fields = fields
 

@@ -1,4 +1,4 @@
-"""The API's views: jobs (CRUD, run now, pause, resume) and runs (history, detail, cancel)."""
+"""The API's views: jobs (CRUD, run now, pause, resume) and runs (history, detail, cancel, rerun)."""
 
 from datetime import UTC, datetime, time
 
@@ -20,13 +20,21 @@ from audit.models import Source
 
 from .. import kinds, parameters
 from ..actions import jobs as actions
+from ..actions import versions as version_actions
 from ..actions.permissions import visible_jobs, visible_runs
 from ..models import Job, JobRun, RunStatus
 from ..operations.reports import job_report
 from ..schemas.jobs import JobSerializer, field_errors
 from . import operator, reports
+from . import versions as version_api
 from .filters import with_tag
-from .serializers import JobDetailSerializer, RunDetailSerializer, RunRequestSerializer, RunSerializer
+from .serializers import (
+    JobDetailSerializer,
+    RunDetailSerializer,
+    RunRequestSerializer,
+    RunSerializer,
+    SnoozeRequestSerializer,
+)
 
 MAX_BODY_BYTES = 256 * 1024
 # What a job's answer does not show of its last run (``LastRunSerializer``), each up to
@@ -278,6 +286,22 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
     def resume(self, request, pk=None):
         return Response(self.get_serializer(actions.resume(self.actor, self.get_object())).data)
 
+    @extend_schema(request=SnoozeRequestSerializer, responses=JobDetailSerializer,
+                   description="No notification of the job until `until` (in the future, at most 90 days ahead): its "
+                               "runs go on, and what they would send is recorded on the run, not sent. Snoozing "
+                               "again moves the end.")
+    @action(detail=True, methods=["post"])
+    def snooze(self, request, pk=None):
+        job = self.get_object()
+        body = SnoozeRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return Response(self.get_serializer(actions.snooze(self.actor, job, body.validated_data["until"])).data)
+
+    @extend_schema(request=None, responses=JobDetailSerializer, description="Notify about the job again from now on.")
+    @action(detail=True, methods=["post"])
+    def unsnooze(self, request, pk=None):
+        return Response(self.get_serializer(actions.unsnooze(self.actor, self.get_object())).data)
+
     @extend_schema(request=operator.BackfillRequestSerializer,
                    responses={200: operator.BackfillResponseSerializer, 202: operator.BackfillResponseSerializer},
                    description="Create the runs of every slot of the job in the past range [start, end), at most "
@@ -333,6 +357,42 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
         if "at" not in request.query_params:
             raise ValidationError({"at": ["This parameter is required."]})
         return Response(operator.why(job, datetime_param(request.query_params, "at")))
+
+
+    @extend_schema(request=None, responses=version_api.VersionSerializer(many=True),
+                   description="Every saved change of the job is a version (1, 2, ...), newest first: its number, "
+                               "when, who, and what it changed against the version before.")
+    @action(detail=True, methods=["get"])
+    def versions(self, request, pk=None):
+        found = self.get_object().versions.all()
+        page = self.paginate_queryset(found)
+        return self.get_paginated_response(version_api.VersionSerializer(page, many=True).data)
+
+    @extend_schema(
+        request=None, responses=version_api.VersionDetailSerializer,
+        parameters=[OpenApiParameter("against", OpenApiTypes.INT, description="Another version's number: adds "
+                                     "`diff`, {field: [in that version, in this one]}.")],
+        description="One version of the job: what it changed and the job as it made it. 404 for a version the "
+                    "job does not have (0 included).")
+    @action(detail=True, methods=["get"], url_path=r"versions/(?P<number>[0-9]{1,9})")
+    def version(self, request, pk=None, number=None):
+        job = self.get_object()
+        against = int_param(request.query_params, "against") if "against" in request.query_params else None
+        return Response(version_api.detail_of(job, int(number), against))
+
+    @extend_schema(
+        request=None, responses={201: version_api.VersionDetailSerializer, 200: version_api.VersionDetailSerializer},
+        description="Make the job what this version was: an edit, audited (\"restored version N\"), which is "
+                    "itself the job's next version (201, that version). The owner, team, whether it is enabled and "
+                    "secret values stay as they are. 200 when the job is already so (no version made); 404 for a "
+                    "version the job does not have (0 included).")
+    @action(detail=True, methods=["post"], url_path=r"versions/(?P<number>[0-9]{1,9})/restore")
+    @transaction.atomic
+    def restore(self, request, pk=None, number=None):
+        job = self.get_object()
+        job, changed = version_actions.restore(self.actor, job, version_api.version_of(job, int(number)))
+        data = version_api.detail_of(job, job.version) if job.version else {}
+        return Response(data, status=status.HTTP_201_CREATED if changed else status.HTTP_200_OK)
 
 
 RUN_ORDERINGS = [f"{sign}{field}" for field in ("created_at", "scheduled_for", "started_at", "finished_at")
@@ -400,3 +460,28 @@ class RunViewSet(ApiViewSet, viewsets.ReadOnlyModelViewSet):
         data = RunDetailSerializer(run, context=self.get_serializer_context()).data
         data["detail"] = "Cancelled." if cancelled else f"The run is already {run.status}; nothing changed."
         return Response(data)
+
+    @extend_schema(
+        request=None, responses={202: RunDetailSerializer},
+        description="Run a finished run again as itself: it goes back to queued at its next attempt, with the same "
+                    "slot and idempotency key; its earlier attempts are kept. Counted against the quota of runs "
+                    "started per hour (429 naming it). 409 while the run is queued or running.",
+    )
+    @action(detail=True, methods=["post"])
+    def rerun(self, request, pk=None):
+        run = actions.rerun(self.actor, self.get_object())
+        data = RunDetailSerializer(run, context=self.get_serializer_context()).data
+        return Response(data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        operation_id="runs_rerun_many", request=operator.RerunRequestSerializer,
+        responses={200: operator.RerunResponseSerializer, 202: operator.RerunResponseSerializer},
+        description="Rerun the finished runs of a job or a tag that ended in `status` and were created in "
+                    "[`since`, `until`): what `GET /api/runs/` lists with the same filters. At most "
+                    "JOBS_RERUN_MAX_RUNS (a 400 beyond, nothing rerun); over a quota of runs a 429 naming it. "
+                    "With `dry_run` the runs are listed and nothing is rerun (200); otherwise 202.",
+    )
+    @action(detail=False, methods=["post"], url_path="rerun")
+    def rerun_many(self, request):
+        dry_run, data = operator.run_rerun_many(self.actor, visible_runs(request.user), request.data)
+        return Response(data, status=status.HTTP_200_OK if dry_run else status.HTTP_202_ACCEPTED)

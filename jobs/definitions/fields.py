@@ -22,6 +22,7 @@ KIND_FIELDS = (
     "environment", "secret_environment", "working_directory",
     "memory_limit_mb", "cpu_limit_seconds", "max_open_files", "max_processes",
     "http_method", "http_headers", "secret_http_headers", "http_body", "http_ok_statuses",
+    "grace_seconds",
 )
 
 WHAT, WHEN, RETRIES, ALERTS, ACCESS, HISTORY = "What", "When", "Retries and limits", "Alerts", "Access", "History"
@@ -31,7 +32,7 @@ FIELDS = (
     ("name", WHAT), ("description", WHAT), ("tags", ACCESS), ("kind", WHAT), ("target", WHAT), ("parameters", WHAT),
     ("args", WHAT), ("kwargs", WHAT), ("environment", WHAT), ("secret_environment", WHAT),
     ("http_method", WHAT), ("http_headers", WHAT), ("secret_http_headers", WHAT), ("http_body", WHAT),
-    ("http_ok_statuses", WHAT),
+    ("http_ok_statuses", WHAT), ("grace_seconds", WHAT),
     ("schedule", WHEN), ("catchup_policy", WHEN), ("catchup_max", WHEN), ("overlap_policy", WHEN),
     ("start_deadline_seconds", WHEN), ("jitter_seconds", WHEN), ("spread", WHEN),
     ("dst_skipped", WHEN), ("dst_repeated", WHEN),
@@ -42,7 +43,7 @@ FIELDS = (
     ("limit_key", RETRIES), ("bundle", RETRIES),
     ("max_retries", RETRIES), ("retry_backoff_seconds", RETRIES), ("retry_backoff_max_seconds", RETRIES),
     ("retry_jitter", RETRIES), ("timeout_seconds", RETRIES), ("pause_after_failures", RETRIES),
-    ("sla_seconds", ALERTS),
+    ("sla_seconds", ALERTS), ("min_duration_seconds", ALERTS),
     ("retention_days", HISTORY), ("retention_min_runs", HISTORY),
     ("owner", ACCESS), ("group", ACCESS),
 )

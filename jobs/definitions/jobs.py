@@ -108,7 +108,7 @@ def restart_if_dst_policy_changed(job, stored):
     if changed and job.enabled and job.schedule_type == ScheduleType.CRON:
         job.next_run_at = None
         job.next_run_at = job.first_slot()
-        job.slot_check_from = None
+        job.slot_check_from = job.ping_check_from = None
 
 
 def _schedule_row(spec, name):
@@ -181,7 +181,7 @@ def _point(job, schedule_type, rows):
     job.schedule_type = schedule_type
     job.crontab, job.interval, job.clocked = rows.get("crontab"), rows.get("interval"), rows.get("clocked")
     job.next_run_at = None  # an interval's grid is anchored on next_run_at: start afresh
-    job.slot_check_from = None  # the slot check's place was in the old schedule
+    job.slot_check_from = job.ping_check_from = None  # the slot checks' places were in the old schedule
 
 
 def save_job(job, schedule=None):
@@ -204,6 +204,7 @@ def restart_if_reenabled(obj, was_enabled):
         obj.next_run_at = obj.first_slot()
         if isinstance(obj, Job):  # a workflow has no slot check, nor auto-pause
             obj.slot_check_from = None
+            obj.ping_check_from = obj.next_run_at  # a check-in's slots while it was paused are not missed
             obj.consecutive_failures, obj.paused_reason = 0, ""
 
 
@@ -215,7 +216,7 @@ def replan_if_days_changed(job, stored):
     now (a slot it had may now be closed, or an earlier one open). ``job`` is not saved."""
     if job.enabled and stored.enabled and any(getattr(job, name) != getattr(stored, name) for name in DAY_RULES):
         job.next_run_at = job.first_slot()
-        job.slot_check_from = None
+        job.slot_check_from = job.ping_check_from = None
 
 
 def follow_spread(job, stored):
@@ -243,7 +244,8 @@ def resume(obj):
     restart_if_reenabled(obj, was_enabled=False)
     restarted = {"enabled": True, "next_run_at": obj.next_run_at}
     if isinstance(obj, Job):
-        restarted.update(slot_check_from=None, consecutive_failures=0, paused_reason="")
+        restarted.update(slot_check_from=None, ping_check_from=obj.next_run_at, consecutive_failures=0,
+                         paused_reason="")
     type(obj).objects.filter(pk=obj.pk).update(**restarted)
 
 
@@ -325,7 +327,8 @@ class ScheduleRows:
 
 # What saving a job may set besides the caller's values: its schedule, next slot and time of change.
 SAVED_WITH_A_JOB = {"schedule_type", "crontab", "interval", "clocked", "next_run_at", "slot_check_from", "updated_at",
-                    "enabled", "consecutive_failures", "paused_reason", "cron_text", "spread_offset_seconds"}
+                    "enabled", "consecutive_failures", "paused_reason", "cron_text", "spread_offset_seconds",
+                    "ping_key", "ping_check_from"}
 
 
 def save_jobs(items, checked_fields=(), update_fields=None, now=None):
@@ -371,11 +374,8 @@ def insert_jobs(jobs):
     if connection.vendor != "postgresql" or not jobs:
         Job.objects.bulk_create(jobs, batch_size=BULK_BATCH)
         return
-    from psycopg.types.json import set_json_dumps  # PostgreSQL's driver, not needed with SQLite
-
     fields = Job._meta.concrete_fields
     stamped = [f for f in fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)]
-    table = connection.ops.quote_name(Job._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
                        [Job._meta.db_table, len(jobs)])
@@ -383,19 +383,30 @@ def insert_jobs(jobs):
             job.pk = pk
             for f in stamped:
                 f.pre_save(job, True)
+    copy_rows(Job, jobs, fields)
+    for job in jobs:
+        job._state.adding, job._state.db = False, connection.alias
+
+
+def copy_rows(model, rows, fields):
+    """Write ``rows`` (instances of ``model``, their ``fields`` set as the model would write them) in
+    one binary COPY, on PostgreSQL: what ``insert_jobs`` and a job's versions (``versions``) insert
+    in bulk."""
+    from psycopg.types.json import set_json_dumps  # PostgreSQL's driver, not needed with SQLite
+
+    table = connection.ops.quote_name(model._meta.db_table)
+    with connection.cursor() as cursor:
         cursor.execute("SELECT attname, atttypid FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0",
-                       [Job._meta.db_table])
+                       [model._meta.db_table])
         types = dict(cursor.fetchall())
         columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
         names = [f.attname for f in fields]
         set_json_dumps(json_text, cursor.cursor)
         with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types([types[f.column] for f in fields])
-            for job in jobs:
-                values = job.__dict__
+            for row in rows:
+                values = row.__dict__
                 copy.write_row([values[name] for name in names])
-    for job in jobs:
-        job._state.adding, job._state.db = False, connection.alias
 
 
 def json_text(value):

@@ -16,7 +16,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .base import JobKindSpec, no_options
 
-DEFAULT_KINDS = ("jobs.kinds.callable", "jobs.kinds.task", "jobs.kinds.command", "jobs.kinds.http")
+DEFAULT_KINDS = ("jobs.kinds.callable", "jobs.kinds.task", "jobs.kinds.command", "jobs.kinds.http",
+                 "jobs.kinds.checkin")
 NAME_MAX_LENGTH = 16  # Job.kind's column
 
 
@@ -97,3 +98,8 @@ def fieldsets():
 def in_words(labels):
     """The labels as a sentence says them: A; A and B; A, B and C."""
     return " and ".join(filter(None, [", ".join(labels[:-1]), labels[-1]])) if labels else ""
+
+
+def running_elsewhere():
+    """The names of the kinds whose runs happen outside the service (the scheduler makes none)."""
+    return {spec.name for spec in kinds().values() if spec.runs_elsewhere}

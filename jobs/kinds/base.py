@@ -104,6 +104,9 @@ class JobKindSpec:
     result_text: Callable = result_as_json  # result_text(result): how the run page shows it
     worker_start: Callable = nothing  # what it does when a worker starts, before its pool forks
     when_empty: dict = field(default_factory=dict)  # {field: what an empty value means}, as `jobs show` says it
+    # Whether its runs happen outside the service and are reported to it (jobs.lifecycle.pings): the
+    # scheduler makes no run for their slots and nothing publishes a message for them.
+    runs_elsewhere: bool = False
 
     def described(self, job):
         """(field, value) of the kind's own fields of ``job`` as ``manage.py jobs show`` lists them:

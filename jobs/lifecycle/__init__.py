@@ -23,6 +23,7 @@ pending ─► queued ─► running ─► succeeded
   durations);
 - ``moves``: the state machine (``MOVES``) and the conditional transition every move goes through;
 - ``backoff``: how long a failed run waits before its next attempt;
+- ``pings``: the runs of check-in jobs, made and ended by their pings, and the slots that got none;
 - ``events``: who hears that a run moved (notifications, workflows subscribe; the lifecycle
   imports neither).
 
@@ -46,6 +47,7 @@ from .attempts import (
 )
 from .bundles import Success, claim_many, hand_back, heartbeat_many, mark_started, started_at, succeed_many
 from .events import ENDED, subscribe
+from .pings import NO_PING, Ping, fail_unpinged, record_ping
 from .rollup import fold as fold_ends
 from .rollup import recount as recount_ends
 from .runs import (
@@ -62,6 +64,7 @@ from .runs import (
     release_held,
     release_pending,
     release_timed,
+    rerun,
     skip_past_deadline,
     time_limits,
     wake_all_waiting,
@@ -71,10 +74,10 @@ from .runs import (
 __all__ = [
     "DUPLICATES_DROPPED", "ENDED", "OutcomeRefused", "Success", "adopt_runs_ahead", "publish_runs_ahead", "cancel", "claim", "claim_many", "hand_back",
     "heartbeat_many", "mark_started", "started_at", "succeed_many", "create_run", "create_runs", "declared_lost",
-    "fold_ends", "give_up_waiting",
+    "fold_ends", "give_up_waiting", "NO_PING", "Ping", "fail_unpinged", "record_ping",
     "heartbeat", "recount_ends",
     "lose_if_holder_died", "message_for", "miss_if_past_deadline", "publish_again", "publish_many",
-    "publish_on_commit", "queue_due_retries", "record_failure", "record_success", "restore_claim", "release_held", "release_pending", "release_timed",
+    "publish_on_commit", "queue_due_retries", "record_failure", "record_success", "restore_claim", "release_held", "release_pending", "release_timed", "rerun",
     "skip_past_deadline", "subscribe", "succeed_in_one_transaction", "time_limits", "wake_all_waiting",
     "wake_waiting",
 ]

@@ -28,7 +28,9 @@ from ..telemetry import logs
 logger = logging.getLogger(__name__)
 
 ENDED = frozenset(ENDED_STATUSES)  # a run's end is the event of the status it ends in
-RUN_EVENTS = ENDED | {"attempt_failed"}
+# A check-in pinged more often than its schedule (jobs.lifecycle.pings: ``run=`` the extra run).
+TOO_OFTEN = "too_often"
+RUN_EVENTS = ENDED | {"attempt_failed", TOO_OFTEN}
 SLOT_MISSED = "slot_missed"
 SCHEDULER_DOWN, SCHEDULER_RECOVERED = "scheduler_down", "scheduler_recovered"
 JOB_PAUSED = "paused"  # notifications.models.Event.PAUSED

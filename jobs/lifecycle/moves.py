@@ -14,12 +14,15 @@ from ..models import JobRun, RunEnd
 from . import streaks
 
 # The run state machine (docs/reference/run-states.md): each status and the statuses a run may
-# reach it from. queued -> queued is a publish again; running -> queued a lost attempt run again.
+# reach it from. queued -> queued is a publish again; running -> queued a lost attempt run again;
+# an end -> queued a rerun (runs.rerun: the run again as itself, at its next attempt).
+# pending -> running, succeeded or failed: a check-in's run, made by its ping (jobs.lifecycle.pings).
 MOVES = {
-    RunStatus.QUEUED: frozenset({RunStatus.PENDING, RunStatus.RETRYING, RunStatus.QUEUED, RunStatus.RUNNING}),
-    RunStatus.RUNNING: frozenset({RunStatus.QUEUED}),
+    RunStatus.QUEUED: frozenset({RunStatus.PENDING, RunStatus.RETRYING, RunStatus.QUEUED, RunStatus.RUNNING,
+                                 *TERMINAL_STATUSES}),
+    RunStatus.RUNNING: frozenset({RunStatus.QUEUED, RunStatus.PENDING}),
     RunStatus.RETRYING: frozenset({RunStatus.RUNNING}),
-    RunStatus.SUCCEEDED: frozenset({RunStatus.RUNNING}),
+    RunStatus.SUCCEEDED: frozenset({RunStatus.RUNNING, RunStatus.PENDING}),
     RunStatus.FAILED: frozenset({RunStatus.RUNNING, RunStatus.PENDING, RunStatus.QUEUED}),
     RunStatus.TIMED_OUT: frozenset({RunStatus.RUNNING}),
     RunStatus.LOST: frozenset({RunStatus.RUNNING}),

@@ -1,6 +1,6 @@
 """Runs made and moved outside an attempt: created (run now, due slots, a backfill, a workflow step),
-queued (a jittered or held run whose time came, a retry whose backoff passed, a publish again),
-skipped, cancelled, or given up on when they never started.
+queued (a jittered or held run whose time came, a retry whose backoff passed, a publish again, a
+finished run rerun), skipped, cancelled, or given up on when they never started.
 
 Every move goes through ``moves.transition``: a conditional UPDATE on (run, status, attempt)
 along the state machine of ``moves.MOVES``. A run that ends tells ``events`` in the same
@@ -19,10 +19,21 @@ from django.db.models import Q
 
 from ..definitions.jobs import stopped_by_soft_time_limit
 from ..execution import publishing
-from ..models import ACTIVE_STATUSES, AttemptOutcome, Job, JobAttempt, JobRun, RunEnd, RunStatus, RunTrigger
+from ..models import (
+    ACTIVE_STATUSES,
+    TERMINAL_STATUSES,
+    AttemptOutcome,
+    Job,
+    JobAttempt,
+    JobRun,
+    RunEnd,
+    RunRerun,
+    RunStatus,
+    RunTrigger,
+)
 from ..telemetry import tracing
 from ..timing import clock
-from . import bundling, events, limits, postgres
+from . import bundling, events, limits, postgres, rollup
 from .moves import move_locked, transition
 
 logger = logging.getLogger(__name__)
@@ -124,13 +135,14 @@ def create_run(job, trigger=RunTrigger.MANUAL, user=None, key_slot=None, params=
 _COLUMNS = (
     "job_id", "status", "trigger", "scheduled_for", "attempt", "max_attempts", "created_at",
     "queued_at", "finished_at", "next_attempt_at", "publish_count", "worker", "output", "output_bytes", "error",
-    "reason", "triggered_by_id", "lost_attempts", "params",
+    "reason", "triggered_by_id", "lost_attempts", "params", "job_version",
 )
 # PostgreSQL takes a whole batch as one array per column: a statement of a dozen parameters
 # instead of a dozen per run, which the driver would otherwise parse and adapt one by one.
 _UNNEST_COLUMNS = (("job_id", "bigint"), ("status", "varchar"), ("scheduled_for", "timestamptz"),
                    ("max_attempts", "integer"), ("queued_at", "timestamptz"), ("finished_at", "timestamptz"),
-                   ("next_attempt_at", "timestamptz"), ("reason", "varchar"), ("params", "jsonb"))
+                   ("next_attempt_at", "timestamptz"), ("reason", "varchar"), ("params", "jsonb"),
+                   ("job_version", "integer"))
 CREATED_STATUSES = {RunStatus.QUEUED, RunStatus.PENDING, RunStatus.SKIPPED}
 
 
@@ -141,7 +153,9 @@ def create_runs(rows, now, trigger=RunTrigger.SCHEDULE, user=None, params=None):
     (pending until ``start at``, or until the job's earlier run ends) or skipped (with its reason);
     the caller publishes the queued ones once its transaction commits (a run queued for a later
     start time: jobs.lifecycle.ahead holds its message until then). ``params``: the values of
-    the job's parameters every run gets (resolved); None: each job's defaults (a scheduled run's)."""
+    the job's parameters every run gets (resolved); None: each job's defaults (a scheduled run's).
+    Each run names the version of its job it was made from (``job.version`` as the caller read it:
+    a column of the job, copied, not looked up per run)."""
     assert all(status in CREATED_STATUSES for _, _, status, _, _ in rows)
     traceparents, spans = tracing.dispatching(rows, trigger)
     with transaction.atomic():
@@ -180,7 +194,8 @@ def _insert_runs(rows, now, trigger, user, params=None, traceparents=None):
         values = [(job.pk, status, slot, job.max_attempts,
                    (start_at or now) if status == RunStatus.QUEUED else None,
                    now if status == RunStatus.SKIPPED else None,
-                   start_at if status == RunStatus.PENDING else None, reason, _params_text(job, params, texts))
+                   start_at if status == RunStatus.PENDING else None, reason, _params_text(job, params, texts),
+                   job.version or None)
                   for job, slot, status, reason, start_at in chunk]
         if traced:
             values = [(*row, traceparent) for row, traceparent in zip(values, traceparents[start:start + 5000],
@@ -455,3 +470,38 @@ def cancel(run, reason="cancelled"):
                 return True
     run.refresh_from_db()
     return False
+
+
+# --- running a finished run again
+
+# What a rerun clears of the run's last end; its attempts keep what each of them did.
+RERUN_CLEARS = {"started_at": None, "finished_at": None, "heartbeat_at": None, "next_attempt_at": None,
+                "waiting_since": None, "worker": "", "output": "", "output_bytes": 0,
+                "result": None, "error": "", "reason": "", "lost_attempts": 0}
+
+
+def rerun(run, user=None):
+    """Run a finished run again as itself: queued at its next attempt, with the same slot (so the
+    same idempotency key) and its earlier attempts kept, and a fresh budget of retries and lost
+    attempts (its job's). Published once the transaction commits. False when the run has not ended
+    (or another rerun moved it first)."""
+    previous, now = run.status, clock.now()
+    if previous not in TERMINAL_STATUSES:
+        return False
+    if connection.vendor != "postgresql":
+        _fold_end_of(run)
+    with transaction.atomic():
+        attempt = run.attempt + 1
+        if not transition(run, RunStatus.QUEUED, frm=sorted(TERMINAL_STATUSES), attempt=attempt, queued_at=now,
+                          max_attempts=run.attempt + run.job.max_attempts, **RERUN_CLEARS):
+            return False
+        RunRerun.objects.create(run=run, attempt=attempt, previous_status=previous, by=user, created_at=now)
+        publish_on_commit([(run.pk, attempt, run.job)])
+    return True
+
+
+def _fold_end_of(run):
+    """Outside PostgreSQL the ends table keys an end by its run: one not yet folded into the figures
+    is folded now, so the rerun's own end has room."""
+    while RunEnd.objects.filter(run_id=run.pk).exists() and rollup.fold():
+        pass

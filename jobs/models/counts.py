@@ -17,7 +17,8 @@ class RunEnd(models.Model):
     check, so an end is one heap tuple, and two workers ending runs of the same job never wait for
     each other. Nothing looks a row up: the fold takes them in the order they lie in the table."""
 
-    run_id = models.BigIntegerField(primary_key=True)  # a run ends once: it never leaves a terminal status
+    # A run ends once per rerun (jobs.lifecycle.runs.rerun folds an unfolded end first where this is a key).
+    run_id = models.BigIntegerField(primary_key=True)
     job_id = models.BigIntegerField()
     status = models.CharField(max_length=16)
     ended_at = models.DateTimeField()

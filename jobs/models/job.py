@@ -1,6 +1,7 @@
 """A job: what to run, when (its schedule and the slots it makes), and how (policies, limits, retries)."""
 
 import math
+import uuid
 from datetime import UTC, timedelta
 from zoneinfo import ZoneInfo
 
@@ -38,6 +39,7 @@ def exactly_one_schedule(name):
 
 
 MAX_CALENDARS = 20  # calendars one job may name
+DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS = 3600, 30 * 24 * 3600  # a check-in's grace_seconds
 
 
 def _positive(name):
@@ -183,6 +185,8 @@ class Job(models.Model):
     paused_reason = models.TextField(
         blank=True, editable=False, help_text="Why the service paused the job itself (auto-pause); cleared on resume.",
     )
+    # No notification of the job until then (jobs.actions.jobs.snooze; notifications.outbox reads it).
+    snoozed_until = models.DateTimeField(null=True, blank=True, editable=False)
     queue = models.CharField(max_length=100, blank=True, default="")
     priority = models.PositiveSmallIntegerField(
         default=DEFAULT_PRIORITY, validators=[MaxValueValidator(MAX_PRIORITY)],
@@ -214,6 +218,22 @@ class Job(models.Model):
     retry_jitter = models.BooleanField(verbose_name="jitter on retries", default=True)
     timeout_seconds = CountField(verbose_name="timeout (s)", default=3600, validators=[MinValueValidator(1)])
     sla_seconds = CountField(verbose_name="SLA (s)", null=True, blank=True, validators=[MinValueValidator(1)])
+    min_duration_seconds = CountField(
+        verbose_name="shortest run (s)", null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="A run that succeeds sooner than this many seconds sends the too_fast event.",
+    )
+    # Check-in jobs (jobs.kinds.checkin): how long after a slot its ping may come, and the secret of
+    # its ping URL (SITE_URL/ping/<ping_key>), made when a check-in job is first saved.
+    grace_seconds = CountField(
+        verbose_name="grace (s)", null=True, blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_GRACE_SECONDS)],
+        help_text="Check-in jobs: a slot with no ping within this many seconds ends failed and sends missed; "
+                  "empty means an hour.",
+    )
+    ping_key = models.UUIDField(null=True, blank=True, unique=True, editable=False)
+    # A check-in's first slot still to be looked at for a missing ping (jobs.lifecycle.pings.fail_unpinged),
+    # its next slot when resumed; null when not known (new, edited): from when the job was last saved.
+    ping_check_from = models.DateTimeField(null=True, blank=True, editable=False)
     retention_days = CountField(
         verbose_name="keep runs for (days)", null=True, blank=True, validators=[MinValueValidator(1)],
         help_text="Delete finished runs older than this many days; empty means JOBS_RETENTION_DAYS.",
@@ -231,6 +251,9 @@ class Job(models.Model):
     last_run = models.ForeignKey(
         "JobRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
     )
+    # The number of the job's current version (``JobVersion``), which each run copies as it is made
+    # (``JobRun.job_version``); 0: not saved since versions were kept.
+    version = models.IntegerField(default=0, db_default=0, editable=False)
     created_at = models.DateTimeField(verbose_name="created", auto_now_add=True)
     updated_at = models.DateTimeField(verbose_name="updated", auto_now=True)
 
@@ -322,12 +345,33 @@ class Job(models.Model):
         return (self.retention_days or settings.JOBS_RETENTION_DAYS,
                 self.retention_min_runs or settings.JOBS_RETENTION_MIN_RUNS)
 
+    @property
+    def grace(self):
+        """How long after a slot a check-in's ping may come (``grace_seconds``, or an hour)."""
+        return timedelta(seconds=self.grace_seconds or DEFAULT_GRACE_SECONDS)
+
+    @property
+    def ping_url(self):
+        """Where a check-in job's runs are reported (jobs.api.pings); None for other jobs."""
+        elsewhere = self.ping_key and self.kind in kinds.running_elsewhere()
+        return f"{settings.SITE_URL}/ping/{self.ping_key}" if elsewhere else None
+
     def save(self, *args, **kwargs):
         self.spread_offset_seconds = spreading.offset_seconds(self.name, self.spread)
+        if self.give_ping_key() and kwargs.get("update_fields") is not None:
+            kwargs["update_fields"] = [*kwargs["update_fields"], "ping_key"]
         super().save(*args, **kwargs)
+
+    def give_ping_key(self):
+        """Make a check-in job's ping key (kept for good once made, across kinds); whether one was made."""
+        if self.ping_key is None and self.kind in kinds.running_elsewhere():
+            self.ping_key = uuid.uuid4()
+            return True
+        return False
 
     def clean(self):
         self.spread_offset_seconds = spreading.offset_seconds(self.name, self.spread)  # the bulk saves clean, not save
+        self.give_ping_key()
         errors = {}
         if self.timeout_seconds and self.timeout_seconds > settings.JOBS_MAX_TIMEOUT_SECONDS:
             errors["timeout_seconds"] = (

@@ -86,6 +86,9 @@ class JobRun(models.Model):
     # The W3C traceparent of the run's trace when traces are on (jobs.telemetry.tracing): its root, the
     # dispatch, which every later step in any process (a retry's message, a notification) hangs under.
     traceparent = models.CharField(max_length=55, blank=True, default="", db_default="", editable=False)
+    # The version of its job the run was made from (Job.version then); null: made before versions were kept.
+    # (A plain integer: a positive one's CHECK would make adding the column scan the table under its lock.)
+    job_version = models.IntegerField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -34,7 +34,8 @@ from django.utils import timezone
 from audit import trail
 from audit.models import Action, AuditEntry
 
-from ..lifecycle import events, limits
+from .. import kinds
+from ..lifecycle import events, limits, pings
 from ..models import Job, RunStatus, ScheduleType
 from ..timing import dst
 from .backfill import check_range, job_runs, runs_by_slot
@@ -44,6 +45,7 @@ logger = logging.getLogger(__name__)
 CHECK_CHUNK = 500  # jobs read at once by the periodic check
 RAN, SKIPPED, MISSING, DUE, UPCOMING = "ran", "skipped", "missing", "due", "upcoming"
 MISSING_REASON = "no run and no record of why: an alert is raised by the periodic check"
+DUE_REASON = "not dispatched yet (within the scheduler's grace)"
 RECURRING = [ScheduleType.CRON, ScheduleType.INTERVAL, ScheduleType.ONCE]
 NO_MORE_SLOTS = datetime(9999, 12, 31, tzinfo=UTC)  # slot_check_from of a schedule with no slot left
 
@@ -210,7 +212,11 @@ def build(job, start, end, now=None, alert=False, known=None, slots_of=None):
             report.slots.append(Slot(at, SKIPPED, why))
     slots = sorted([*slots, *(at for at in closed if at in by_slot)])
     timeline = EnabledTimeline(job)
-    grace = timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS + settings.JOBS_TICK_SECONDS * 5)
+    grace, due = timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS + settings.JOBS_TICK_SECONDS * 5), DUE_REASON
+    if job.kind in kinds.running_elsewhere():
+        # A check-in's slot waits for its ping through the job's grace; then it gets its run, failed
+        # if none came (lifecycle.pings.fail_unpinged), so a slot missing past that is missing indeed.
+        grace, due = max(grace, job.grace + grace), "waiting for its ping (within the job's grace)"
     for at in slots:
         run = by_slot.get(at)
         if run is not None:
@@ -221,7 +227,7 @@ def build(job, start, end, now=None, alert=False, known=None, slots_of=None):
         elif reason := timeline.off_reason(at):
             report.slots.append(Slot(at, SKIPPED, reason))
         elif now - at <= grace:
-            report.slots.append(Slot(at, DUE, "not dispatched yet (within the scheduler's grace)"))
+            report.slots.append(Slot(at, DUE, due))
         else:
             report.slots.append(Slot(at, MISSING, MISSING_REASON))
         if note := notes.get(at):
@@ -277,6 +283,8 @@ def explain(job, moment, now=None, tzname="UTC"):
 def explain_slot(slot, text, now):
     when = text(slot.at, seconds=True)
     note = f" ({slot.reason})" if slot.reason else ""
+    if slot.outcome == RAN and slot.run.reason == pings.NO_PING:
+        return f"No ping: run #{slot.run.pk} for {when} of this check-in ended failed, {pings.NO_PING}."
     if slot.outcome == RAN:
         run = slot.run
         waits = limits.waiting_for(run, now) if run.waiting_since is not None else None
@@ -286,8 +294,10 @@ def explain_slot(slot, text, now):
         return f"Skipped: the slot at {when} was not run: {slot.reason}."
     if slot.outcome == UPCOMING:
         return f"The slot at {when} has not come yet{note}."
-    if slot.outcome == DUE:
+    if slot.outcome == DUE and slot.reason.startswith(DUE_REASON):
         return f"The slot at {when} is due and not dispatched yet."
+    if slot.outcome == DUE:
+        return f"The slot at {when} is {slot.reason}."
     return f"Missing: nothing was recorded for the slot at {when}; an alert is raised by the periodic check."
 
 

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import calendars, forecast, job_forms, limits, login, operator_views, reports, tokens, views, workers
+from . import calendars, forecast, job_forms, limits, login, operator_views, reports, tokens, versions, views, workers
 
 app_name = "pages"
 
@@ -13,10 +13,13 @@ urlpatterns = [
     path("jobs/<int:pk>/", views.job_detail, name="job"),
     path("jobs/<int:pk>/edit/", job_forms.job_edit, name="job-edit"),
     path("jobs/<int:pk>/clone/", job_forms.job_clone, name="job-clone"),
+    path("jobs/<int:pk>/versions/<int:number>/restore/", versions.restore, name="job-version-restore"),
     path("jobs/<int:pk>/delete/", job_forms.job_delete, name="job-delete"),
     path("jobs/<int:pk>/run/", views.job_run_now, name="job-run"),
     path("jobs/<int:pk>/pause/", views.job_pause, name="job-pause"),
     path("jobs/<int:pk>/resume/", views.job_resume, name="job-resume"),
+    path("jobs/<int:pk>/snooze/", views.job_snooze, name="job-snooze"),
+    path("jobs/<int:pk>/unsnooze/", views.job_unsnooze, name="job-unsnooze"),
     path("jobs/<int:pk>/slots/", operator_views.job_slots, name="job-slots"),
     path("jobs/<int:pk>/report/", reports.job_report, name="job-report"),
     path("reports/", reports.tag_or_group_report, name="reports"),
@@ -32,6 +35,7 @@ urlpatterns = [
     path("runs/<int:pk>/tail/", views.run_tail, name="run-tail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
     path("workers/", workers.worker_timeline, name="workers"),
+    path("runs/<int:pk>/rerun/", views.run_rerun, name="run-rerun"),
     path("limits/", limits.limit_list, name="limits"),
     path("limits/new/", limits.limit_edit, name="limit-new"),
     path("limits/<slug:key>/edit/", limits.limit_edit, name="limit-edit"),

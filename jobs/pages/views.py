@@ -4,6 +4,7 @@ Every page shows only what the API would show the same user (``visible_jobs``/``
 another user's job or run answers 404, so ids do not leak what exists.
 """
 
+from datetime import timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -27,7 +28,7 @@ from ..kinds.base import result_as_json
 from ..lifecycle import limits
 from ..models import ACTIVE_STATUSES, RunStatus
 from ..operations.reports import job_report
-from . import charts, figures, keyset, params_form, queries
+from . import charts, figures, keyset, params_form, queries, versions
 from .common import actor, flower_url, job_timezone, may_act_on, page, refused_is_forbidden, slot_text
 from .operator_views import why_line
 from .reports import heat_map
@@ -154,11 +155,14 @@ def job_detail(request, pk):
         "last_50_rate": figures.rate_text(last_50.count(RunStatus.SUCCEEDED), len(last_50)),
         "last_50_count": len(last_50),
         "may_act": may_act_on(request, job),
+        "snoozed": job.snoozed_until is not None and job.snoozed_until > timezone.now(),
+        "snooze_spans": SNOOZE_SPANS,
         "audit": trail.shown_to(request.user, job.audit.order_by("-created_at", "-id")[:AUDIT_ON_JOB_PAGE]),
         "why_at": request.GET.get("why", ""),
         "why": why_line(job, request.GET.get("why", ""), tzname),
         "timeout_text": charts.human_seconds(job.timeout_seconds),
         "sla_text": charts.human_seconds(job.sla_seconds) if job.sla_seconds else None,
+        **versions.context(job, request.GET),
     }, "jobs")
 
 
@@ -207,6 +211,33 @@ def job_pause(request, pk):
 @refused_is_forbidden
 def job_resume(request, pk):
     return switched(request, pk, actions.resume, "{} is resumed.")
+
+
+# What the job page offers to snooze a job for: seconds -> words.
+SNOOZE_SPANS = {"3600": "1 hour", "14400": "4 hours", "86400": "1 day", "604800": "1 week", "2592000": "30 days"}
+
+
+@login_required
+@require_POST
+@refused_is_forbidden
+def job_snooze(request, pk):
+    job = visible_job(request, pk)
+    span = request.POST.get("for", "")
+    if span not in SNOOZE_SPANS:
+        messages.error(request, f"Snooze for one of: {', '.join(SNOOZE_SPANS.values())}.")
+        return redirect("pages:job", pk=job.pk)
+    until = timezone.now() + timedelta(seconds=int(span))
+    actions.snooze(actor(request), job, until)
+    messages.success(request, f"{job.name} is snoozed for {SNOOZE_SPANS[span]}: no notification of it until "
+                              f"{until:%Y-%m-%d %H:%M} UTC.")
+    return redirect("pages:job", pk=job.pk)
+
+
+@login_required
+@require_POST
+@refused_is_forbidden
+def job_unsnooze(request, pk):
+    return switched(request, pk, actions.unsnooze, "{} is no longer snoozed: its notifications are sent again.")
 
 
 def switched(request, pk, switch, says):
@@ -328,4 +359,22 @@ def run_cancel(request, pk):
         messages.success(request, f"Run #{run.pk} is cancelled.")
     else:
         messages.info(request, f"Run #{run.pk} is already {run.status}; nothing changed.")
+    return redirect("pages:run", pk=run.pk)
+
+
+@login_required
+@require_POST
+@refused_is_forbidden
+def run_rerun(request, pk):
+    """Over a quota of runs: the 429 page naming it (``refused_is_forbidden``); a run not finished:
+    back to its page, which says so."""
+    run = visible_run(request, pk)
+    try:
+        actions.rerun(actor(request), run)
+    except actions.ActionError as exc:
+        if exc.kind != actions.ActionError.CONFLICT:
+            raise
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"Run #{run.pk} is queued again as attempt {run.attempt}.")
     return redirect("pages:run", pk=run.pk)

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Q
 
-from .. import lifecycle
+from .. import kinds, lifecycle
 from ..coordination import leases
 from ..lifecycle import ahead as held_ahead
 from ..models import ACTIVE_STATUSES, CatchupPolicy, Job, JobRun, OverlapPolicy, RunStatus
@@ -36,6 +36,7 @@ TICK_FIELDS = (
     "priority", "parameters", "calendars", "business_days", "business_day_of_month",
     "name", "spread",  # the slot's offset (Job.spread_offset); the name also names a trace
     "dst_skipped", "dst_repeated",  # a cron slot's DST policy (Job.schedule_slot_after)
+    "version",  # the run names the job's version (JobRun.job_version)
 )
 
 
@@ -136,8 +137,13 @@ def dispatch_due(now=None, batch=None, lease=None):
             day_rules_cache.refresh(force=True)  # a calendar changed a moment ago counts in this tick
         rows = []
         busy = active_runs_by_job([job.pk for job in jobs if job.overlap_policy != OverlapPolicy.ALLOW])
+        elsewhere = kinds.running_elsewhere()
         for job in jobs:
             to_run, to_skip, next_slot = plan_slots(job, now, grace)
+            if job.kind in elsewhere:
+                # Run elsewhere: their pings make their runs (lifecycle.pings); only the next slot moves on.
+                job.next_run_at = next_slot
+                continue
             for slot in to_run:
                 rows.append(place_slot(job, slot, busy, now))
             for slot in to_skip:

@@ -18,7 +18,7 @@ from django.db import DatabaseError, close_old_connections
 from django_celery_beat.models import CrontabSchedule
 from django_celery_beat.schedulers import DatabaseScheduler
 
-from .. import lifecycle
+from .. import kinds, lifecycle
 from ..coordination import leases
 from . import dispatch, duties, leader, monitor
 
@@ -81,6 +81,8 @@ class JobScheduler(DatabaseScheduler):
                 monitor.mark_lost(watched_seconds=now - self._database_since)
                 lifecycle.release_held()
                 lifecycle.skip_past_deadline()
+                # Check-in jobs' slots with no ping within their grace.
+                lifecycle.fail_unpinged(kinds.running_elsewhere())
                 lifecycle.fold_ends()  # the pages' figures, a tick behind the ends of runs
                 duties.run("tick")
                 self._periodic_delay = super().tick(*args, **kwargs)

@@ -162,6 +162,9 @@ class JobSerializer(serializers.ModelSerializer):
         help_text="A group of yours whose members may also see and run the job.",
     )
     last_run = LastRunSerializer(read_only=True, allow_null=True)
+    ping_url = serializers.CharField(
+        read_only=True, allow_null=True,
+        help_text="Check-in jobs: where the job's runs are reported (SITE_URL/ping/<uuid>); null for other kinds.")
     secret_environment = SecretsField(required=False)
     secret_http_headers = SecretsField(required=False)
     parameters = ParametersField(required=False)
@@ -169,9 +172,10 @@ class JobSerializer(serializers.ModelSerializer):
     class Meta:
         model = Job
         # The job's fields as jobs.definitions.fields declares them, with what the service sets itself.
-        fields = ["id", *job_fields.EDITABLE, "next_run_at", "last_run", "consecutive_failures", "paused_reason",
-                  "created_at", "updated_at"]
-        read_only_fields = ["next_run_at", "consecutive_failures", "paused_reason", "created_at", "updated_at"]
+        fields = ["id", *job_fields.EDITABLE, "ping_url", "next_run_at", "last_run", "consecutive_failures",
+                  "paused_reason", "snoozed_until", "created_at", "updated_at"]
+        read_only_fields = ["next_run_at", "consecutive_failures", "paused_reason", "snoozed_until", "created_at",
+                            "updated_at"]
         # Kept as given: a request body is sent byte for byte, and a text of several lines keeps
         # its indentation (and a file applied twice compares equal).
         extra_kwargs = {"description": {"trim_whitespace": False}, "http_body": {"trim_whitespace": False},

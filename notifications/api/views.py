@@ -10,13 +10,19 @@ of the jobs they can see (scope job), and sees only those. Every change goes thr
 ``notifications.actions``, which writes the audit entry.
 """
 
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
 from rest_framework.decorators import action
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
+from jobs.actions.permissions import visible_jobs
 from jobs.api.resources import ResourceViewSet
+from jobs.api.views import ApiViewSet
 
 from .. import actions
+from ..models import Incident
 from ..resources import CHANNELS, RULES
 from ..schemas import ChannelSerializer
 from .serializers import ChannelDirectorySerializer, ChannelTestSerializer
@@ -56,3 +62,22 @@ class RuleViewSet(ResourceViewSet):
 
     def get_queryset(self):
         return super().get_queryset().select_related("channel", "job").order_by("id")
+
+
+class IncidentSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Incident
+        fields = ["id", "job", "run", "opened_at", "closed_at", "acknowledged_at", "acknowledged_by_name"]
+
+
+class AcknowledgeView(ApiViewSet, APIView):
+    """``POST /api/jobs/<id>/acknowledge/``: beside the jobs' own calls, since jobs know nothing of
+    incidents."""
+
+    @extend_schema(request=None, responses={200: IncidentSerializer},
+                   description="Acknowledge the job's open incident: a person is on it. The channels told of it hear "
+                               "it (PagerDuty's and Opsgenie's alert is acknowledged, the others get a message). 409 "
+                               "when the job has no open incident, or it was acknowledged already.")
+    def post(self, request, pk):
+        job = get_object_or_404(visible_jobs(request.user), pk=pk)
+        return Response(IncidentSerializer(actions.acknowledge(self.actor, job)).data)

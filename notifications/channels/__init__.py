@@ -1,9 +1,9 @@
-"""The channel kinds, each one package (``notifications/channels/email/``, ``slack/``, ``webhook/``)
-that exports ``CHANNEL``, a ``base.ChannelKindSpec``: its message, its transport, the config it
-takes and checks, and which config keys are secret.
+"""The channel kinds, each one package (``notifications/channels/email/``, ``slack/``, ``webhook/``,
+``pagerduty/``, ``opsgenie/``) that exports ``CHANNEL``, a ``base.ChannelKindSpec``: its message,
+its transport, the config it takes and checks, and which config keys are secret.
 
 They are listed once, by the package's dotted path, in the setting ``NOTIFICATION_CHANNEL_KINDS``
-(default: the three). Everything else asks this registry, and never names a kind: the model's
+(default: the five). Everything else asks this registry, and never names a kind: the model's
 choices and validation, the channel secrets, the admin, the API, the channels page, jobs-as-code
 and the sender. Adding a kind is one new package and its line in the setting.
 """
@@ -12,7 +12,8 @@ from jobs import kinds as job_kinds
 
 from .base import ChannelKindSpec
 
-DEFAULT_KINDS = ("notifications.channels.email", "notifications.channels.slack", "notifications.channels.webhook")
+DEFAULT_KINDS = ("notifications.channels.email", "notifications.channels.slack", "notifications.channels.webhook",
+                 "notifications.channels.pagerduty", "notifications.channels.opsgenie")
 NAME_MAX_LENGTH = 16  # Channel.kind's column
 
 

@@ -14,4 +14,6 @@ urlpatterns = [
     path("rules/new/", rule_forms.rule_new, name="rule-new"),
     path("rules/<int:pk>/edit/", rule_forms.rule_edit, name="rule-edit"),
     path("rules/<int:pk>/delete/", rule_forms.rule_delete, name="rule-delete"),
+    path("jobs/<int:pk>/acknowledge/", views.job_acknowledge, name="job-acknowledge"),
+    path("acknowledge/<str:token>/", views.acknowledge_link, name="acknowledge"),
 ]

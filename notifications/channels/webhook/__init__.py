@@ -13,7 +13,10 @@ A digest carries ``"runs": [{"event", "job", "run"}, ...]`` instead of ``job`` a
 ``scheduler_down`` and ``scheduler_recovered`` carry ``"scheduler": {"last_tick_at", "noticed_at",
 "noticed_by", "recovered_at"}`` (ISO 8601 or null), with ``job`` ``{"id": null, "name": "(scheduler)"}``.
 ``paused`` (a job paused itself) carries ``"paused": {"reason": "...", "failures": 3}``, its ``run``
-the failed run that made the job pause.
+the failed run that made the job pause. ``failed`` and ``timed_out`` carry ``"acknowledge_url"``
+while the job's incident is not acknowledged (a signed link; opening it needs a login);
+``acknowledged`` (a person acknowledged it) carries ``"acknowledged": {"by": "...", "at": "<ISO 8601>"}``,
+its ``run`` the failed run that opened the incident.
 Header ``X-Signature: sha256=<hex>`` is HMAC-SHA256(secret, raw body): verify it over the bytes
 received, before parsing them.
 """
@@ -46,9 +49,13 @@ def _summary(payload):
                "run": {**{k: run.get(k) for k in RUN_FIELDS}, "url": run_url(run["id"]) if run.get("id") else None}}
     if "scheduler" in payload:
         summary["scheduler"] = payload["scheduler"]
+    details = payload.get("details") or {}
     if payload.get("event") == "paused":
-        details = payload.get("details") or {}
         summary["paused"] = {"reason": details.get("reason"), "failures": details.get("failures")}
+    if payload.get("event") == "acknowledged":
+        summary["acknowledged"] = {"by": details.get("by"), "at": details.get("at")}
+    if details.get("acknowledge_url"):
+        summary["acknowledge_url"] = details["acknowledge_url"]
     return summary
 
 
