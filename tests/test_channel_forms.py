@@ -36,16 +36,20 @@ def test_a_channel_of_each_kind_is_made_through_the_form(people):
     assert "Create the channel" in staff.get("/channels/new/").content.decode()
     for body in (channel_post("email", "ops-mail", recipients=["ops@example.com", "oncall@example.com"]),
                  channel_post("slack", "alerts", url=SLACK_URL),
-                 channel_post("webhook", "hook", url="https://example.org/hook", secret="s3cret!")):
+                 channel_post("webhook", "hook", url="https://example.org/hook", secret="s3cret!"),
+                 channel_post("pagerduty", "pager", routing_key="R" * 32, severity="critical"),
+                 channel_post("opsgenie", "genie", api_key="genie-key", priority="")):
         answer = staff.post("/channels/new/", body)
         assert answer.status_code == 302 and answer["Location"] == "/channels/"
     assert opened_config(Channel.objects.get(name="ops-mail")) == {"recipients": ["ops@example.com",
                                                                                   "oncall@example.com"]}
     assert opened_config(Channel.objects.get(name="alerts")) == {"url": SLACK_URL}
     assert opened_config(Channel.objects.get(name="hook")) == {"url": "https://example.org/hook", "secret": "s3cret!"}
+    assert opened_config(Channel.objects.get(name="pager")) == {"routing_key": "R" * 32, "severity": "critical"}
+    assert opened_config(Channel.objects.get(name="genie")) == {"api_key": "genie-key"}  # a blank option: none
     assert Channel.objects.get(name="hook").config["secret"] != "s3cret!"  # stored encrypted
     assert list(AuditEntry.objects.filter(subject=Subject.CHANNEL).values_list("action", "source")) == [
-        ("create", "page")] * 3
+        ("create", "page")] * 5
 
 
 def test_a_stored_secret_is_never_shown_and_a_blank_one_is_kept(people):

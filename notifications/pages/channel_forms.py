@@ -88,7 +88,8 @@ def kind_fields(spec, values, channel):
             found.append(FormField(name, capfirst(key), "list", values.get(name) or [],
                                    f"One a row, e.g. {', '.join(example)}."))
         else:
-            found.append(FormField(name, capfirst(key), "text", values.get(name, ""), f"e.g. {example}"))
+            found.append(FormField(name, capfirst(key), "text", values.get(name, ""),
+                                   "Optional." if example == "optional" else f"e.g. {example}"))
     return found
 
 
