@@ -337,3 +337,48 @@ def test_it_offers_shell_commands_only_to_those_who_may_create_them(people):
     assert "command" in kind_options(browser(people.runner), f"/jobs/{mine.pk}/edit/")
     assert browser(people.teammate).get(f"/jobs/{mine.pk}/edit/").status_code in (403, 404)
     assert "command" not in kind_options(browser(people.teammate), f"/jobs/{people.job.pk}/edit/")
+
+
+def test_parameters_are_rows_that_write_the_apis_declarations(people):
+    client = browser(people.owner)
+    form = form_of(client, "/jobs/new/")
+    assert form["parameters-name"] == [""] and form["parameters-type"] == ["string"]  # one empty row
+    response = submit(client, "/jobs/new/", form, name="report", target="builtin.echo", **{
+        "parameters-name": ["day", "n", "mode", ""], "parameters-type": ["date", "integer", "choice", "string"],
+        "parameters-default": ["2026-11-01", "3", "", ""], "parameters-required": ["", "", "required", ""],
+        "parameters-description": ["The day", "", "", ""], "parameters-choices": ["", "", "fast, full", ""]})
+    assert response.status_code == 302
+    job = Job.objects.get(name="report")
+    api = people.client(people.owner).get(f"/api/jobs/{job.pk}/").json()["parameters"]
+    assert api == job.parameters == [
+        {"name": "day", "type": "date", "default": "2026-11-01", "required": False, "description": "The day",
+         "choices": []},
+        {"name": "n", "type": "integer", "default": 3, "required": False, "description": "", "choices": []},
+        {"name": "mode", "type": "choice", "default": None, "required": True, "description": "",
+         "choices": ["fast", "full"]}]
+
+    again = form_of(client, f"/jobs/{job.pk}/edit/")
+    assert again["parameters-name"] == ["day", "n", "mode", ""] and again["parameters-default"][:2] == ["2026-11-01", "3"]
+    assert again["parameters-required"] == ["", "", "required", ""] and again["parameters-choices"][2] == "fast, full"
+    assert submit(client, f"/jobs/{job.pk}/edit/", again).status_code == 302
+    assert AuditEntry.objects.filter(job=job).count() == 1  # unchanged: no entry
+
+    # A bad row: the API's message, and the rows as typed.
+    response = submit(client, f"/jobs/{job.pk}/edit/", again, **{
+        "parameters-name": ["day", "1n"], "parameters-type": ["date", "integer"], "parameters-default": ["nope", "x"],
+        "parameters-required": ["", ""], "parameters-description": ["", ""], "parameters-choices": ["", ""]})
+    assert response.status_code == 400
+    text = response.content.decode()
+    api = people.client(people.owner).patch(f"/api/jobs/{job.pk}/", {"parameters": [
+        {"name": "day", "type": "date", "default": "nope"}, {"name": "1n", "type": "integer", "default": "x"}]},
+        format="json").json()["parameters"]
+    assert all(escape(message) in text for message in api), api
+    assert 'value="1n"' in text and 'value="nope"' in text
+    job.refresh_from_db()
+    assert [item["name"] for item in job.parameters] == ["day", "n", "mode"]
+
+    # Every row removed: no parameters.
+    none = {f"parameters-{part}": [""] for part in ("name", "default", "required", "description", "choices")}
+    assert submit(client, f"/jobs/{job.pk}/edit/", again, **none, **{"parameters-type": ["string"]}).status_code == 302
+    job.refresh_from_db()
+    assert job.parameters == []

@@ -79,9 +79,12 @@ def test_the_admin_and_the_channels_page_offer_the_added_kind(admin_client, log_
     change = admin_client.get(f"/admin/notifications/channel/{channel.pk}/change/").content.decode()
     assert MASK in change and TOKEN not in change
     page = admin_client.get("/channels/").content.decode()
-    assert "<td>audit-log</td>\n      <td>Log file</td>" in page
+    assert f'<a href="/channels/{channel.pk}/edit/">audit-log</a></td>\n      <td>Log file</td>' in page
     assert "<td>Log file</td><td><code>log</code></td>" in page and "<td>token</td>" in page
     assert TOKEN not in page
+    edit = admin_client.get(f"/channels/{channel.pk}/edit/").content.decode()  # the kind's own fields
+    assert f'name="log.path" id="id_log.path" value="{log_config["path"]}"' in edit
+    assert 'name="log.token" id="id_log.token" value="" type="password"' in edit and TOKEN not in edit
 
 
 def test_a_jobs_file_applies_a_channel_of_the_added_kind_with_its_secret_from_the_environment(

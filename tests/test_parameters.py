@@ -458,15 +458,19 @@ def test_the_admin_action_runs_one_job_with_the_values_given(people, report):
     assert "Params:" in shown and "2026-11-01" in shown
 
 
-def test_the_job_form_edits_the_declaration_as_json(people, report):
+def test_the_job_form_edits_the_declaration_as_rows(people, report):
     client = browser(people.owner)
     form = form_of(client, f"/jobs/{report.pk}/edit/")
-    assert json.loads(form["parameters"][0]) == report.parameters
-    refused = submit(client, f"/jobs/{report.pk}/edit/", form, parameters="[{")
-    assert refused.status_code == 400 and "Not JSON" in refused.content.decode()
-    bad = submit(client, f"/jobs/{report.pk}/edit/", form, parameters='[{"name": "x", "type": "color"}]')
-    assert "type must be one of" in bad.content.decode()
-    done = submit(client, f"/jobs/{report.pk}/edit/", form, parameters='[{"name": "x", "type": "integer"}]')
+    assert form["parameters-name"] == [item["name"] for item in REPORT_PARAMETERS] + [""]  # and an empty row
+    assert submit(client, f"/jobs/{report.pk}/edit/", form).status_code == 302
+    report.refresh_from_db()
+    assert report.parameters == save_job(Job(name="again", kind="callable", target="builtin.echo",
+                                             parameters=REPORT_PARAMETERS), {"type": "manual"}).parameters
+    one = {"parameters-name": ["x"], "parameters-type": ["color"], "parameters-default": [""],
+           "parameters-required": [""], "parameters-description": [""], "parameters-choices": [""]}
+    bad = submit(client, f"/jobs/{report.pk}/edit/", form, **one)
+    assert bad.status_code == 400 and "type must be one of" in bad.content.decode()
+    done = submit(client, f"/jobs/{report.pk}/edit/", form, **{**one, "parameters-type": ["integer"]})
     assert done.status_code == 302
     report.refresh_from_db()
     assert report.parameters == [{"name": "x", "type": "integer", "default": None, "required": False,

@@ -111,6 +111,16 @@ def change(actor, workflow, values=None, schedule=None, graph=None):
     return workflow
 
 
+def save_validated(actor, values, workflow=None):
+    """Create (``workflow`` None) or change a workflow from ``WorkflowSerializer``'s validated data:
+    the API's and the pages' one way from a checked request to ``create`` or ``change``."""
+    values = dict(values)
+    schedule, graph = values.pop("schedule", None), values.pop("graph", None)
+    if workflow is None:
+        return create(actor, Workflow(**values), schedule or {"type": "manual"}, graph)
+    return change(actor, workflow, values, schedule, graph)
+
+
 def delete(actor, workflow):
     _check(actor, workflow)
     with transaction.atomic():

@@ -15,7 +15,9 @@ NONE = "— none —"  # the empty choice of a select, as the job form words it
 class FormField:
     name: str
     label: str
-    widget: str  # text, textarea, number, checkbox, select, rows, secret-rows, list, file
+    # text, secret (a password input: a stored secret is never its value), textarea, number, checkbox,
+    # checkboxes (several values of ``choices``), select, rows, secret-rows, list, file
+    widget: str
     value: object = ""
     help: str = ""
     errors: list = field(default_factory=list)

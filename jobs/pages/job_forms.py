@@ -37,6 +37,7 @@ from ..definitions import jobs as definitions
 from ..models import DstRepeated, DstSkipped, Job, Limit, ScheduleType
 from ..schemas.jobs import JobSerializer, ScheduleField, field_errors
 from ..timing.spread import MAX_SPREAD_SECONDS
+from . import parameter_rows
 from .common import actor, attempt, job_timezone, page, refused_is_forbidden, slot_text
 from .form_kit import NONE, FormField, model_widget
 
@@ -52,7 +53,7 @@ SECRET_ROWS = set(secrets.FIELDS)                  # the same, the values write-
 JSON_VALUES = {"args", "kwargs"}                   # values that may be any JSON (42, true, [1, 2])
 LISTS = {"args"}                                   # [value, ...] as rows of one value
 CHECKBOXES = {"enabled", "retry_jitter", "business_days"}
-JSON_TEXTS = {"parameters"}                       # a JSON document typed in a text area
+PARAMETERS = "parameters"                          # rows of a declaration each (parameter_rows)
 
 LABELS = {
     "target": "Target", "tags": "Tags", "group": "Group", "queue": "Queue", "args": "Arguments",
@@ -76,10 +77,10 @@ HELP = {
     "secret_http_headers": f"Values are write-only: a stored one shows as {secrets.MASK} and is kept unless "
                            "you type a new one; removing the row removes it.",
     "http_ok_statuses": "Separated by commas; empty means any 2xx.",
-    "parameters": 'Run-time parameters as a JSON list, e.g. [{"name": "day", "type": "date", "required": true, '
-                  '"description": "The day to report on"}]. Types: string, integer, number, boolean, date, datetime, '
-                  'choice (with "choices": [...]). A command gets each as JOB_PARAM_<NAME>; an HTTP call through '
-                  '{{params.<name>}} in its URL or body; a function as a keyword argument.',
+    "parameters": "Values a run is given, one a row: a name (an identifier, e.g. day), its type, a default (as a "
+                  "run's value is typed: 2026-11-01, 42, true), whether a run must give it, a description, and for a "
+                  "choice its choices separated by commas. A command gets each as JOB_PARAM_<NAME>; an HTTP call "
+                  "through {{params.<name>}} in its URL or body; a function as a keyword argument.",
     "cron": "Five fields: minute hour day-of-month month weekday, e.g. */15 * * * *.",
     "timezone": "IANA name, e.g. Europe/Berlin.",
     "run_at": "ISO 8601 with a UTC offset, e.g. 2026-12-01T09:00:00+01:00.",
@@ -129,8 +130,7 @@ def from_api(data):
         render = json_text if name in JSON_VALUES else str
         values[name] = [(key, render(value)) for key, value in (data.get(name) or {}).items()]
     values["args"] = [json_text(value) for value in data.get("args") or []]
-    for name in JSON_TEXTS:
-        values[name] = json.dumps(data[name], indent=2, ensure_ascii=False) if data.get(name) else ""
+    values[PARAMETERS] = parameter_rows.from_api(data.get(PARAMETERS))
     schedule = data.get("schedule") or {"type": ScheduleType.MANUAL}
     values["schedule_type"] = schedule["type"]
     values.update({name: "" if value is None else str(value) for name, value in schedule.items() if name != "type"})
@@ -142,7 +142,8 @@ def from_api(data):
 
 def from_post(post):
     """The form's values as submitted: text, checkboxes, and rows of (name, value) or values."""
-    values = {name: post.get(name, "") for name in post if not name.endswith(("-key", "-value"))}
+    values = {name: post.get(name, "") for name in post if not name.startswith(f"{PARAMETERS}-")
+              and not name.endswith(("-key", "-value"))}
     values.pop("csrfmiddlewaretoken", None)
     for name in CHECKBOXES:
         values[name] = name in post
@@ -151,6 +152,7 @@ def from_post(post):
                                                            post.getlist(f"{name}-value"), strict=False)
                         if key.strip() or value.strip()]
     values["args"] = [value for value in post.getlist("args-value") if value.strip()]
+    values[PARAMETERS] = parameter_rows.from_post(post, PARAMETERS)
     return values
 
 
@@ -215,11 +217,8 @@ def to_api(values, nullable):
             value, problem = rows_object(name, value)
             if problem:
                 errors[name] = [problem]
-        elif name in JSON_TEXTS:
-            try:
-                value = strict_json(value) if value.strip() else []
-            except ValueError as exc:
-                errors[name] = [f"Not JSON: {exc}."]
+        elif name == PARAMETERS:
+            value = parameter_rows.to_api(value)
         elif name in ("tags", "calendars"):
             value = [item.strip() for item in value.split(",") if item.strip()]
         elif name == "http_ok_statuses":
@@ -293,7 +292,7 @@ def make_field(name, values, errors, request):
     label = LABELS.get(name) or (capfirst(model_field.verbose_name) if model_field else name)  # "DST: …" kept
     help_text = linked_help(name) or HELP.get(name, getattr(model_field, "help_text", "") or "")
     widget = ("secret-rows" if name in SECRET_ROWS else "rows" if name in ROWS else "list" if name in LISTS
-              else "textarea" if name in JSON_TEXTS
+              else "parameters" if name == PARAMETERS
               else "text" if name in ("tags", "calendars", "http_ok_statuses", "target") or model_field is None
               else model_widget(model_field))
     made = FormField(name, label, widget, values.get(name, ""), str(help_text), errors.get(name, []))
@@ -301,7 +300,9 @@ def make_field(name, values, errors, request):
         made.choices = list(model_field.choices)
     if isinstance(model_field, models.FloatField):
         made.step = "any"
-    if name == "target":
+    if name == PARAMETERS:
+        made.choices = parameter_rows.type_choices()
+    elif name == "target":
         made.options_by_kind, made.options_kind = kinds.target_options(), kind
     elif name in job_fields.KIND_FIELDS:
         made.options = field_options(name)

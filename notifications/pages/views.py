@@ -36,7 +36,8 @@ def channel_list(request):
         channel.may_test = actions.may(actor, "change") and actions.may_change_channel(actor, channel)
     return page(request, "pages/channels.html", {"channels": shown,
                                                  "kinds": channels.kinds().values(),
-                                                 "may_test": actions.may(actor, "change")}, "channels")
+                                                 "may_test": actions.may(actor, "change"),
+                                                 "may_add": actions.may(actor, "add")}, "channels")
 
 
 @login_required

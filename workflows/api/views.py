@@ -13,7 +13,7 @@ from jobs.api.resources import ResourceViewSet
 from jobs.api.views import ApiViewSet, choice_param, int_param
 
 from .. import actions
-from ..models import Workflow, WorkflowRun, WorkflowRunStatus
+from ..models import WorkflowRun, WorkflowRunStatus
 from ..permissions import visible_workflow_runs
 from ..resources import WORKFLOWS
 from ..schemas import WorkflowRunDetailSerializer, WorkflowRunSerializer, WorkflowSerializer
@@ -38,15 +38,10 @@ class WorkflowViewSet(ResourceViewSet):
         return found.prefetch_related("nodes__job", "edges", Prefetch("runs", queryset=latest, to_attr="latest_runs"))
 
     def perform_create(self, serializer):
-        values = dict(serializer.validated_data)
-        schedule = values.pop("schedule", None) or {"type": "manual"}
-        graph = values.pop("graph")
-        serializer.instance = actions.create(self.actor, Workflow(owner=self.request.user, **values), schedule, graph)
+        serializer.instance = actions.save_validated(self.actor, serializer.validated_data)
 
     def perform_update(self, serializer):
-        values = dict(serializer.validated_data)
-        schedule, graph = values.pop("schedule", None), values.pop("graph", None)
-        serializer.instance = actions.change(self.actor, serializer.instance, values, schedule, graph)
+        serializer.instance = actions.save_validated(self.actor, serializer.validated_data, serializer.instance)
 
     @extend_schema(request=None, responses={202: WorkflowRunDetailSerializer},
                    description="Start a run of the workflow now; its jobs without upstreams are queued at once. "

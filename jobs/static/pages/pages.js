@@ -36,8 +36,39 @@
     setTimeout(poll, every);
   }
 
+  // Every form of the kit: a section marked data-shown-when="<a select's name> <value> ..." is shown,
+  // and sent, only while that select has one of the values; rows of the kit are added and removed.
+  function kitForm(form) {
+    form.querySelectorAll("[data-shown-when]").forEach(function (section) {
+      var words = section.dataset.shownWhen.split(" ");
+      var select = form.querySelector("select[name='" + words[0] + "']");
+      if (!select) return;
+      function toggle() {
+        var on = words.indexOf(select.value, 1) >= 1;
+        section.hidden = !on;
+        section.disabled = !on;
+      }
+      select.addEventListener("change", toggle);
+      toggle();
+    });
+    form.addEventListener("click", function (event) {
+      var button = event.target;
+      if (button.matches(".add-row")) {
+        var rows = form.querySelector("[data-rows='" + button.dataset.addRow + "']");
+        var row = rows.lastElementChild.cloneNode(true);
+        row.querySelectorAll("input").forEach(function (input) { input.value = ""; });
+        rows.appendChild(row);
+        row.querySelector("input").focus();
+      } else if (button.matches(".remove-row")) {
+        var all = button.closest(".rows");
+        if (all.children.length > 1) button.closest(".row").remove();
+        else button.closest(".row").querySelectorAll("input").forEach(function (input) { input.value = ""; });
+      }
+    });
+  }
+
   // The job form: only the sections of the chosen kind and schedule type are shown (the others are
-  // disabled, so they are not sent); key/value rows are added and removed; the schedule in words and
+  // disabled, so they are not sent); (its rows are the kit's, kitForm); the schedule in words and
   // its next slots are fetched as it is typed. Without JavaScript it is a plain form that still works.
   function jobForm(form) {
     function toggle(select, attribute) {
@@ -58,20 +89,6 @@
     targets();
     toggle(type, "data-schedule");
 
-    form.addEventListener("click", function (event) {
-      var button = event.target;
-      if (button.matches(".add-row")) {
-        var rows = form.querySelector("[data-rows='" + button.dataset.addRow + "']");
-        var row = rows.lastElementChild.cloneNode(true);
-        row.querySelectorAll("input").forEach(function (input) { input.value = ""; });
-        rows.appendChild(row);
-        row.querySelector("input").focus();
-      } else if (button.matches(".remove-row")) {
-        var all = button.closest(".rows");
-        if (all.children.length > 1) button.closest(".row").remove();
-        else button.closest(".row").querySelectorAll("input").forEach(function (input) { input.value = ""; });
-      }
-    });
 
     var box = document.getElementById("schedule-preview");
     var timer = null, asked = 0;
@@ -124,6 +141,7 @@
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("[data-refresh]").forEach(refresh);
     document.querySelectorAll("[data-tail]").forEach(tail);
+    document.querySelectorAll("form.form-kit").forEach(kitForm);
     document.querySelectorAll("[data-job-form]").forEach(jobForm);
   });
 })();
