@@ -4,7 +4,6 @@ and delete. A window is named by its name or id."""
 import click
 
 from . import output
-from .errors import NOT_FOUND, CliError
 from .resources import Resource, group_of
 from .subcommands import subcommand
 
@@ -26,7 +25,8 @@ WINDOWS = Resource(
     columns=(("ID", lambda w: w["id"]), ("NAME", lambda w: w["name"]), ("MODE", lambda w: w["mode"]),
              ("WHEN", when), ("JOBS", lambda w: len(w["jobs"])), ("TAGS", lambda w: ",".join(w["tags"]) or "-")),
     list_help="List the maintenance windows.", empty="No windows.", show_help="One window.",
-    show_argument="window", shown=window_line)
+    show_argument="name", shown=window_line,
+    delete_help="Delete the window NAME.")
 group = group_of(WINDOWS)
 
 
@@ -48,20 +48,6 @@ def set_window(ctx, as_json, name, jobs, tags, **options):
         body["jobs"] = list(jobs)
     if tags:
         body["tags"] = list(tags)
-    try:
-        ctx.api.get(WINDOWS.path_of(name))
-    except CliError as exc:
-        if exc.exit_code != NOT_FOUND:
-            raise
-        window = ctx.api.post(WINDOWS.path, {"name": name, **body})
-    else:
-        window = ctx.api.request("PATCH", WINDOWS.path_of(name), body=body, not_found=WINDOWS.missing(name))
+    window = WINDOWS.put(ctx.api, name, body)
     output.emit_json(window) if as_json else click.echo(window_line(window))
 
-
-@subcommand(group, "delete")
-@click.argument("name")
-def delete(ctx, as_json, name):
-    """Delete the window NAME."""
-    ctx.api.delete(WINDOWS.path_of(name), not_found=WINDOWS.missing(name))
-    output.emit_json({"deleted": name}) if as_json else click.echo(f"Window {name} deleted.")

@@ -125,3 +125,36 @@ def test_a_jobs_file_defines_windows_checked_as_the_api_checks_them(people):
     assert any("ends_at" in error["message"] and "after the start" in error["message"]
                for error in bad.json()["errors"]), bad.json()
     assert str(Window.objects.get(name="db-upgrade").ends_at) == "2026-12-01 04:00:00+00:00"
+
+
+def test_the_pages_make_and_list_windows_and_the_job_page_notes_the_one_on_now(people):
+    from datetime import timedelta
+
+    from django.test import Client
+    from django.utils import timezone
+
+    from .api_personas import browser
+
+    owner = browser(people.owner)
+    now = timezone.now().replace(microsecond=0, tzinfo=None)
+    form = {"name": "db-upgrade", "mode": "hold", "starts_at": f"{now - timedelta(hours=1):%Y-%m-%d %H:%M:%S}",
+            "ends_at": f"{now + timedelta(hours=1):%Y-%m-%d %H:%M:%S}", "jobs": f"{people.job.pk}", "tags": ""}
+
+    refused = owner.post("/windows/new/", {**form, "ends_at": form["starts_at"]})
+    made = owner.post("/windows/new/", form)
+
+    assert refused.status_code == 200 and "The end must come after the start." in refused.content.decode()
+    assert made.status_code == 302, made.content.decode()[:3000]
+    listed = owner.get("/windows/").content.decode()
+    assert 'id="window-db-upgrade"' in listed and "on now" in listed
+    job_page = owner.get(f"/jobs/{people.job.pk}/").content.decode()
+    assert "db-upgrade</a> (hold): on now" in job_page
+    outsider = browser(people.outsider)
+    assert "db-upgrade" not in outsider.get("/windows/").content.decode()
+    assert outsider.get("/windows/db-upgrade/edit/").status_code == 404
+    assert outsider.post("/windows/db-upgrade/delete/").status_code == 404
+    theirs = outsider.post("/windows/new/", {**form, "name": "mine"})
+    assert f"No job with the id {people.job.pk}." in theirs.content.decode()
+    assert Client().get("/windows/").status_code == 302  # to the login page
+    assert owner.post("/windows/db-upgrade/delete/").status_code == 302
+    assert not Window.objects.exists()

@@ -32,16 +32,14 @@ may_edit = owned.may_change
 
 
 def snapshot(window):
-    values = {name: getattr(window, name) for name in EDITABLE}
-    values["group"] = window.group.name if window.group_id else None
+    values = owned.snapshot(window, EDITABLE)
     for name in ("starts_at", "ends_at"):
         values[name] = values[name].isoformat() if values[name] else None
     return values
 
 
 def _diff(before, after):
-    before, after = before or {}, after or {}
-    return {name: [before.get(name), after.get(name)] for name in EDITABLE if before.get(name) != after.get(name)}
+    return owned.diff(before, after, EDITABLE)
 
 
 def _record(actor, window, action, changes, detail=""):

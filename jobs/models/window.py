@@ -205,8 +205,9 @@ def jobs_reached(windows):
 
 
 def active_or_next(job_id, moment, limit=1):
-    """[(window, (start, end))] of the windows that reach the job, the one on now or next first."""
-    window_book.refresh()
+    """[(window, (start, end))] of the windows that reach the job, the one on now or next first (read
+    afresh: a page shows a window saved a moment ago)."""
+    window_book.refresh(force=True)
     found = []
     for windows in window_book.by_mode.values():
         for window, reached in windows:
