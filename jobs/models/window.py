@@ -149,20 +149,20 @@ class WindowBook:
         now = time.monotonic()
         if not force and now - self.loaded_at < self.CHECK_SECONDS:
             return
-        by_mode = {mode: [] for mode in WindowMode.values}
+        by_mode = {mode: {} for mode in WindowMode.values}  # {mode: {job id: [windows]}}
         windows = list(Window.objects.filter(Q(ends_at__isnull=True) | Q(ends_at__gt=dj_timezone.now() - self.PAST))
                        .select_related("owner"))
         for window, reached in zip(windows, jobs_reached(windows), strict=True):
-            if reached:
-                by_mode[window.mode].append((window, reached))
+            for job_id in reached:
+                by_mode[window.mode].setdefault(job_id, []).append(window)
         with self.lock:
             self.loaded_at, self.by_mode = now, by_mode
 
     def covering(self, mode, job_id, *moments):
         """The first window of ``mode`` that reaches the job and holds any of ``moments``, or None."""
         self.refresh()
-        for window, reached in self.by_mode.get(mode, ()):
-            if job_id in reached and any(m is not None and window.span_at(m) for m in moments):
+        for window in self.by_mode.get(mode, {}).get(job_id, ()):
+            if any(m is not None and window.span_at(m) for m in moments):
                 return window
         return None
 
@@ -209,9 +209,9 @@ def active_or_next(job_id, moment, limit=1):
     afresh: a page shows a window saved a moment ago)."""
     window_book.refresh(force=True)
     found = []
-    for windows in window_book.by_mode.values():
-        for window, reached in windows:
-            if job_id in reached and (span := window.next_span(moment)):
+    for by_job in window_book.by_mode.values():
+        for window in by_job.get(job_id, ()):
+            if span := window.next_span(moment):
                 found.append((window, span))
     return sorted(found, key=lambda item: item[1][0])[:limit]
 
