@@ -158,3 +158,38 @@ def test_the_pages_make_and_list_windows_and_the_job_page_notes_the_one_on_now(p
     assert Client().get("/windows/").status_code == 302  # to the login page
     assert owner.post("/windows/db-upgrade/delete/").status_code == 302
     assert not Window.objects.exists()
+
+
+def test_a_windows_tags_reach_only_the_jobs_its_maker_may_see(people):
+    from django.utils import timezone
+
+    from jobs.models.window import window_book
+
+    now = timezone.now()
+    on_now = {"starts_at": "2020-01-01T00:00:00Z", "ends_at": "2100-01-01T00:00:00Z", "tags": ["reports"]}
+    for user, name in ((people.outsider, "theirs"), (people.teammate, "teams"), (people.staff, "staffs")):
+        made = people.client(user).post("/api/windows/", {"name": name, **on_now}, format="json")
+        assert made.status_code == 201, made.json()
+    window_book.refresh(force=True)
+
+    reaching = [w.name for w in window_book.by_mode["hold"].get(people.job.pk, [])]
+    assert sorted(reaching) == ["staffs", "teams"]
+    assert window_book.covering("hold", people.job.pk, now).name in ("staffs", "teams")
+
+
+def test_the_admin_saves_a_window_through_the_audited_action(people):
+    from .api_personas import browser
+
+    staff = browser(people.staff)
+    people.staff.is_superuser = True
+    people.staff.save()
+
+    added = staff.post("/admin/jobs/window/add/", {
+        "name": "freeze", "description": "", "mode": "mute", "starts_at_0": "", "starts_at_1": "", "ends_at_0": "",
+        "ends_at_1": "", "cron": "0 0 24 12 *", "duration_seconds": "86400", "timezone": "Europe/Berlin",
+        "jobs": "[]", "tags": '["reports"]', "group": "", "shared": "on"})
+
+    assert added.status_code == 302, added.content.decode()[:2000]
+    window = Window.objects.get(name="freeze")
+    assert (window.cron, window.shared, window.tags) == ("0 0 24 12 *", True, ["reports"])
+    assert AuditEntry.objects.get(subject=Subject.WINDOW).source == "admin"
