@@ -44,6 +44,7 @@ class Subject(models.TextChoices):
     LIMIT = "limit", "limit"
     CALENDAR = "calendar", "calendar"
     QUOTA = "quota", "team quota"
+    WINDOW = "window", "maintenance window"
     # Entries about a person (logins, their groups and permissions) or a token name the user.
     USER = "user", "user"
     GROUP = "group", "group"

@@ -17,9 +17,9 @@ class JobsConfig(AppConfig):
         from .worker import signals  # noqa: F401  (connects the Celery signal handlers)
 
         registry.load_modules(settings.JOBS_CALLABLE_MODULES)
-        # ``limits:`` and ``calendars:`` in a jobs file, saved before the jobs that name them; each module
+        # ``limits:``, ``calendars:`` and ``windows:`` in a jobs file, saved before the jobs that name them; each module
         # registers its section (jobs.as_code.resources) when the files first need it.
-        as_code.SECTION_MODULES += ["jobs.as_code.limits", "jobs.as_code.calendars"]
+        as_code.SECTION_MODULES += ["jobs.as_code.limits", "jobs.as_code.calendars", "jobs.as_code.windows"]
         if settings.JOBS_TRACING:
             from .telemetry import tracing
 

@@ -4,7 +4,7 @@ declarations: the API (``jobs.api.resources``), the sections of jobs files
 (``jobs.as_code.resources``) and the admin (``jobs.admin.resources``); jobsctl, which imports
 nothing of the service, declares its groups the same way (``jobsctl.resources``).
 
-Declared here: limits, calendars and teams' quotas; the channels and rules of notifications are
+Declared here: limits, calendars, maintenance windows and teams' quotas; the channels and rules of notifications are
 declared in ``notifications.resources``, workflows in ``workflows.resources``.
 """
 
@@ -16,7 +16,8 @@ from django.utils.module_loading import import_string
 from .actions import calendars as calendar_actions
 from .actions import limits as limit_actions
 from .actions import quotas as quota_actions
-from .models import Calendar, Limit, TeamQuota
+from .actions import windows as window_actions
+from .models import Calendar, Limit, TeamQuota, Window
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,28 @@ CALENDARS = Resource(
                      shows_values=False, says_jobs_apply=False),
     admin_list=("name", "description", "country", "subdivision", "date_count", "owner", "group", "shared",
                 "updated_at"),
+    admin_search=("name", "description"),
+)
+
+WINDOWS = Resource(
+    model=Window, noun="window", serializer="jobs.schemas.windows.WindowSerializer", visible=window_actions.visible,
+    create=window_actions.create, edit=window_actions.edit, delete=window_actions.delete,
+    may_edit=window_actions.may_edit, refused=window_actions.STAFF_ONLY, name_field="name",
+    route="windows", basename="window", not_found="No window has this name or id.",
+    filters={"mode": (str, "hold or mute.")},
+    api_docs={
+        "list": "The maintenance windows you see (yours, your teams', the shared ones), by name.",
+        "create": "Make a maintenance window: one-off (`starts_at`, `ends_at`) or recurring (`cron`, "
+                  "`duration_seconds`, `timezone`), over `jobs` (ids) and `tags`. `mode` `hold` skips the slots "
+                  "inside (reason maintenance); `mute` runs them and sends no notification.",
+        "retrieve": "One window, by its name (or its id).",
+        "partial_update": "Change some fields of a window of yours or your team's (staff: any).",
+        "update": "Replace a window's fields (yours or your team's; staff: any).",
+        "destroy": "Delete a window of yours or your team's (staff: any).",
+    },
+    file=FileSection("windows", fields=window_actions.EDITABLE, always=("name", "mode")),
+    admin_list=("name", "mode", "starts_at", "ends_at", "cron", "duration_seconds", "timezone", "owner", "group",
+                "shared"),
     admin_search=("name", "description"),
 )
 

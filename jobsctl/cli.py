@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__, calendars, config, limits, output, workflows
+from . import __version__, calendars, config, limits, output, windows, workflows
 from .client import Api
 from .errors import INTERRUPTED, NOT_FOUND, OK, REJECTED, RUN_FAILED, USAGE, WAIT_TIMED_OUT, CliError
 from .subcommands import subcommand, switch
@@ -66,6 +66,7 @@ def cli(click_ctx, url, config_path, http_timeout, as_json):
 cli.add_command(workflows.group)
 cli.add_command(limits.group)
 cli.add_command(calendars.group)
+cli.add_command(windows.group)
 
 
 def main():

@@ -4,7 +4,6 @@ set and delete them (staff). A limit is named by its key."""
 import click
 
 from . import output
-from .errors import NOT_FOUND, CliError
 from .resources import Resource, group_of
 from .subcommands import subcommand
 
@@ -21,7 +20,7 @@ LIMITS = Resource(
              ("MAX", lambda lim: lim["max_running"]), ("STARTS/MIN", lambda lim: lim["max_starts_per_minute"] or "-"),
              ("WAITING", lambda lim: lim["waiting"]), ("JOBS", lambda lim: lim["jobs"])),
     list_help="Every limit with what runs and waits under it.", show_help="One limit.", show_argument="key",
-    shown=limit_line)
+    delete_help="Delete the limit KEY (staff only; refused while jobs name it).", shown=limit_line)
 group = group_of(LIMITS)
 
 
@@ -35,20 +34,6 @@ def set_limit(ctx, as_json, key, max_running, max_starts_per_minute, description
     body = {name: value for name, value in (("max_running", max_running), ("description", description)) if value is not None}
     if max_starts_per_minute is not None:
         body["max_starts_per_minute"] = max_starts_per_minute or None
-    try:
-        ctx.api.get(LIMITS.path_of(key))
-    except CliError as exc:
-        if exc.exit_code != NOT_FOUND:
-            raise
-        limit = ctx.api.post(LIMITS.path, {"key": key, **body})
-    else:
-        limit = ctx.api.request("PATCH", LIMITS.path_of(key), body=body, not_found=LIMITS.missing(key))
+    limit = LIMITS.put(ctx.api, key, body)
     output.emit_json(limit) if as_json else click.echo(limit_line(limit))
 
-
-@subcommand(group, "delete")
-@click.argument("key")
-def delete(ctx, as_json, key):
-    """Delete the limit KEY (staff only; refused while jobs name it)."""
-    ctx.api.delete(LIMITS.path_of(key), not_found=LIMITS.missing(key))
-    output.emit_json({"deleted": key}) if as_json else click.echo(f"Limit {key} deleted.")

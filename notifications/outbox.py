@@ -19,6 +19,9 @@ and never sent.
 A delivery names the rule that made it (``blamed_rule``): a permanent error of a channel caused by
 a rule that is not its owner's pauses that rule rather than the channel (``sending``).
 
+Maintenance windows: a run whose slot or end falls inside a ``mute`` window of its job sends
+nothing (``_channels_for``, through which every event of a run goes).
+
 Flood control: once a channel has ``NOTIFY_DIGEST_THRESHOLD`` deliveries in the current minute,
 further ones of that minute are recorded as ``folded`` and attached to one ``digest`` delivery for
 the channel and minute, sent when the minute is over. Concurrent transactions may each pass the
@@ -32,7 +35,8 @@ from django.conf import settings
 from django.db import transaction
 
 from jobs.lifecycle.pings import NO_PING
-from jobs.models import Job, JobRun, RunRerun, RunStatus
+from jobs.models import Job, JobRun, RunRerun, RunStatus, WindowMode
+from jobs.models.window import window_book
 from jobs.telemetry import tracing
 from jobs.timing import clock
 
@@ -264,7 +268,10 @@ def _previous_outcome(run):
 
 def _channels_for(run, event):
     """[(channel, rule)]: each channel to tell, with the rule a permanent error of its delivery is
-    blamed on (``blamed_rule``); None for a follow-up."""
+    blamed on (``blamed_rule``); None for a follow-up. None at all for a run whose slot or end falls
+    in a ``mute`` maintenance window of its job."""
+    if window_book.covering(WindowMode.MUTE, run.job_id, run.scheduled_for, run.finished_at):
+        return []
     if event == "finished_late":
         # The follow-up goes to whoever heard about the overrun.
         ids = Delivery.objects.filter(run=run, event="sla_overrun").values_list("channel_id", flat=True)

@@ -267,7 +267,7 @@ def test_a_job_keeps_its_group_through_a_file(tmp_path):
 def test_it_names_the_keys_a_file_may_hold(tmp_path):
     with pytest.raises(CommandError) as error:
         run_command("apply", write(tmp_path, "jobs.yaml", "jobs: []\ncolour: red\n"))
-    assert ("The file must hold the key jobs with a list, and may hold limits, calendars, channels, rules, workflows with a list (unknown "
+    assert ("The file must hold the key jobs with a list, and may hold limits, calendars, windows, channels, rules, workflows with a list (unknown "
             "top-level keys: colour).") in str(error.value)
 
 

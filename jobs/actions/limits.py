@@ -35,14 +35,11 @@ may_edit = owned.may_change
 
 
 def snapshot(limit):
-    values = {name: getattr(limit, name) for name in EDITABLE}
-    values["group"] = limit.group.name if limit.group_id else None
-    return values
+    return owned.snapshot(limit, EDITABLE)
 
 
 def _diff(before, after):
-    before, after = before or {}, after or {}
-    return {name: [before.get(name), after.get(name)] for name in EDITABLE if before.get(name) != after.get(name)}
+    return owned.diff(before, after, EDITABLE)
 
 
 def _record(actor, name, action, changes, detail=""):

@@ -37,6 +37,19 @@ def changing(actor, row, values, refused):
     return stored
 
 
+def snapshot(row, fields):
+    """What the audit entry records of ``row``: its ``fields``, its group by name."""
+    values = {name: getattr(row, name) for name in fields}
+    values["group"] = row.group.name if row.group_id else None
+    return values
+
+
+def diff(before, after, fields):
+    """{field: [old, new]} of the ``fields`` that differ between two snapshots (None: none yet)."""
+    before, after = before or {}, after or {}
+    return {name: [before.get(name), after.get(name)] for name in fields if before.get(name) != after.get(name)}
+
+
 def claim(actor, row):
     """A new row is its maker's (the command line's: nobody's, that is staff's)."""
     if row.owner_id is None and actor.user is not None:

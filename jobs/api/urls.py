@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from ..resources import CALENDARS, LIMITS, QUOTAS
+from ..resources import CALENDARS, LIMITS, QUOTAS, WINDOWS
 from .calendars import CalendarViewSet
 from .forecast import ForecastView, SpreadView
 from .jobs_as_code import JobsAsCodeView
@@ -20,6 +20,7 @@ router.register("runs", RunViewSet, basename="run")
 register(router, LIMITS)
 register(router, CALENDARS, CalendarViewSet)
 register(router, QUOTAS)
+register(router, WINDOWS)
 
 urlpatterns = [
     path("jobs-as-code/", JobsAsCodeView.as_view(), name="jobs-as-code"),

@@ -139,5 +139,28 @@ def section_of(resource, parse, exported=None):
     return files.Section(shape.key, export=export, plan=plan, apply=apply, delete=delete)
 
 
+def checked_by(serializer, defaults, fields, needs):
+    """A ``parse`` whose entries are checked by the API's ``serializer`` (one set of messages), a
+    field left out back to its default (``defaults``); a key not in ``fields`` is refused; ``needs``
+    says what an entry must hold ("key and max_running")."""
+    from rest_framework import serializers  # the shapes' library, loaded when a file is first read
+
+    def parse_entry(entry, stored):
+        data = entry.data
+        if not isinstance(data, dict):
+            raise ValidationError([f"{entry.where}: must be an object with {needs}."])
+        unknown = [f"{entry.where}: unknown key '{name}'." for name in data if name not in fields]
+        try:
+            values = serializer(stored, data={**defaults, **data}).run_validation({**defaults, **data})
+        except serializers.ValidationError as exc:
+            lines = files.messages_of(serializers.as_serializer_error(exc))
+            raise ValidationError(unknown + [f"{entry.where}: {line}" for line in lines]) from None
+        if unknown:
+            raise ValidationError(unknown)
+        return values
+
+    return parse_entry
+
+
 def register(resource, parse, exported=None):
     files.register(section_of(resource, parse, exported), before=resource.file.before)

@@ -1,7 +1,20 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from . import calendars, forecast, job_forms, limits, login, operator_views, reports, tokens, versions, views, workers
+from . import (
+               calendars,
+               forecast,
+               job_forms,
+               limits,
+               login,
+               operator_views,
+               reports,
+               tokens,
+               versions,
+               views,
+               windows,
+               workers,
+)
 
 app_name = "pages"
 
@@ -40,6 +53,10 @@ urlpatterns = [
     path("limits/new/", limits.limit_edit, name="limit-new"),
     path("limits/<slug:key>/edit/", limits.limit_edit, name="limit-edit"),
     path("limits/<slug:key>/delete/", limits.limit_delete, name="limit-delete"),
+    path("windows/", windows.window_list, name="windows"),
+    path("windows/new/", windows.window_edit, name="window-new"),
+    path("windows/<str:name>/edit/", windows.window_edit, name="window-edit"),
+    path("windows/<str:name>/delete/", windows.window_delete, name="window-delete"),
     path("accounts/tokens/", tokens.token_list, name="tokens"),
     path("accounts/tokens/new/", tokens.token_create, name="token-new"),
     path("accounts/tokens/<str:prefix>/revoke/", tokens.token_revoke, name="token-revoke"),

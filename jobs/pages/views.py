@@ -27,6 +27,7 @@ from ..definitions import jobs as definitions
 from ..kinds.base import result_as_json
 from ..lifecycle import limits
 from ..models import ACTIVE_STATUSES, RunStatus
+from ..models.window import active_or_next
 from ..operations.reports import job_report
 from . import charts, figures, keyset, params_form, queries, versions
 from .common import actor, flower_url, job_timezone, may_act_on, page, refused_is_forbidden, slot_text
@@ -123,6 +124,14 @@ def job_list(request):
     }, "jobs")
 
 
+def maintenance_window(job):
+    """(window, start, end, on now) of the maintenance window of the job on now or next, or None."""
+    now = timezone.now()
+    for window, (start, end) in active_or_next(job.pk, now):
+        return window, start, end, start <= now
+    return None
+
+
 @login_required
 def job_detail(request, pk):
     job = get_object_or_404(
@@ -144,6 +153,7 @@ def job_detail(request, pk):
         "on_time": month, "weeks": heat_map(month), "on_time_days": ON_TIME_DAYS,
         "job": job,
         "tzname": tzname,
+        "window": maintenance_window(job),
         "upcoming": [(slot_text(slot, tzname), slot) for slot in job.upcoming_slots(10)],
         "dst_preview": definitions.dst_preview(job),
         "runs": history,

@@ -21,6 +21,7 @@ from ..coordination import leases
 from ..lifecycle import ahead as held_ahead
 from ..models import ACTIVE_STATUSES, CatchupPolicy, Job, JobRun, OverlapPolicy, RunStatus
 from ..models.calendar import day_rules_cache
+from ..models.window import WindowMode, hold_reason, window_book
 from ..timing import clock
 
 logger = logging.getLogger(__name__)
@@ -138,6 +139,8 @@ def dispatch_due(now=None, batch=None, lease=None):
         rows = []
         busy = active_runs_by_job([job.pk for job in jobs if job.overlap_policy != OverlapPolicy.ALLOW])
         elsewhere = kinds.running_elsewhere()
+        # The maintenance windows of this tick, from the process's copy (read at most every second).
+        in_window = held_by_window if window_book.any(WindowMode.HOLD) else None
         for job in jobs:
             to_run, to_skip, next_slot = plan_slots(job, now, grace)
             if job.kind in elsewhere:
@@ -145,12 +148,13 @@ def dispatch_due(now=None, batch=None, lease=None):
                 job.next_run_at = next_slot
                 continue
             for slot in to_run:
-                rows.append(place_slot(job, slot, busy, now))
+                rows.append(in_window and in_window(job, slot) or place_slot(job, slot, busy, now))
             for slot in to_skip:
                 rows.append((job, slot, RunStatus.SKIPPED, f"missed: catch-up policy '{job.catchup_policy}'", None))
             slots_ahead = 0
             while (next_slot is not None and next_slot <= horizon and slots_ahead < MAX_SLOTS_PER_JOB
-                   and goes_ahead(job) and (crowded is None or next_slot in crowded)):
+                   and goes_ahead(job) and (crowded is None or next_slot in crowded)
+                   and not (in_window and in_window(job, next_slot))):  # a held slot's run is made when it is due
                 rows.append((job, next_slot, RunStatus.QUEUED, "", next_slot))
                 next_slot, slots_ahead = job.slot_after(next_slot), slots_ahead + 1
             job.next_run_at = next_slot
@@ -253,6 +257,12 @@ def active_runs_by_job(job_ids):
         for job_id, run_id in active:
             busy.setdefault(job_id, []).append(run_id)
     return busy
+
+
+def held_by_window(job, slot):
+    """The row of a slot a ``hold`` maintenance window covers (born skipped), or None."""
+    window = window_book.covering(WindowMode.HOLD, job.pk, slot)
+    return (job, slot, RunStatus.SKIPPED, hold_reason(window), None) if window else None
 
 
 def place_slot(job, slot, busy, now):
