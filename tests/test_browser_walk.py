@@ -21,8 +21,11 @@ def log_in(page, base, username):
     page.wait_for_url(f"{base}/")
 
 
-def declare_parameters(page, declaration):
-    page.fill("textarea[name=parameters]", declaration)
+def declare_parameter(page, name, kind, default):
+    row = page.locator("[data-rows=parameters] .row").first
+    row.locator("input[name=parameters-name]").fill(name)
+    row.locator("select[name=parameters-type]").select_option(kind)
+    row.locator("input[name=parameters-default]").fill(default)
 
 
 def test_a_new_user_walks_through_the_pages_and_another_team_reaches_none_of_it(
@@ -42,7 +45,7 @@ def test_a_new_user_walks_through_the_pages_and_another_team_reaches_none_of_it(
     page.fill("input[name=name]", "alice-greeting")
     page.select_option("select[name=kind]", "callable")
     page.fill("input[name=target]", "builtin.echo")
-    declare_parameters(page, '[{"name": "who", "type": "string", "default": "world"}]')
+    declare_parameter(page, "who", "string", "world")
     page.select_option("select[name=schedule_type]", "cron")
     page.fill("input[name=timezone]", "Europe/Paris")
     page.fill("input[name=cron]", "0 6 * * *")
@@ -51,6 +54,7 @@ def test_a_new_user_walks_through_the_pages_and_another_team_reaches_none_of_it(
     page.wait_for_url(f"**/jobs/{job.pk}/")
     assert "alice-greeting is created." in page.inner_text(".messages")
     assert "(0 6 * * *, Europe/Paris)" in page.inner_text("body")
+    assert job.parameters[0] | {"name": "who", "type": "string", "default": "world"} == job.parameters[0]
 
     # Run it now with a value, and watch the run end without reloading.
     page.click("#run-now")
