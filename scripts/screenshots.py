@@ -46,6 +46,8 @@ def made_up(service):
     workflow = api("POST", "/api/workflows/", name="nightly-etl", nodes=steps,
                    schedule={"type": "cron", "cron": "0 3 * * *", "timezone": "Europe/Paris"},
                    edges=[{"from": "extract", "to": "transform"}, {"from": "transform", "to": "load"}])
+    api("POST", "/api/windows/", name="db-upgrade", mode="hold", cron="0 3 * * 0", duration_seconds=3600,
+        timezone="Europe/Paris", tags=["reports"], description="The warehouse database is upgraded on Sundays.")
     for job in (report, hello, failing, report):
         api("POST", f"/api/jobs/{job['id']}/run/")
     api("POST", f"/api/workflows/{workflow['id']}/run/")
@@ -64,7 +66,10 @@ def pages(ids, run_id):
             ("job_form", "/jobs/new/"), ("slots", f"/jobs/{job}/slots/"), ("backfill", f"/jobs/{job}/backfill/"),
             ("report", f"/jobs/{job}/report/"), ("forecast", "/forecast/"), ("limits", "/limits/"),
             ("calendars", "/calendars/"), ("calendar", "/calendars/company-holidays/"),
-            ("workflow", f"/workflows/{ids['workflow']}/"), ("workers", "/workers/")]
+            ("workflow", f"/workflows/{ids['workflow']}/"), ("workers", "/workers/"), ("windows", "/windows/"),
+            # The forms, one per resource, with the one form kit.
+            ("limit_form", "/limits/new/"), ("window_form", "/windows/new/"), ("channel_form", "/channels/new/"),
+            ("rule_form", "/rules/new/"), ("workflow_form", "/workflows/new/")]
 
 
 def shoot(service, user, password, shots, out):
