@@ -44,4 +44,4 @@ def test_a_process_imports_tracing_sentry_the_calendars_libraries_and_the_api_on
 def test_the_sections_of_a_jobs_as_code_file_come_in_their_order_once_imported():
     from jobs.as_code import files
 
-    assert list(files.sections()) == ["limits", "calendars", "jobs", "channels", "rules", "workflows"]
+    assert list(files.sections()) == ["limits", "calendars", "windows", "jobs", "channels", "rules", "workflows"]
