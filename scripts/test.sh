@@ -109,17 +109,19 @@ later=(tests/test_limits_workers.py tests/test_parameters_end_to_end.py tests/te
        tests/test_cli_limits.py tests/test_auto_pause.py
        tests/test_end_to_end.py tests/test_policies.py tests/test_workflows_workers.py tests/test_time_limits.py
        tests/test_lost_budget.py tests/test_live_output.py tests/test_cli_tailing.py tests/test_watchdog.py
-       tests/test_rabbitmq_only.py tests/test_screenshots.py)
-# The DST tests that start no processes but compute many nights (3.5 minutes alone), after the other
-# chaos tests; the security tests after the later list: the main pass took 31 minutes with both.
-dst=(tests/test_dst_slots.py tests/test_dst_policies.py tests/test_dst_policy_nights.py)
+       tests/test_rabbitmq_only.py tests/test_screenshots.py tests/test_windows_processes.py
+       tests/test_windows_cli.py tests/test_task_results.py)
+# After the other chaos tests: the DST tests that start no processes but compute many nights (3.5 minutes
+# alone) and the wheel built and installed in fresh virtualenvs (2 minutes); the security tests after the
+# later list: the main pass took 31 minutes with them.
+after_chaos=(tests/test_dst_slots.py tests/test_dst_policies.py tests/test_dst_policy_nights.py tests/test_package.py)
 # The quick start's whole service on a SQLite file of its own runs in the SQLite pass only (the
 # sqlite_service marker, tests/conftest.py).
 sqlite_service=tests/test_sqlite_service.py
 # The other tests in two halves: tests/test_[k-z]* run after the service's faults.
 second=()
 for file in tests/test_[k-z]*.py; do
-  [[ " ${later[*]} $sqlite_service " == *" $file "* ]] || second+=("$file")
+  [[ " ${later[*]} ${after_chaos[*]} $sqlite_service " == *" $file "* ]] || second+=("$file")
 done
 passes=(faults chaos night later main sqlite)
 {
@@ -135,7 +137,8 @@ faults=$!
   status=0
   run_pass "the other chaos tests on PostgreSQL" "$postgres/scheduler_chaos_b" 8 10000 tests/chaos \
     --ignore="$night" --ignore="$service_faults" || status=$?
-  run_pass "the DST tests on PostgreSQL" "$postgres/scheduler_dst" 8 10000 "${dst[@]}" || status=$?
+  run_pass "the DST tests and the package on PostgreSQL" "$postgres/scheduler_dst" 8 10000 "${after_chaos[@]}" \
+    || status=$?
   exit "$status"
 } >"$logs/chaos" 2>&1 &
 chaos=$!
@@ -166,7 +169,7 @@ night_pass=$!
 } >"$logs/later" 2>&1 &
 later_pass=$!
 run_pass "the other tests on PostgreSQL" "$DATABASE_URL" "$redis_db" 6390 --ignore=tests/chaos --ignore=tests/security \
-  --ignore="$sqlite_service" "${later[@]/#/--ignore=}" "${second[@]/#/--ignore=}" "${dst[@]/#/--ignore=}" \
+  --ignore="$sqlite_service" "${later[@]/#/--ignore=}" "${second[@]/#/--ignore=}" "${after_chaos[@]/#/--ignore=}" \
   >"$logs/main" 2>&1 &
 main=$!
 if [ "${TEST_SQLITE:-true}" != false ]; then
