@@ -3,7 +3,7 @@ with requirements.lock in a new virtualenv, then used both ways the docs say
 (docs/how-to/installed-service.md): a service of its own (``scheduler setup``, ``scheduler start``), and
 inside a project made by ``django-admin startproject`` with its own Celery app
 (docs/how-to/existing-django-project.md, whose titled blocks are written into the project), whose
-worker and beat run a job of the project's own function. Each process it starts is killed by its pid."""
+worker and beat run a job of the project's own Celery task (the job kind task). Each process it starts is killed by its pid."""
 
 import contextlib
 import json
@@ -180,14 +180,14 @@ def test_inside_a_django_project_with_its_own_celery_app(installed, started, red
     project.mkdir()
     port = PORT_BASE + 1
     env = {**new_shell(), **FAST, "REDIS_URL": settings.CELERY_BROKER_URL, "HTTPS": "false",
-           "DATABASE_URL": f"sqlite:///{project / 'db.sqlite3'}", "JOBS_CALLABLE_MODULES": "jobs.builtin,billing.jobs",
+           "DATABASE_URL": f"sqlite:///{project / 'db.sqlite3'}", "JOBS_CALLABLE_MODULES": "jobs.builtin,billing.tasks",
            "DJANGO_SUPERUSER_PASSWORD": "a-long-test-password-1729"}
     run([str(installed.bin / "django-admin"), "startproject", "proj", "."], project, env)
     (project / "billing").mkdir()
     (project / "billing" / "__init__.py").touch()
     blocks = the_docs_blocks()
     assert {path for path, _, _ in blocks} == {"proj/settings.py", "proj/urls.py", "proj/celery.py", "proj/__init__.py",
-                                                "billing/tasks.py", "billing/jobs.py"}
+                                                "billing/tasks.py"}
     for path, append, body in blocks:
         with open(project / path, "a" if append else "w") as file:
             file.write(("\n" if append else "") + body)
@@ -210,7 +210,7 @@ def test_inside_a_django_project_with_its_own_celery_app(installed, started, red
     # The project's admin is its own, with the service's models in it.
     assert requests.get(f"{url}/admin/", timeout=10, allow_redirects=False).status_code == 302
 
-    job = api("POST", "jobs/", 201, json={"name": "close-day", "kind": "callable", "target": "billing.close_day",
+    job = api("POST", "jobs/", 201, json={"name": "close-day", "kind": "task", "target": "billing.tasks.close_day",
                                            "kwargs": {"day": "2026-11-28"},
                                            "schedule": {"type": "interval", "every_seconds": 2}})
     done = first_scheduled_run(api, job["id"])
@@ -220,5 +220,9 @@ def test_inside_a_django_project_with_its_own_celery_app(installed, started, red
     worker_log = (project / "worker.log").read_text(errors="replace")
     assert "proj" in worker_log and "jobs.execute_" in worker_log, worker_log[-3000:]
     # A target the project does not have is refused, naming it.
-    refused = api("POST", "jobs/", 400, json={"name": "nope", "kind": "callable", "target": "billing.nothing"})
-    assert "billing.nothing" in json.dumps(refused)
+    refused = api("POST", "jobs/", 400, json={"name": "nope", "kind": "task", "target": "billing.tasks.nothing"})
+    assert "billing.tasks.nothing" in json.dumps(refused)
+    # The task's signature is checked when the job is saved: a keyword it does not take is named.
+    misfit = api("POST", "jobs/", 400, json={"name": "misfit", "kind": "task", "target": "billing.tasks.close_day",
+                                             "kwargs": {"day": "2026-11-28", "month": 11}})
+    assert "month" in json.dumps(misfit)
