@@ -350,6 +350,9 @@ def use(server, settings, **options):
         # kombu keeps connection pools per broker URL for the whole process, with the queues each
         # connection declared: a later test on the same node must declare its queues again.
         pools.reset()
+        # The previous app keeps the producer pool it took from kombu's, closed just now: a later
+        # task.delay() in this process would meet "Acquire on closed pool". It takes a new one.
+        previous.amqp._producer_pool = None
 
     return undo
 
