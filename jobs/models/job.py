@@ -364,8 +364,11 @@ class Job(models.Model):
         team has a key (jobs.models.TeamPingKey); None otherwise, or for a name with a "/" no URL can hold."""
         if not self.ping_url or self.group_id is None or "/" in self.name:
             return None
-        key = TeamPingKey.objects.filter(group_id=self.group_id).values_list("key", flat=True).first()
-        return f"{settings.SITE_URL}/ping/{key}/{quote(self.name, safe='')}" if key else None
+        try:
+            key = self.group.ping_key.key  # select_related("group__ping_key") by the API and the job page
+        except TeamPingKey.DoesNotExist:
+            return None
+        return f"{settings.SITE_URL}/ping/{key}/{quote(self.name, safe='')}"
 
     def save(self, *args, **kwargs):
         self.spread_offset_seconds = spreading.offset_seconds(self.name, self.spread)
