@@ -35,10 +35,14 @@ service_urls = [
     path("api/", include("notifications.api.urls")),
     path("oidc/", include("sso.urls")),
     path("metrics", metrics_view, name="metrics"),
-    # Check-in jobs' pings: no login, the uuid is the secret (docs/guide/checkins.md).
+    # Check-in jobs' pings: no login, the uuid (or the team's ping key) is the secret (docs/guide/checkins.md).
     path("ping/<uuid:key>", ping, name="ping"),
     path("ping/<uuid:key>/", ping),
     path("ping/<uuid:key>/<str:action>", ping, name="ping-action"),
+    # The slug form: the team's ping key and the job's name (never shaped like a uuid, so tried after).
+    path("ping/<str:key>/<str:slug>", ping, name="ping-slug"),
+    path("ping/<str:key>/<str:slug>/", ping),
+    path("ping/<str:key>/<str:slug>/<str:action>", ping, name="ping-slug-action"),
     path("favicon.ico", RedirectView.as_view(url=static("pages/favicon.svg"), permanent=True), name="favicon"),
     path("", include("jobs.pages.urls")),
     path("", include("workflows.pages.urls")),

@@ -1,13 +1,17 @@
 """The ping endpoints of check-in jobs, shaped like healthchecks.io's so a crontab line that pings one
 (``curl -fsS -m 10 --retry 5 <url>``) works unchanged: ``/ping/<uuid>`` (a success), ``/start``,
-``/fail`` and ``/<exit status>`` (0 to 255), by GET, POST or HEAD alike.
+``/fail`` and ``/<exit status>`` (0 to 255), by GET, POST or HEAD alike. The slug form
+``/ping/<team ping key>/<job name>`` (healthchecks' ``/ping/<ping_key>/<slug>``) takes the same
+suffixes: the job of that name among the jobs of the team whose ping key it is (``TeamPingKey``).
 
-No login: the uuid is the secret (``Job.ping_key``). Answers 200 ``OK``; 404 for a uuid no check-in
-job has; 400 for an exit status out of range; 429 past the rate per ping URL or per client address
+No login: the uuid is the secret (``Job.ping_key``), or the team's key. Answers 200 ``OK``; 404 for a
+uuid no check-in job has (a key no team has, a name no check-in job of that team has); 400 for an exit
+status out of range; 429 past the rate per ping URL or per client address
 (JOBS_PING_RATE_PER_URL, JOBS_PING_RATE_PER_ADDRESS, counted per minute in the ``pings`` cache, Redis).
 The body is the run's output, cut to JOBS_PING_BODY_BYTES (never refused for its size).
 """
 
+import hashlib
 import time
 
 from django.conf import settings
@@ -31,7 +35,7 @@ def _answer(text, status=200):
 
 
 @csrf_exempt
-def ping(request, key, action=""):
+def ping(request, key, action="", slug=None):
     if request.method not in METHODS:
         response = _answer("Use GET, POST or HEAD.", 405)
         response["Allow"] = ", ".join(METHODS)
@@ -47,16 +51,22 @@ def ping(request, key, action=""):
     else:
         return _answer("Not found: a ping is /ping/<uuid>, /start, /fail or /<exit status 0-255>.", 404)
     address = trail.client_address(request)
-    if _over_rate(key, address):
+    if _over_rate(key if slug is None else f"{key}/{_digest(slug)}", address):
         response = _answer("Too many pings: slow down.", 429)
         response["Retry-After"] = str(WINDOW_SECONDS - int(time.time()) % WINDOW_SECONDS)
         return response
-    job = Job.objects.filter(ping_key=key, kind__in=kinds.running_elsewhere()).first()
+    pinged = {"ping_key": key} if slug is None else {"name": slug, "group__ping_key__key": key}
+    job = Job.objects.filter(**pinged, kind__in=kinds.running_elsewhere()).first()
     if job is None:
         return _answer("Not found: no check-in job has this ping URL.", 404)
     output, size = _body(request)
     lifecycle.record_ping(job, lifecycle.Ping(kind, exit_status, output, size, address))
     return _answer("OK")
+
+
+def _digest(slug):
+    """A job's name as a cache key may hold it (a name may be long, with spaces)."""
+    return hashlib.sha256(slug.encode()).hexdigest()[:32]
 
 
 def _body(request):

@@ -5,6 +5,7 @@ from ..resources import CALENDARS, LIMITS, QUOTAS, WINDOWS
 from .calendars import CalendarViewSet
 from .forecast import ForecastView, SpreadView
 from .jobs_as_code import JobsAsCodeView
+from .ping_keys import TeamPingKeyView
 from .reports import TagOrGroupReport
 from .resources import register
 from .tokens import TokenDetail, TokenList
@@ -27,6 +28,7 @@ urlpatterns = [
     path("reports/", TagOrGroupReport.as_view(), name="reports"),
     path("forecast/", ForecastView.as_view(), name="forecast"),
     path("forecast/spread/", SpreadView.as_view(), name="forecast-spread"),
+    path("teams/<int:pk>/ping-key/", TeamPingKeyView.as_view(), name="team-ping-key"),
     path("tokens/", TokenList.as_view(), name="token-list"),
     path("tokens/<str:prefix>/", TokenDetail.as_view(), name="token-detail"),
     *router.urls,

@@ -213,7 +213,7 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
         if getattr(self, "swagger_fake_view", False):  # drf-spectacular reading the types
             return Job.objects.none()
         jobs = visible_jobs(self.request.user).select_related(
-            "owner", "group", "last_run", "crontab", "interval", "clocked").defer(*LAST_RUN_UNSHOWN)
+            "owner", "group__ping_key", "last_run", "crontab", "interval", "clocked").defer(*LAST_RUN_UNSHOWN)
         if self.action in ("update", "partial_update"):
             # Held until the edit commits: the scheduler skips a locked job (SKIP LOCKED) and run
             # now waits, so neither's write to next_run_at or last_run is overwritten by the edit.

@@ -29,7 +29,7 @@ from .fields import CountField
 from .job import Job
 from .leases import Lease, SchedulerOutage
 from .limit import Limit
-from .quota import TeamQuota
+from .quota import TeamPingKey, TeamQuota
 from .rerun import RunRerun
 from .run import JobRun, StatusOf, idempotency_key
 from .version import JobVersion
@@ -39,5 +39,5 @@ __all__ = [
     "ACTIVE_STATUSES", "ENDED_STATUSES", "FAILURE_END_STATUSES", "TERMINAL_STATUSES", "TIMED_END_STATUSES", "UNSUCCESSFUL_END_STATUSES",
     "AttemptOutcome", "BundlePolicy", "Calendar", "CatchupPolicy", "CountField", "DeliveryCounter", "DstRepeated", "DstSkipped", "EndCounts", "HourCounts", "Job",
     "JobAttempt", "JobDayCounts", "JobVersion", "JobHourCounts", "JobRun", "Lease", "Limit", "OverlapPolicy", "RecentRuns", "RunEnd", "RunRerun",
-    "RunStatus", "RunTrigger", "ScheduleType", "SchedulerOutage", "StatusOf", "TeamQuota", "Window", "WindowMode", "idempotency_key",
+    "RunStatus", "RunTrigger", "ScheduleType", "SchedulerOutage", "StatusOf", "TeamPingKey", "TeamQuota", "Window", "WindowMode", "idempotency_key",
 ]

@@ -3,6 +3,7 @@
 import math
 import uuid
 from datetime import UTC, timedelta
+from urllib.parse import quote
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -22,6 +23,7 @@ from ..timing import spread as spreading
 from .calendar import Calendar, day_rules_cache
 from .fields import CountField
 from .limit import KEY_MAX_LENGTH, Limit
+from .quota import TeamPingKey
 
 
 def exactly_one_schedule(name):
@@ -355,6 +357,18 @@ class Job(models.Model):
         """Where a check-in job's runs are reported (jobs.api.pings); None for other jobs."""
         elsewhere = self.ping_key and self.kind in kinds.running_elsewhere()
         return f"{settings.SITE_URL}/ping/{self.ping_key}" if elsewhere else None
+
+    @property
+    def ping_url_slug(self):
+        """A check-in job's second ping URL, SITE_URL/ping/<its team's ping key>/<its name>, once the
+        team has a key (jobs.models.TeamPingKey); None otherwise, or for a name with a "/" no URL can hold."""
+        if not self.ping_url or self.group_id is None or "/" in self.name:
+            return None
+        try:
+            key = self.group.ping_key.key  # select_related("group__ping_key") by the API and the job page
+        except TeamPingKey.DoesNotExist:
+            return None
+        return f"{settings.SITE_URL}/ping/{key}/{quote(self.name, safe='')}"
 
     def save(self, *args, **kwargs):
         self.spread_offset_seconds = spreading.offset_seconds(self.name, self.spread)

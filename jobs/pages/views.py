@@ -135,7 +135,7 @@ def maintenance_window(job):
 @login_required
 def job_detail(request, pk):
     job = get_object_or_404(
-        visible_jobs(request.user).select_related("owner", "group", "crontab", "interval", "clocked"),
+        visible_jobs(request.user).select_related("owner", "group__ping_key", "crontab", "interval", "clocked"),
         pk=pk,
     )
     history = job.runs.only(*RUNS_TABLE_FIELDS)

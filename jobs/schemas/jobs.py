@@ -165,6 +165,9 @@ class JobSerializer(serializers.ModelSerializer):
     ping_url = serializers.CharField(
         read_only=True, allow_null=True,
         help_text="Check-in jobs: where the job's runs are reported (SITE_URL/ping/<uuid>); null for other kinds.")
+    ping_url_slug = serializers.CharField(
+        read_only=True, allow_null=True,
+        help_text="Check-in jobs of a team with a ping key: the same by name (SITE_URL/ping/<team ping key>/<name>).")
     secret_environment = SecretsField(required=False)
     secret_http_headers = SecretsField(required=False)
     parameters = ParametersField(required=False)
@@ -172,7 +175,7 @@ class JobSerializer(serializers.ModelSerializer):
     class Meta:
         model = Job
         # The job's fields as jobs.definitions.fields declares them, with what the service sets itself.
-        fields = ["id", *job_fields.EDITABLE, "ping_url", "next_run_at", "last_run", "consecutive_failures",
+        fields = ["id", *job_fields.EDITABLE, "ping_url", "ping_url_slug", "next_run_at", "last_run", "consecutive_failures",
                   "paused_reason", "snoozed_until", "created_at", "updated_at"]
         read_only_fields = ["next_run_at", "consecutive_failures", "paused_reason", "snoozed_until", "created_at",
                             "updated_at"]
