@@ -198,7 +198,9 @@ class DayRulesCache:
         now = time.monotonic()
         if not force and now - self.checked_at < CHECK_SECONDS:
             return
-        generation = tuple(Calendar.objects.order_by("pk").values_list("pk", "revision"))
+        # With the moment of the last save: after a rolled-back transaction (a test's) SQLite gives the
+        # next calendar the same id again, at the same first revision.
+        generation = tuple(Calendar.objects.order_by("pk").values_list("pk", "revision", "updated_at"))
         with self.lock:
             self.checked_at = now
             if generation != self.generation:
