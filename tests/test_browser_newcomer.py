@@ -85,7 +85,8 @@ def test_why_didnt_it_run_reads_and_answers_in_the_jobs_timezone_with_utc_beside
         "schedule last changed (2026-11-23 07:00 CET (2026-11-23 06:00 UTC)).")
     first_slot = page.inner_text("ol.slots li >> nth=0")
     assert re.fullmatch(r"\w{3} \d{4}-\d\d-\d\d 00:30:00 CET \(\d{4}-\d\d-\d\d 23:30 UTC\)", first_slot)
-    assert page.locator("table.audit th >> nth=0").text_content() == "When (Europe/Berlin)"
+    assert page.locator("#audit-trail table.audit th >> nth=0").text_content() == "When (Europe/Berlin)"
+    assert page.locator("#versions table.audit th >> nth=1").text_content() == "When (Europe/Berlin)"
 
 
 def test_flower_is_linked_only_for_those_who_can_open_it(live_server, browser_page):  # noqa: F811
