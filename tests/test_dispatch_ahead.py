@@ -81,7 +81,8 @@ def test_a_run_is_created_ahead_of_its_slot_and_sent_at_it(redis_client, django_
 @EVERY_SLOT_AHEAD
 def test_a_crowded_slots_runs_are_sent_whole_at_the_slot(redis_client, django_capture_on_commit_callbacks):
     jobs = [interval_job(f"burst-{i}", bundle="never") for i in range(5)]  # a message a run, to count them
-    slots = [due_in(job, 5) for job in jobs]
+    now = timezone.now()  # one reading: a second crossed between two readings would split the slot
+    slots = [due_in(job, 5, now) for job in jobs]
     dispatch_ahead(timezone.now(), django_capture_on_commit_callbacks)
 
     assert ahead.publish_due(slots[0]) == 5
@@ -225,8 +226,8 @@ def test_once_a_crowded_slots_runs_are_made_the_scheduler_sleeps_until_the_slot(
         redis_client, django_capture_on_commit_callbacks):
     Job.objects.update(next_run_at=None)
     crowd = [interval_job(f"crowd-{i}") for i in range(2)]
-    slot = [due_in(job, 5) for job in crowd][0]
-    now = timezone.now()
+    now = timezone.now()  # one reading: a second crossed between two readings would split the crowd
+    slot = [due_in(job, 5, now) for job in crowd][0]
 
     assert dispatch_ahead(now, django_capture_on_commit_callbacks).runs_ahead == 2
     # Its messages wait for the slot: nothing more to make for it, so no wake-up before the slot.
