@@ -17,7 +17,12 @@ HIDDEN = "•••"
 TRACKED = list(job_fields.EDITABLE)
 
 
+SCALARS = (str, int, float, bool, type(None))
+
+
 def _plain(value):
+    if type(value) in SCALARS:  # most of a job's values (a bulk save snapshots every job)
+        return value
     if isinstance(value, datetime):
         return value.isoformat()
     if isinstance(value, dict):

@@ -25,6 +25,9 @@ from . import dispatch, duties, leader, monitor
 logger = logging.getLogger(__name__)
 
 MIN_WAKEUP_SECONDS = 0.1
+# How often the leader looks for check-ins' slots that got no ping within their grace: a missed alert
+# seconds late costs a check-in nothing, and the pass is a beat's largest idle cost after dispatch's own.
+PING_CHECK_SECONDS = 5.0
 
 
 class JobScheduler(DatabaseScheduler):
@@ -33,7 +36,7 @@ class JobScheduler(DatabaseScheduler):
         # and the rows it locked, once its lease could have passed to a standby.
         leases.limit_pauses(settings.JOBS_LEADER_TTL_SECONDS)
         self.leadership = leader.Leadership()
-        self._next_lease = self._next_housekeeping = self._next_monitor = 0.0
+        self._next_lease = self._next_housekeeping = self._next_monitor = self._next_ping_check = 0.0
         self._next_slot_check = time.monotonic() + settings.JOBS_SLOT_CHECK_SECONDS
         self._periodic_delay = 0.0
         self._adopted = False  # the runs queued ahead by an earlier leader: taken over once this one leads
@@ -81,8 +84,9 @@ class JobScheduler(DatabaseScheduler):
                 monitor.mark_lost(watched_seconds=now - self._database_since)
                 lifecycle.release_held()
                 lifecycle.skip_past_deadline()
-                # Check-in jobs' slots with no ping within their grace.
-                lifecycle.fail_unpinged(kinds.running_elsewhere())
+                if now >= self._next_ping_check:  # check-in jobs' slots with no ping within their grace
+                    self._next_ping_check = now + PING_CHECK_SECONDS
+                    lifecycle.fail_unpinged(kinds.running_elsewhere())
                 lifecycle.fold_ends()  # the pages' figures, a tick behind the ends of runs
                 duties.run("tick")
                 self._periodic_delay = super().tick(*args, **kwargs)
