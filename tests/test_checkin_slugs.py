@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.test import Client
 from rest_framework.test import APIClient
 
 from audit.models import Action, AuditEntry, Subject
@@ -127,3 +128,40 @@ def test_only_a_teams_members_read_and_regenerate_its_ping_key_and_each_new_key_
     assert teammate.get(f"/api/jobs/{people.job.pk}/").json()["ping_url_slug"] is None
     lone = checkin_job("lone-checkin", owner=people.owner)
     assert people.client(people.owner).get(f"/api/jobs/{lone.pk}/").json()["ping_url_slug"] is None
+
+
+@pytest.mark.django_db
+def test_the_ping_keys_page_shows_a_members_teams_keys_and_makes_a_new_one(people, settings):
+    settings.SITE_URL = "https://scheduler.example.com"
+    page = browser(people.teammate)
+    listed = page.get("/accounts/ping-keys/").content.decode()
+    assert ">team<" in listed and "none yet" in listed and ">others<" not in listed
+
+    made = page.post(f"/accounts/ping-keys/{people.team.pk}/new/")
+    assert made.status_code == 302 and made["Location"] == "/accounts/ping-keys/"  # a reload makes no second key
+    key = TeamPingKey.objects.get(group=people.team).key
+    listed = page.get("/accounts/ping-keys/").content.decode()
+    assert f"https://scheduler.example.com/ping/{key}/" in listed and "Make a new key" in listed
+    assert AuditEntry.objects.filter(subject=Subject.GROUP, job_name="team", action=Action.CREATE,
+                                     actor_name="teammate").count() == 1
+
+    # Another team's key is not made from here, nor read; logged out, the login page.
+    assert browser(people.outsider).post(f"/accounts/ping-keys/{people.team.pk}/new/").status_code == 404
+    assert key not in browser(people.outsider).get("/accounts/ping-keys/").content.decode()
+    assert browser(people.teammate).get(f"/accounts/ping-keys/{people.team.pk}/new/").status_code == 405
+    logged_out = Client().post(f"/accounts/ping-keys/{people.team.pk}/new/")
+    assert logged_out.status_code == 302 and "/accounts/login/" in logged_out["Location"]
+    assert TeamPingKey.objects.get(group=people.team).key == key
+
+
+@pytest.mark.django_db
+def test_staff_make_a_new_ping_key_in_the_admin_through_the_audited_action(people, admin_client):
+    old = new_key(people.teammate, people.team)
+    listing = admin_client.get("/admin/jobs/teampingkey/")
+    assert listing.status_code == 200 and "team" in listing.content.decode()
+    row = TeamPingKey.objects.get(group=people.team)
+    done = admin_client.post("/admin/jobs/teampingkey/", {"action": "make_new_keys", "_selected_action": [row.pk]})
+    assert done.status_code == 302
+    assert TeamPingKey.objects.get(group=people.team).key != old
+    assert AuditEntry.objects.filter(subject=Subject.GROUP, job_name="team", action=Action.ROTATE).count() == 1
+    assert admin_client.get("/admin/jobs/teampingkey/add/").status_code == 403  # made by a team, not here

@@ -8,6 +8,7 @@ from . import (
                limits,
                login,
                operator_views,
+               ping_keys,
                reports,
                tokens,
                versions,
@@ -60,6 +61,8 @@ urlpatterns = [
     path("accounts/tokens/", tokens.token_list, name="tokens"),
     path("accounts/tokens/new/", tokens.token_create, name="token-new"),
     path("accounts/tokens/<str:prefix>/revoke/", tokens.token_revoke, name="token-revoke"),
+    path("accounts/ping-keys/", ping_keys.ping_key_list, name="ping-keys"),
+    path("accounts/ping-keys/<int:pk>/new/", ping_keys.ping_key_make, name="ping-key-new"),
     path("accounts/login/", login.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page="pages:login"), name="logout"),
 ]
