@@ -12,7 +12,8 @@ from audit import trail
 from audit.models import Action, AuditEntry, Source, Subject
 from jobs.actions import calendars, limits
 from jobs.actions.permissions import sees_everything, visible_jobs
-from jobs.api.views import ApiViewSet, choice_param, datetime_param, text_param
+from jobs.api.params import choice_param, datetime_param, text_param
+from jobs.api.views import ApiViewSet
 from notifications.actions import visible_channels
 from workflows.permissions import visible_workflows
 

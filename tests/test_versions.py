@@ -76,22 +76,29 @@ def test_a_restore_is_audited_and_is_a_new_version_of_what_the_old_one_was(peopl
     assert JobVersion.objects.filter(job=job).count() == 3
 
 
-def test_version_0_a_missing_version_and_another_teams_job_are_404s(people):
-    api = people.client(people.owner)
-    job = create(api)
-    outsider = people.client(people.outsider)
-
-    for path in (f"/api/jobs/{job.pk}/versions/0/", f"/api/jobs/{job.pk}/versions/2/",
-                 f"/api/jobs/{job.pk}/versions/99999999999/", f"/api/jobs/{job.pk}/versions/-1/",
-                 f"/api/jobs/{job.pk}/versions/1/?against=7"):
+def versions_404s(people, api_path, page_path):
+    """The 404s of the versions of a job or a workflow (``api_path``: its API's address, ``page_path``
+    its page's, at version 1 only): version 0, a missing one, and every call of another team's user."""
+    api, outsider = people.client(people.owner), people.client(people.outsider)
+    for path in (f"{api_path}/versions/0/", f"{api_path}/versions/2/", f"{api_path}/versions/99999999999/",
+                 f"{api_path}/versions/-1/", f"{api_path}/versions/1/?against=7"):
         assert api.get(path).status_code == 404, path
     for number in (0, 2):
-        assert api.post(f"/api/jobs/{job.pk}/versions/{number}/restore/").status_code == 404
-    assert outsider.get(f"/api/jobs/{job.pk}/versions/").status_code == 404
-    assert outsider.get(f"/api/jobs/{job.pk}/versions/1/").status_code == 404
-    assert outsider.post(f"/api/jobs/{job.pk}/versions/1/restore/").status_code == 404
-    assert browser(people.outsider).post(f"/jobs/{job.pk}/versions/1/restore/").status_code == 404
-    assert api.get(f"/api/jobs/{job.pk}/versions/1/?against=x").status_code == 400
+        assert api.post(f"{api_path}/versions/{number}/restore/").status_code == 404
+        assert browser(people.owner).post(f"{page_path}/versions/{number}/restore/").status_code == 404
+    for path in (f"{api_path}/versions/", f"{api_path}/versions/1/", f"{api_path}/versions/1/?against=1"):
+        assert outsider.get(path).status_code == 404, path
+    assert outsider.post(f"{api_path}/versions/1/restore/").status_code == 404
+    assert browser(people.outsider).post(f"{page_path}/versions/1/restore/").status_code == 404
+    assert browser(people.outsider).get(f"{page_path}/?version=1&against=1").status_code == 404
+    assert api.get(f"{api_path}/versions/1/?against=x").status_code == 400
+
+
+def test_version_0_a_missing_version_and_another_teams_job_are_404s(people):
+    job = create(people.client(people.owner))
+
+    versions_404s(people, f"/api/jobs/{job.pk}", f"/jobs/{job.pk}")
+
     assert JobVersion.objects.filter(job=job).count() == 1
 
 

@@ -1,5 +1,5 @@
-"""What a person does to a workflow, one function per action: create, change, delete, run now,
-pause, resume, and to a workflow run: cancel, re-run.
+"""What a person does to a workflow, one function per action: create, change, restore a version,
+delete, run now, pause, resume, and to a workflow run: cancel, re-run.
 
 As jobs.actions (whose ``Actor`` and ``ActionError`` these take and raise): every interface calls
 them (the API, the pages, the admin, ``manage.py workflows`` and ``jobs apply``); each checks the
@@ -13,8 +13,9 @@ from django.db import transaction
 from audit import trail
 from audit.models import Action, Subject
 from jobs.actions import quotas
-from jobs.actions.jobs import ActionError, may_run_command_jobs
-from jobs.actions.permissions import guarded_kinds
+from jobs.actions.jobs import ActionError, may_run_command_jobs, record_version
+from jobs.actions.permissions import guarded_kinds, visible_jobs
+from jobs.actions.versions import History, restored
 from jobs.definitions import jobs as job_definitions
 from jobs.models import Job
 
@@ -84,14 +85,18 @@ def create(actor, workflow, schedule=None, graph=None):
         workflow.owner = actor.user
     with transaction.atomic():
         quotas.check_held(actor, Workflow, group=workflow.group)
+        workflow.version = 1
         _saved(workflow, schedule, graph)
-        _record(actor, workflow, Action.CREATE, changes=diff(None, snapshot(workflow)))
+        after = snapshot(workflow)
+        _record(actor, workflow, Action.CREATE, changes=diff(None, after))
+        record_version(actor, workflow, after, None, created=True)
     return workflow
 
 
-def change(actor, workflow, values=None, schedule=None, graph=None):
+def change(actor, workflow, values=None, schedule=None, graph=None, detail=""):
     """Set ``values`` ({field: value}) on a saved workflow and save it with ``schedule`` and ``graph``
-    when given; ``workflow`` may carry its changes already (the admin's form sets them)."""
+    when given; ``workflow`` may carry its changes already (the admin's form sets them). A change
+    of anything is its next version (``detail``: what made it, in that and the audit entry)."""
     with transaction.atomic():
         stored = (Workflow.objects.select_for_update(of=("self",))
                   .select_related("crontab", "interval", "clocked", "owner", "group").get(pk=workflow.pk))
@@ -105,10 +110,40 @@ def change(actor, workflow, values=None, schedule=None, graph=None):
             quotas.check_team_held(actor, Workflow, workflow.group)
         if schedule is None:
             job_definitions.restart_if_reenabled(workflow, stored.enabled)
+        workflow.version = stored.version  # as the locked row has it: ``workflow`` may be older
         _saved(workflow, schedule, graph)
-        if changes := diff(before, snapshot(workflow)):
-            _record(actor, workflow, Action.CHANGE, changes=changes)
+        after = snapshot(workflow)
+        if changes := diff(before, after):
+            _record(actor, workflow, Action.CHANGE, changes=changes, detail=detail)
+            record_version(actor, workflow, after, changes, detail)
     return workflow
+
+
+RESTORED = ("name", "description", "on_upstream_failure")  # and the schedule and the graph
+
+
+def restore(actor, workflow, version):
+    """Make ``workflow`` what its ``version`` (a ``WorkflowVersion`` of it) was, a change audited as
+    "restored version N": (the workflow, whether that made a version). Its owner, team and whether
+    it is enabled stay as they are. A version whose graph is no longer valid (a job deleted or no
+    longer the actor's, a parameter its job no longer takes) is refused as that change would be."""
+    values = version.values
+    names = values.get("nodes") or []
+    jobs = Job.objects.all() if actor.user is None else visible_jobs(actor.user)
+    edges, errors = definitions.edges_of("\n".join(values.get("edges") or []))
+    try:
+        if errors:
+            raise ValidationError({"edges": errors})
+        graph = definitions.parse_graph(names, edges, {job.name: job for job in jobs.filter(name__in=names)},
+                                        values.get("params") or {})
+    except ValidationError as exc:
+        raise ActionError.invalid(exc) from None
+    fields = {name: values[name] for name in RESTORED if name in values}
+    return restored(workflow, version, lambda schedule, detail: change(actor, workflow, fields, schedule, graph, detail),
+                    job_definitions.schedule_of(workflow))
+
+
+HISTORY = History("workflow", diff, restore)
 
 
 def save_validated(actor, values, workflow=None):

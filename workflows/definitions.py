@@ -4,6 +4,7 @@ The API and ``jobs apply`` both come through ``save_workflow``; errors are a Dja
 ValidationError keyed by field (``nodes``, ``edges``, ``schedule``…), cycles named in full.
 """
 
+import re
 from graphlib import CycleError, TopologicalSorter
 
 from django.core.exceptions import ValidationError
@@ -18,6 +19,8 @@ from jobs.models import Job
 from .models import Edge, FailurePolicy, WorkflowEdge, WorkflowNode, WorkflowRun
 
 MAX_NODES = 200
+# An edge as a line (the pages' form, a version's and the audit trail's values): a -> b, or a -> b (run).
+EDGE = re.compile(r"\s*(?P<from>.+?)\s*->\s*(?P<to>.+?)\s*(?:\(\s*(?P<on_failure>[a-z_]*)\s*\))?\s*")
 
 
 def parse_graph(nodes, edges, jobs_by_name, params=None):
@@ -102,6 +105,19 @@ def parse_step_params(params, nodes, jobs_by_name):
             continue
         if given := {key: resolved[key] for key in values if key in resolved}:
             found[name] = given
+    return found, errors
+
+
+def edges_of(text):
+    """([{"from", "to", "on_failure"?}], [messages]) of the edges' lines."""
+    found, errors = [], []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        if not (match := EDGE.fullmatch(line)):
+            errors.append(f"Line {number}: write it as 'upstream -> downstream', not '{line.strip()[:200]}'.")
+            continue
+        found.append({key: value for key, value in match.groupdict().items() if value})
     return found, errors
 
 

@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule
 
-from jobs.models import DstRepeated, DstSkipped, Job, JobRun, ScheduleType
+from jobs.models import DstRepeated, DstSkipped, Job, JobRun, ScheduleType, Version
 from jobs.models.job import exactly_one_schedule
 
 
@@ -87,6 +87,9 @@ class Workflow(models.Model):
     next_run_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # The number of its current version (``WorkflowVersion``), which each of its runs copies
+    # (``WorkflowRun.workflow_version``); 0: not saved since versions were kept.
+    version = models.IntegerField(default=0, db_default=0, editable=False)
 
     class Meta:
         ordering = ["name"]
@@ -146,6 +149,18 @@ class Workflow(models.Model):
         return [edge.as_dict() for edge in self.graph()[1]]
 
 
+class WorkflowVersion(Version):
+    """What a saved change made the workflow (``workflows.actions.snapshot``), as a job's version is
+    (``jobs.models.version``)."""
+
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="versions", db_index=False)
+    of = "workflow"
+
+    class Meta:
+        ordering = ["workflow", "-number"]
+        constraints = [models.UniqueConstraint(fields=["workflow", "number"], name="workflow_version_one_per_number")]
+
+
 class WorkflowNode(models.Model):
     """A job in a workflow; a job appears at most once in one workflow."""
 
@@ -199,6 +214,8 @@ class WorkflowRun(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
     reason = models.CharField(max_length=255, blank=True)
+    # The version of its workflow it ran (Workflow.version then); null: made before versions were kept.
+    workflow_version = models.IntegerField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -22,6 +22,7 @@ from .models import (
     STEP_TERMINAL,
     FailurePolicy,
     StepStatus,
+    Workflow,
     WorkflowRun,
     WorkflowRunStatus,
     WorkflowStep,
@@ -52,7 +53,7 @@ def start(workflow, trigger=WorkflowTrigger.MANUAL, user=None, scheduled_for=Non
             with transaction.atomic():
                 wf_run = WorkflowRun.objects.create(
                     workflow=workflow, trigger=trigger, scheduled_for=scheduled_for or now, triggered_by=user,
-                    rerun_of=rerun_of, created_at=now)
+                    rerun_of=rerun_of, created_at=now, workflow_version=version_now(workflow))
         except IntegrityError:
             return None
         kept = {}
@@ -70,6 +71,12 @@ def start(workflow, trigger=WorkflowTrigger.MANUAL, user=None, scheduled_for=Non
         advance(wf_run)
     wf_run.refresh_from_db()
     return wf_run
+
+
+def version_now(workflow):
+    """The workflow's version as committed (the steps are made from its nodes as they are now, not
+    as the caller read it); None before versions were kept."""
+    return Workflow.objects.filter(pk=workflow.pk).values_list("version", flat=True).first() or None
 
 
 def rerun(wf_run, user=None):

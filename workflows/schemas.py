@@ -47,8 +47,10 @@ class WorkflowSerializer(serializers.ModelSerializer):
     class Meta:
         model = Workflow
         fields = ["id", "name", "description", "schedule", "enabled", "on_upstream_failure", "nodes", "edges", "params",
-                  "next_run_at", "last_run", "owner", "group", "created_at", "updated_at"]
-        read_only_fields = ["next_run_at", "created_at", "updated_at"]
+                  "next_run_at", "last_run", "owner", "group", "version", "created_at", "updated_at"]
+        read_only_fields = ["next_run_at", "version", "created_at", "updated_at"]
+        extra_kwargs = {"version": {"help_text": "Its current version (GET /api/workflows/<id>/versions/); 0: not "
+                                                 "saved since versions were kept."}}
 
     def get_last_run(self, workflow) -> WorkflowRunSummarySerializer(allow_null=True):
         if hasattr(workflow, "latest_runs"):  # prefetched by the list
@@ -110,8 +112,10 @@ class WorkflowRunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = WorkflowRun
-        fields = ["id", "workflow", "workflow_name", "status", "trigger", "scheduled_for", "created_at",
-                  "finished_at", "reason", "rerun_of", "cancel_requested"]
+        fields = ["id", "workflow", "workflow_name", "workflow_version", "status", "trigger", "scheduled_for",
+                  "created_at", "finished_at", "reason", "rerun_of", "cancel_requested"]
+        extra_kwargs = {"workflow_version": {"help_text": "The version of the workflow it ran; null: made before "
+                                                          "versions were kept."}}
         read_only_fields = fields
 
 

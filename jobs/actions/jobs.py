@@ -108,14 +108,15 @@ def _record(actor, job, action, **fields):
                  **fields)
 
 
-def _version(actor, job, changes, detail="", created=False):
-    """The job's next version, as saved (``versions``; ``created``: its first), by the actor."""
-    versions.record(job, snapshot(job), changes, user=actor.user, author_name=_author(actor), detail=detail,
+def record_version(actor, versioned, values, changes, detail="", created=False):
+    """The next version of a job or a workflow (``values``: its snapshot as saved; ``versions``;
+    ``created``: its first), by the actor."""
+    versions.record(versioned, values, changes, user=actor.user, author_name=_author(actor), detail=detail,
                     created=created)
 
 
 def _author(actor):
-    """The name a version gives its author. Whoever sees the job sees its versions, so the OS user and
+    """The name a version gives its author. Whoever sees the job (workflow) sees its versions, so the OS user and
     host of a command line stay in the audit trail (staff's): there, the ``--as`` user or "an operator"."""
     if actor.source != Source.CLI:
         return actor.name
@@ -181,7 +182,7 @@ def create(actor, job, schedule=None, detail=""):
         job.version = 1
         _saved(job, schedule)
         _record(actor, job, Action.CREATE, changes=created(job), detail=detail)
-        _version(actor, job, None, detail, created=True)
+        record_version(actor, job, snapshot(job), None, detail, created=True)
     return job
 
 
@@ -211,7 +212,7 @@ def edit(actor, job, values=None, schedule=None, detail=""):
         _saved(job, schedule)
         if changes := diff(snapshot(stored), snapshot(job)):
             _record(actor, job, Action.CHANGE, changes=changes, detail=detail)
-            _version(actor, job, changes, detail)
+            record_version(actor, job, snapshot(job), changes, detail)
     return job
 
 
@@ -268,7 +269,7 @@ def clone(actor, job):
         copy.version = 1
         _saved(copy, None)
         _record(actor, copy, Action.CREATE, changes=created(copy), detail=f"cloned from {job.name}")
-        _version(actor, copy, None, f"cloned from {job.name}", created=True)
+        record_version(actor, copy, snapshot(copy), None, f"cloned from {job.name}", created=True)
     return copy
 
 

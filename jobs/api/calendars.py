@@ -17,8 +17,8 @@ from ..actions import calendars as actions
 from ..resources import CALENDARS
 from ..schemas.calendars import CalendarSerializer
 from ..schemas.jobs import field_errors
+from .params import bool_param
 from .resources import ResourceViewSet
-from .views import bool_param
 
 
 class IcsParser(BaseParser):

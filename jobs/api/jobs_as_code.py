@@ -25,7 +25,8 @@ from audit.models import Source
 from ..actions import jobs as actions
 from ..actions.permissions import sees_everything
 from ..as_code import files as as_code
-from .views import ApiViewSet, choice_param
+from .params import choice_param
+from .views import ApiViewSet
 
 APPLY_PERMISSION = "jobs.add_job"
 APPLY_DENIED = f"Applying jobs as code needs staff or the {APPLY_PERMISSION} permission."

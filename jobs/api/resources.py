@@ -10,7 +10,8 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import viewsets
 from rest_framework.exceptions import NotFound
 
-from .views import ApiViewSet, bool_param, int_param, text_param
+from .params import bool_param, int_param, text_param
+from .views import ApiViewSet
 
 FILTERS = {int: (int_param, OpenApiTypes.INT), str: (text_param, OpenApiTypes.STR),
            bool: (bool_param, OpenApiTypes.BOOL)}

@@ -1,12 +1,8 @@
 """The API's views: jobs (CRUD, run now, pause, resume) and runs (history, detail, cancel, rerun)."""
 
-from datetime import UTC, datetime, time
-
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models.fields.json import KeyTransform
-from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import status, viewsets
@@ -26,8 +22,8 @@ from ..models import Job, JobRun, RunStatus
 from ..operations.reports import job_report
 from ..schemas.jobs import JobSerializer, field_errors
 from . import operator, reports
-from . import versions as version_api
 from .filters import with_tag
+from .params import bool_param, choice_param, datetime_param, int_param, text_param
 from .serializers import (
     JobDetailSerializer,
     RunDetailSerializer,
@@ -35,6 +31,7 @@ from .serializers import (
     RunSerializer,
     SnoozeRequestSerializer,
 )
+from .versions import VersionsViewSet
 
 MAX_BODY_BYTES = 256 * 1024
 # What a job's answer does not show of its last run (``LastRunSerializer``), each up to
@@ -102,62 +99,6 @@ class ApiViewSet:
             raise RequestTooLarge(self.max_body_bytes)
 
 
-def bool_param(params, name):
-    value = params[name].strip().lower()
-    if value in ("true", "1", "yes"):
-        return True
-    if value in ("false", "0", "no"):
-        return False
-    raise ValidationError({name: ["Must be true or false."]})
-
-
-def choice_param(params, name, choices):
-    value = params[name]
-    if value not in choices:
-        raise ValidationError({name: [f"Must be one of {', '.join(choices)}."]})
-    return value
-
-
-MAX_ID = 2**63 - 1  # ids are bigints: a larger number names nothing (and SQLite cannot compare it)
-
-
-def int_param(params, name):
-    try:
-        value = int(params[name])
-    except ValueError:
-        raise ValidationError({name: ["Must be a whole number."]}) from None
-    if not -MAX_ID <= value <= MAX_ID:
-        raise ValidationError({name: [f"Must be a whole number within ±{MAX_ID}."]})
-    return value
-
-
-def datetime_param(params, name):
-    """An ISO 8601 date and time (or a date, meaning its midnight); naive means UTC."""
-    value = params[name].strip().replace(" ", "+")  # an unescaped + in a query string reads as a space
-    try:
-        moment = parse_datetime(value)
-        if moment is None and (day := parse_date(value)) is not None:
-            moment = datetime.combine(day, time.min)
-    except ValueError:
-        moment = None
-    if moment is None:
-        raise ValidationError({name: ["Must be an ISO 8601 date and time, such as 2025-01-31T12:00:00Z."]})
-    if timezone.is_naive(moment):
-        return timezone.make_aware(moment, UTC)
-    try:
-        # In UTC: PostgreSQL rejects UTC offsets beyond 15:59 that Python accepts (a 500).
-        return moment.astimezone(UTC)
-    except OverflowError:
-        raise ValidationError({name: ["Is out of the range of dates."]}) from None
-
-
-def text_param(params, name):
-    value = params[name]
-    if "\x00" in value:  # PostgreSQL text cannot hold NUL: a 500 if it reached a query
-        raise ValidationError({name: ["Must not contain NUL characters."]})
-    return value
-
-
 PARAM_PREFIX = "param."
 
 
@@ -203,7 +144,9 @@ def with_params(runs, user, params, wanted):
     partial_update=extend_schema(description="Change some fields; with `schedule` it is applied again "
                                              "and `next_run_at` recomputed."),
 )
-class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
+class JobViewSet(VersionsViewSet, ApiViewSet, viewsets.ModelViewSet):
+    history = version_actions.JOBS
+
     serializer_class = JobSerializer
 
     def get_serializer_class(self):
@@ -357,42 +300,6 @@ class JobViewSet(ApiViewSet, viewsets.ModelViewSet):
         if "at" not in request.query_params:
             raise ValidationError({"at": ["This parameter is required."]})
         return Response(operator.why(job, datetime_param(request.query_params, "at")))
-
-
-    @extend_schema(request=None, responses=version_api.VersionSerializer(many=True),
-                   description="Every saved change of the job is a version (1, 2, ...), newest first: its number, "
-                               "when, who, and what it changed against the version before.")
-    @action(detail=True, methods=["get"])
-    def versions(self, request, pk=None):
-        found = self.get_object().versions.all()
-        page = self.paginate_queryset(found)
-        return self.get_paginated_response(version_api.VersionSerializer(page, many=True).data)
-
-    @extend_schema(
-        request=None, responses=version_api.VersionDetailSerializer,
-        parameters=[OpenApiParameter("against", OpenApiTypes.INT, description="Another version's number: adds "
-                                     "`diff`, {field: [in that version, in this one]}.")],
-        description="One version of the job: what it changed and the job as it made it. 404 for a version the "
-                    "job does not have (0 included).")
-    @action(detail=True, methods=["get"], url_path=r"versions/(?P<number>[0-9]{1,9})")
-    def version(self, request, pk=None, number=None):
-        job = self.get_object()
-        against = int_param(request.query_params, "against") if "against" in request.query_params else None
-        return Response(version_api.detail_of(job, int(number), against))
-
-    @extend_schema(
-        request=None, responses={201: version_api.VersionDetailSerializer, 200: version_api.VersionDetailSerializer},
-        description="Make the job what this version was: an edit, audited (\"restored version N\"), which is "
-                    "itself the job's next version (201, that version). The owner, team, whether it is enabled and "
-                    "secret values stay as they are. 200 when the job is already so (no version made); 404 for a "
-                    "version the job does not have (0 included).")
-    @action(detail=True, methods=["post"], url_path=r"versions/(?P<number>[0-9]{1,9})/restore")
-    @transaction.atomic
-    def restore(self, request, pk=None, number=None):
-        job = self.get_object()
-        job, changed = version_actions.restore(self.actor, job, version_api.version_of(job, int(number)))
-        data = version_api.detail_of(job, job.version) if job.version else {}
-        return Response(data, status=status.HTTP_201_CREATED if changed else status.HTTP_200_OK)
 
 
 RUN_ORDERINGS = [f"{sign}{field}" for field in ("created_at", "scheduled_for", "started_at", "finished_at")

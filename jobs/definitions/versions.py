@@ -4,14 +4,16 @@ the job (``Job.version``) for the runs made from it to copy (``jobs.lifecycle.ru
 The actions that save a job record its version here, in the transaction of the change, with the
 job's snapshot and the diff its audit entry records (``jobs.actions.snapshot``). A new job is saved
 at version 1 already, and its version keeps no diff (what it changed is all of its values, which the
-API and the pages show as its changes); a changed one is moved to its next number here."""
+API and the pages show as its changes); a changed one is moved to its next number here.
+
+A workflow's versions are recorded here too (``workflows.actions``): whatever has a ``version``
+number and ``versions`` (a ``jobs.models.Version`` keyed to it) is versioned alike."""
 
 from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
 from .. import kinds
-from ..models import Job, JobVersion
 from .jobs import copy_rows
 
 # Past this many versions at once (jobs apply), they are written by COPY.
@@ -19,32 +21,37 @@ COPY_FROM = 200
 
 
 def kept(snapshot):
-    """What a version keeps of a job's snapshot: everything but the values of its secret fields."""
+    """What a version keeps of a snapshot: everything but the values of a job's secret fields."""
     secret = kinds.secret_fields()
     return {name: value for name, value in snapshot.items() if name not in secret}
 
 
-def record(job, snapshot, changes, user=None, author_name="", detail="", created=False):
-    record_many([(job, snapshot, changes)], user, author_name, detail, created)
+def record(versioned, snapshot, changes, user=None, author_name="", detail="", created=False):
+    record_many([(versioned, snapshot, changes)], user, author_name, detail, created)
 
 
 def record_many(saved, user=None, author_name="", detail="", created=False):
-    """The next version of each job of ``saved`` ([(job, its snapshot, the changes)]), as saved.
-    ``created``: new jobs, inserted at version 1 already (their diff is all their values, not kept);
-    else changed ones, each at the version it had (the caller keeps ``job.version`` as the locked
-    row has it), moved to their next number here and on their rows."""
+    """The next version of each job (or workflow) of ``saved`` ([(it, its snapshot, the changes)]),
+    as saved. ``created``: new ones, inserted at version 1 already (their diff is all their values,
+    not kept); else changed ones, each at the version it had (the caller keeps ``version`` as the
+    locked row has it), moved to their next number here and on their rows."""
+    if not saved:
+        return
+    model = type(saved[0][0])
+    relation = model._meta.get_field("versions")
+    version_model, key = relation.related_model, relation.field.attname
     now, rows = timezone.now(), []
-    for job, snapshot, changes in saved:
+    for versioned, snapshot, changes in saved:
         if not created:
-            job.version += 1
-        rows.append(JobVersion(job_id=job.pk, number=job.version, created_at=now, author=user,
-                               author_name=author_name[:255], values=kept(snapshot),
-                               changes={} if created else changes, detail=detail[:255]))
+            versioned.version += 1
+        rows.append(version_model(**{key: versioned.pk}, number=versioned.version, created_at=now, author=user,
+                                  author_name=author_name[:255], values=kept(snapshot),
+                                  changes={} if created else changes, detail=detail[:255]))
     if connection.vendor == "postgresql" and len(rows) >= COPY_FROM:
-        copy_rows(JobVersion, rows, [f for f in JobVersion._meta.concrete_fields if not f.primary_key])
+        copy_rows(version_model, rows, [f for f in version_model._meta.concrete_fields if not f.primary_key])
     else:
-        JobVersion.objects.bulk_create(rows, batch_size=2000)
+        version_model.objects.bulk_create(rows, batch_size=2000)
     if not created:
-        ids = [job.pk for job, _, _ in saved]
+        ids = [versioned.pk for versioned, _, _ in saved]
         for start in range(0, len(ids), 10000):
-            Job.objects.filter(pk__in=ids[start:start + 10000]).update(version=F("version") + 1)
+            model.objects.filter(pk__in=ids[start:start + 10000]).update(version=F("version") + 1)

@@ -32,12 +32,12 @@ from .limit import Limit
 from .quota import TeamPingKey, TeamQuota
 from .rerun import RunRerun
 from .run import JobRun, StatusOf, idempotency_key
-from .version import JobVersion
+from .version import JobVersion, Version
 from .window import Window, WindowMode
 
 __all__ = [
     "ACTIVE_STATUSES", "ENDED_STATUSES", "FAILURE_END_STATUSES", "TERMINAL_STATUSES", "TIMED_END_STATUSES", "UNSUCCESSFUL_END_STATUSES",
     "AttemptOutcome", "BundlePolicy", "Calendar", "CatchupPolicy", "CountField", "DeliveryCounter", "DstRepeated", "DstSkipped", "EndCounts", "HourCounts", "Job",
-    "JobAttempt", "JobDayCounts", "JobVersion", "JobHourCounts", "JobRun", "Lease", "Limit", "OverlapPolicy", "RecentRuns", "RunEnd", "RunRerun",
+    "JobAttempt", "JobDayCounts", "JobVersion", "Version", "JobHourCounts", "JobRun", "Lease", "Limit", "OverlapPolicy", "RecentRuns", "RunEnd", "RunRerun",
     "RunStatus", "RunTrigger", "ScheduleType", "SchedulerOutage", "StatusOf", "TeamPingKey", "TeamQuota", "Window", "WindowMode", "idempotency_key",
 ]

@@ -21,6 +21,7 @@ from audit import trail
 from .. import kinds
 from ..actions import jobs as actions
 from ..actions.permissions import sees_everything, visible_jobs, visible_runs
+from ..actions.versions import JOBS
 from ..api.filters import with_tag
 from ..api.views import param_filters, with_params
 from ..definitions import jobs as definitions
@@ -172,7 +173,7 @@ def job_detail(request, pk):
         "why": why_line(job, request.GET.get("why", ""), tzname),
         "timeout_text": charts.human_seconds(job.timeout_seconds),
         "sla_text": charts.human_seconds(job.sla_seconds) if job.sla_seconds else None,
-        **versions.context(job, request.GET),
+        **versions.context(job, request.GET, JOBS, "pages:job-version-restore"),
     }, "jobs")
 
 

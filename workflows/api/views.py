@@ -1,4 +1,4 @@
-"""The API's views for workflows (CRUD, run, pause, resume) and workflow runs (history, detail
+"""The API's views for workflows (CRUD, run, pause, resume, versions) and workflow runs (history, detail
 with steps, re-run from the failed steps, cancel)."""
 
 from django.db.models import Prefetch
@@ -9,8 +9,10 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
+from jobs.api.params import choice_param, int_param
 from jobs.api.resources import ResourceViewSet
-from jobs.api.views import ApiViewSet, choice_param, int_param
+from jobs.api.versions import VersionsViewSet
+from jobs.api.views import ApiViewSet
 
 from .. import actions
 from ..models import WorkflowRun, WorkflowRunStatus
@@ -25,8 +27,9 @@ def accepted(request, wf_run, context):
     return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": location})
 
 
-class WorkflowViewSet(ResourceViewSet):
+class WorkflowViewSet(VersionsViewSet, ResourceViewSet):
     resource = WORKFLOWS
+    history = actions.HISTORY
 
     def get_queryset(self):
         found = super().get_queryset().select_related("owner", "group", "crontab", "interval", "clocked")

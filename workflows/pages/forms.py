@@ -6,7 +6,6 @@ otherwise than the workflow's policy when the upstream fails (as the audit trail
 "Preview" checks the form as saving would and draws the graph (``graph.draw``) without saving."""
 
 import json
-import re
 
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404
@@ -19,14 +18,13 @@ from jobs.pages.form_kit import NONE, FormField
 from jobs.pages.job_forms import SCHEDULE_FIELDS, group_choices, make_field, schedule_object, strict_json
 from jobs.pages.resource_forms import OTHER, ResourceForm, checked, deleted, form_view
 
-from .. import actions
+from .. import actions, definitions
 from ..models import FailurePolicy, Workflow
 from ..permissions import may_act_on, visible_workflows
 from ..resources import WORKFLOWS
 from ..schemas import WorkflowSerializer
 from . import graph
 
-EDGE = re.compile(r"\s*(?P<from>.+?)\s*->\s*(?P<to>.+?)\s*(?:\(\s*(?P<on_failure>[a-z_]*)\s*\))?\s*")
 HELP = {
     "nodes": "The names of its jobs, one a line (jobs you can see).",
     "edges": "One a line: upstream -> downstream, the downstream job starting once its upstreams succeeded. "
@@ -60,22 +58,9 @@ def from_post(post):
     return values
 
 
-def edges_of(text):
-    """([{"from", "to", "on_failure"?}], [messages]) of the edges' lines."""
-    found, errors = [], []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        if not (match := EDGE.fullmatch(line)):
-            errors.append(f"Line {number}: write it as 'upstream -> downstream', not '{line.strip()[:200]}'.")
-            continue
-        found.append({key: value for key, value in match.groupdict().items() if value})
-    return found, errors
-
-
 def to_api(values, workflow=None):
     """(the API's body of a workflow, {field: [messages]} of lines that are not an edge or JSON)."""
-    edges, edge_errors = edges_of(values.get("edges", ""))
+    edges, edge_errors = definitions.edges_of(values.get("edges", ""))
     data = {"name": values.get("name", ""), "description": values.get("description", ""),
             "enabled": values.get("enabled", False), "on_upstream_failure": values.get("on_upstream_failure", ""),
             "group": values.get("group") or None, "schedule": schedule_object(values),

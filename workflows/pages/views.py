@@ -1,6 +1,7 @@
 """The workflow pages: every workflow the user can see, and one workflow with its graph (nodes
-coloured by the selected workflow run's steps), its run history and the run/re-run/cancel buttons.
-Another user's workflow answers 404, as in the API."""
+coloured by the selected workflow run's steps), its run history, the run/re-run/cancel buttons and
+its versions (``jobs.pages.versions``, with a restore). Another user's workflow answers 404, as in
+the API."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -10,7 +11,8 @@ from django.shortcuts import get_object_or_404, redirect
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from jobs.pages.common import actor, page, too_many
+from jobs.pages import versions
+from jobs.pages.common import actor, page, refused_is_forbidden, too_many
 
 from .. import actions, definitions
 from ..permissions import may_act_on, visible_workflow_runs, visible_workflows
@@ -44,8 +46,18 @@ def workflow_detail(request, pk):
         "graph": graph.draw(nodes, edges, steps), "may_act": may_act_on(request.user, workflow),
         "step_params": sorted(workflow.step_params.items()),
         "gantt": graph.steps_timeline(selected, list(steps.values()), timezone.now()) if selected else "",
+        "tzname": "UTC",
+        **versions.context(workflow, request.GET, actions.HISTORY, "workflow-pages:version-restore"),
     }
     return page(request, "workflows/detail.html", context, "workflows")
+
+
+@login_required
+@require_POST
+@refused_is_forbidden
+def workflow_restore(request, pk, number):
+    workflow = get_object_or_404(visible_workflows(request.user), pk=pk)
+    return redirect(workflow_url(versions.restored(request, workflow, number, actions.HISTORY)))
 
 
 def acting(action, request, *args):
