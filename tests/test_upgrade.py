@@ -238,10 +238,11 @@ def test_a_running_service_upgrades_from_the_previous_release_under_load(upgrade
 
     # 3. This release's migrate beside the old processes, which go on a while on the new schema, and the
     # old web makes rows there without the new columns (the database fills in their defaults).
-    # (It runs a migration PostgreSQL ended for a deadlock with the service again: jobs/management/commands/migrate.py.)
+    # (A migration PostgreSQL ended for a deadlock with the service runs again: jobs/management/commands/migrate.py.)
     deadlocks = new.manage("migrate", "--no-input").stderr.count("ended by a deadlock")
     made = make_through(web_url, token)
-    assert {path: status for path, (status, _) in made.items()} == dict.fromkeys(("jobs", "calendars", "limits", "channels", "rules"), 201), made
+    assert {path: status for path, (status, _) in made.items()} == dict.fromkeys(
+        ("jobs", "calendars", "limits", "channels", "rules"), 201), made
     time.sleep(5)
     for process in (*workers, *beats.values(), old_web):
         running(process)
