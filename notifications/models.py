@@ -103,7 +103,9 @@ class Rule(Owned):
     enabled = models.BooleanField(default=True)
     # Set when a permanent error of a channel that is not the rule owner's was caused by what this
     # rule sent (notifications.sending): the rule stops, the channel stays on for everyone else.
-    paused_reason = models.TextField(blank=True, help_text="Why the service paused (disabled) the rule.")
+    # db_default: the previous release's processes make rules without it while an upgrade runs.
+    paused_reason = models.TextField(blank=True, default="", db_default="",
+                                     help_text="Why the service paused (disabled) the rule.")
 
     class Meta:
         constraints = [

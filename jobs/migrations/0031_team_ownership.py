@@ -35,7 +35,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='calendar',
             name='shared',
-            field=models.BooleanField(default=False, help_text='Seen and used by everyone (only staff set it); changed by staff only.'),
+            field=models.BooleanField(db_default=False, default=False, help_text='Seen and used by everyone (only staff set it); changed by staff only.'),
         ),
         migrations.AddField(
             model_name='limit',
@@ -50,7 +50,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='limit',
             name='shared',
-            field=models.BooleanField(default=False, help_text='Seen and used by everyone (only staff set it); changed by staff only.'),
+            field=models.BooleanField(db_default=False, default=False, help_text='Seen and used by everyone (only staff set it); changed by staff only.'),
         ),
         migrations.CreateModel(
             name='TeamQuota',

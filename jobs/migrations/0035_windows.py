@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
             name='Window',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('shared', models.BooleanField(default=False, help_text='Seen and used by everyone (only staff set it); changed by staff only.')),
+                ('shared', models.BooleanField(db_default=False, default=False, help_text='Seen and used by everyone (only staff set it); changed by staff only.')),
                 ('name', models.CharField(help_text="Letters, digits, '.', '_' and '-', starting with a letter or a digit, not only digits, at most 100 characters.", max_length=100, unique=True, validators=[django.core.validators.RegexValidator('^(?![0-9]+\\Z)[A-Za-z0-9][A-Za-z0-9._-]{0,99}\\Z', "Letters, digits, '.', '_' and '-', starting with a letter or a digit, not only digits, at most 100 characters.")])),
                 ('description', models.TextField(blank=True)),
                 ('mode', models.CharField(choices=[('hold', 'hold (skip the slots inside)'), ('mute', 'mute (run them, notify nothing)')], default='hold', max_length=8)),

@@ -34,7 +34,9 @@ class Owned(models.Model):
 
 
 class Shareable(Owned):
-    shared = models.BooleanField(default=False,
+    # db_default: the previous release's processes, which know no such column, go on making rows while an
+    # upgrade runs (docs/operations/upgrading.md).
+    shared = models.BooleanField(default=False, db_default=False,
                                  help_text="Seen and used by everyone (only staff set it); changed by staff only.")
 
     class Meta:

@@ -10,11 +10,12 @@ tasks are looked after once per ``JOBS_TICK_SECONDS`` and the monitor once per
 ``JOBS_MONITOR_SECONDS``: the cost of a wake-up is one indexed query when nothing is due.
 """
 
+import contextlib
 import logging
 import time
 
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections
+from django.db import DatabaseError, close_old_connections, connection
 from django_celery_beat.models import CrontabSchedule
 from django_celery_beat.schedulers import DatabaseScheduler
 
@@ -44,9 +45,27 @@ class JobScheduler(DatabaseScheduler):
         # older than that says nothing of the workers (a database outage kept their heartbeats out
         # too; a lease lost to an outage is the same outage): mark_lost waits a whole lost window.
         self._database_since = None
+        self._busy = 0  # inside a tick or a sync: its queries may be in flight (close, below)
+        self._interrupted = False
         super().__init__(*args, **kwargs)
 
     def tick(self, *args, **kwargs):
+        with self._at_work():
+            return self._tick(*args, **kwargs)
+
+    def sync(self):
+        with self._at_work():
+            super().sync()
+
+    @contextlib.contextmanager
+    def _at_work(self):
+        self._busy += 1
+        try:
+            yield
+        finally:
+            self._busy -= 1
+
+    def _tick(self, *args, **kwargs):
         tick_seconds = settings.JOBS_TICK_SECONDS
         now = time.monotonic()
         if now >= self._next_lease or not self.leadership.is_leader:
@@ -127,6 +146,15 @@ class JobScheduler(DatabaseScheduler):
         return CrontabSchedule.objects.order_by("timezone").values_list("timezone", flat=True).distinct()
 
     def close(self):
+        if self._busy:
+            # Beat's SIGTERM handler (celery.apps.beat, install_sync_handler) calls this from the frame
+            # it interrupted, maybe a query waiting on a lock: a query of its own would wait for that
+            # connection's lock for ever. Its SystemExit unwinds the tick, and beat closes the scheduler
+            # again on its way out (celery.beat.Service.start), here.
+            self._interrupted = True
+            return
+        if self._interrupted:
+            connection.close()  # the interrupted query may be in progress on it still
         try:
             super().close()
         finally:

@@ -36,7 +36,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='channel',
             name='shared',
-            field=models.BooleanField(default=False, help_text='Seen and used by everyone (only staff set it); changed by staff only.'),
+            field=models.BooleanField(db_default=False, default=False, help_text='Seen and used by everyone (only staff set it); changed by staff only.'),
         ),
         migrations.AddField(
             model_name='delivery',
@@ -56,7 +56,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='rule',
             name='paused_reason',
-            field=models.TextField(blank=True, help_text='Why the service paused (disabled) the rule.'),
+            field=models.TextField(blank=True, db_default='', default='', help_text='Why the service paused (disabled) the rule.'),
         ),
         migrations.RunPython(owned_as_before, migrations.RunPython.noop),
     ]
