@@ -19,12 +19,14 @@ Measured, today's tables against the copy, interleaved where it can be:
   tables and run again as it is and with the copy's table names, 5 warm-up + --repeat timed each;
 - the worker's claim (jobs.lifecycle.postgres.CLAIM_SQL, prepared, one autocommit statement as the
   worker sends it), over --claims runs of the newest month: by id on today's tables; on the copy by
-  id alone (every partition's primary key probed) and by id and created_at (one partition);
+  id alone (every partition's primary key probed) and by id and created_at (one partition): prepared
+  (plan_cache_mode auto), with a generic plan forced, and not prepared;
 - retention of the oldest month: on today's tables ``jobs.operations.retention.prune`` (the
   project's pass: JOBS_RETENTION_DAYS=30, JOBS_RETENTION_MIN_RUNS=1, ``now`` 30 days after the
   month's end, so its cutoff is the month boundary) against DETACH PARTITION + DROP TABLE of the
   month on the copy; wall time, WAL (the server's LSN, shared with other databases, and the WAL
-  records of this database's pages through pg_walinspect when it can still read them), backend CPU;
+  records of this database's pages through pg_walinspect, a replication slot keeping the WAL until
+  it is read), the CPU of its backend;
 - the tables' and indexes' sizes.
 
     psql -h 127.0.0.1 -U postgres -c "create database bench_partition"
