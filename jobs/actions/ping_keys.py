@@ -18,6 +18,11 @@ def teams_of(user):
     return Group.objects.all() if permissions.sees_everything(user) else user.groups.all()
 
 
+def team_of(user, pk):
+    """The team ``pk`` if ``user`` may read and regenerate its ping key, else None (a 404 to them)."""
+    return teams_of(user).filter(pk=pk).first()
+
+
 def key_of(group):
     """The team's ping key, or None before one is made."""
     return TeamPingKey.objects.filter(group=group).values_list("key", flat=True).first()

@@ -30,7 +30,7 @@ def _answer(group, key):
 
 class TeamPingKeyView(APIView):
     def _team(self, request, pk):
-        team = ping_keys.teams_of(request.user).filter(pk=pk).first()
+        team = ping_keys.team_of(request.user, pk)
         if team is None:
             raise NotFound("You are in no team with this id.")
         return team

@@ -29,7 +29,7 @@ def ping_key_list(request):
 @login_required
 @require_POST
 def ping_key_make(request, pk):
-    team = ping_keys.teams_of(request.user).filter(pk=pk).first()
+    team = ping_keys.team_of(request.user, pk)
     if team is None:
         raise Http404("You are in no team with this id.")
     had = ping_keys.key_of(team) is not None
