@@ -36,7 +36,7 @@ from harness.readings import load_average
 from harness.table import markdown, ratio, say
 
 REPO = Path(__file__).resolve().parent.parent
-BENCHMARKS = ("dispatch", "burst", "latency", "pages")
+BENCHMARKS = ("dispatch", "burst", "latency", "pages", "pings")
 
 
 def git(*args, cwd=REPO):
@@ -150,6 +150,16 @@ def pages_figures(path):
     return {f"page p95, ms: {row['page']} [{row['user']}]": row["p95"] for row in saved["rows"]}
 
 
+def pings_figures(text):
+    figures = {}
+    for row in markdown_rows(text, "pings/s"):
+        figures["pings: recorded per second"] = number(row.get("pings/s"))
+        figures["pings: p50, ms"] = number(row.get("p50 ms"))
+        figures["pings: p95, ms"] = number(row.get("p95 ms"))
+        figures["pings: errors"] = number(row.get("errors"))
+    return figures
+
+
 def measure(checkouts, args, logs):
     """{figure: {label: value}} of every benchmark chosen, BASE then HEAD for each."""
     found = {}
@@ -178,6 +188,9 @@ def measure(checkouts, args, logs):
                 checkout.run("pages.py", ["--runs", str(args.pages_runs), "--save", str(saved)], logs,
                              database=f"{checkout.database}_pages_{args.pages_runs}")
                 note(checkout.label, pages_figures(saved))
+            elif bench == "pings":
+                text = checkout.run("pings.py", ["--seconds", str(min(args.seconds, 60)), "--jobs", "1000"], logs)
+                note(checkout.label, pings_figures(text))
         report(checkouts, found)
     return found
 

@@ -13,6 +13,7 @@ one) are one slot.
 """
 
 import functools
+import subprocess
 import zoneinfo
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -171,3 +172,50 @@ def zone_transitions(zone_name, start, end):
             found.append((datetime.fromtimestamp(high, UTC), previous, offset))
         previous = offset
     return found
+
+
+# --- a zone of the tests' own, for a night in minutes
+
+NIGHT_ZONE = "DstTest/Night"
+STANDARD = timedelta(hours=1)
+GAP = timedelta(minutes=2)  # the wall clock jumps 2 minutes forward at the jump...
+FALL_BACK_AFTER = timedelta(minutes=3)  # ...and back 2 minutes this long after
+
+
+def night_zone_source(jump):
+    """zic source of NIGHT_ZONE: standard time UTC+1, 2 minutes forward at ``jump``, back 3 minutes
+    later. The rules end the next day: with "only" rules in force to the end, zic writes a footer
+    that keeps daylight time all year after the last change, and the zone would jump forward again
+    one second after falling back."""
+    back = jump + FALL_BACK_AFTER
+    after = back + timedelta(days=1)
+
+    def rule(at, save, letter):
+        return f"Rule Night {at:%Y} only - {at:%b} {at.day} {at:%H:%M}u {save} {letter}\n"
+
+    return (rule(jump, "0:02", "D") + rule(back, "0", "S")
+            + f"Zone {NIGHT_ZONE} 1:00 Night N%sT {after:%Y %b} {after.day} {after:%H:%M}u\n"
+            + "\t\t\t1:00 - NST\n")
+
+
+def compile_night_zone(jump, directory):
+    """NIGHT_ZONE jumping at ``jump``, compiled with zic into ``directory``/zones (returned)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    source = directory / "night.zi"
+    source.write_text(night_zone_source(jump))
+    zones = directory / "zones"
+    subprocess.run(["zic", "-d", str(zones), str(source)], check=True, capture_output=True, timeout=30)
+    return zones
+
+
+def night_schedule(jump):
+    """A cron expression of NIGHT_ZONE's wall minutes around ``jump``: the two skipped ones (jump +
+    1 h, + 1 h 1 min) and the second of the two read twice (fall back + 1 h 1 min: first at jump +
+    2 min, again at jump + 4 min); and the UTC window [start, end) that holds their slots, which
+    are jump, jump + 1 min and jump + 2 min."""
+    skipped = [jump + STANDARD, jump + STANDARD + MINUTE]
+    repeated = jump + FALL_BACK_AFTER + STANDARD + MINUTE
+    walls = [*skipped, repeated]
+    expression = (f"{','.join(str(w.minute) for w in walls)} {','.join(sorted({str(w.hour) for w in walls}))} "
+                  "* * *")
+    return expression, (jump - 2 * MINUTE, jump + FALL_BACK_AFTER + GAP)

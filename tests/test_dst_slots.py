@@ -4,6 +4,8 @@ a job's schedule (``Job.slots_between``, what the slot report, "why", backfill a
 dispatch steps with ``Job.slot_after``, the same function).
 """
 
+import shutil
+import zoneinfo
 from datetime import UTC, date, datetime
 from zoneinfo import ZoneInfo
 
@@ -13,7 +15,9 @@ from hypothesis import strategies as st
 
 from jobs.definitions import jobs as definitions
 
-from .dst_oracle import MINUTE, oracle_slots, transitions_2026_2030
+from . import dst_oracle
+from .conftest import require
+from .dst_oracle import MINUTE, NIGHT_ZONE, oracle_slots, transitions_2026_2030
 
 pytestmark = pytest.mark.postgres("the slot math and its oracle read no database: once, on PostgreSQL, is enough")
 
@@ -178,3 +182,28 @@ def test_any_minute_and_hour_fields_in_any_zones_change_match_the_oracle(data):
     minute = data.draw(minute_fields(), label="minute")
     hour = data.draw(hour_fields(hours_around(zone_name, at)), label="hour")
     compare(f"{minute} {hour} * * *", zone_name, at)
+
+
+def test_a_zone_that_jumps_and_falls_back_within_one_hour_runs_every_slot_once_wherever_the_jump_falls(tmp_path):
+    """The DST night test's zone (tests/chaos/test_dst_night.py) jumps and falls back 3 minutes apart,
+    often within one UTC hour, where the offsets at the hour's two ends are equal. A jump at each
+    minute of an hour, and at the last minutes before the next."""
+    require(shutil.which("zic") is not None, "zic is not installed (Debian's libc-bin has it)")
+    default_path = zoneinfo.TZPATH
+    missed = {}
+    try:
+        for minute in [*range(60), 60 + 57, 60 + 58, 60 + 59]:
+            jump = datetime(2026, 6, 1, 1, tzinfo=UTC) + minute * MINUTE
+            zones = dst_oracle.compile_night_zone(jump, tmp_path / str(minute))
+            zoneinfo.reset_tzpath(to=[str(zones)])
+            zoneinfo.ZoneInfo.clear_cache(only_keys=[NIGHT_ZONE])
+            expression, window = dst_oracle.night_schedule(jump)
+            expected = dst_oracle.slots_between(expression, NIGHT_ZONE, *window)
+            assert expected == [jump, jump + MINUTE, jump + 2 * MINUTE]  # the oracle, checked by hand
+            found = service_slots(expression, NIGHT_ZONE, *window)
+            if found != expected:
+                missed[f"{jump:%H:%M}"] = [f"{at:%H:%M}" for at in found]
+    finally:
+        zoneinfo.reset_tzpath(to=default_path)
+        zoneinfo.ZoneInfo.clear_cache(only_keys=[NIGHT_ZONE])
+    assert missed == {}

@@ -102,37 +102,46 @@ def policy_instant(wall, zone, skipped, repeated):
 GAP_LOOKBACK_HOURS = 26  # longer than any gap (the longest, Apia's and Kwajalein's skipped days: 24 h)
 
 
-def _offset_change(zone, hour):
-    """(the first instant on the new offset, offset before, offset after) when ``zone``'s offset
-    changes in the UTC ``hour`` (bisected to the second), else None."""
+@functools.lru_cache(maxsize=16384)
+def _offset_changes(zone, hour):
+    """The changes of ``zone``'s offset in the UTC ``hour``: (first instant on the new offset, offset
+    before, offset after) each, found minute by minute and bisected to the second. Real zones change
+    at most once in an hour, but a zone can jump and fall back within one (the DST night test's own
+    zone does), and the offsets at the hour's two ends would then be equal."""
     def offset(instant):
         return instant.astimezone(zone).utcoffset()
 
-    later = hour + timedelta(hours=1)
-    before, after = offset(hour), offset(later)
-    if after == before:
-        return None
-    low, high = int(hour.timestamp()), int(later.timestamp())
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if offset(datetime.fromtimestamp(middle, UTC)) == before else (low, middle)
-    return datetime.fromtimestamp(high, UTC), before, after
+    changes = []
+    start, before = hour, offset(hour)
+    for minute in range(1, 61):
+        end = hour + timedelta(minutes=minute)
+        after = offset(end)
+        if after != before:
+            low, high = int(start.timestamp()), int(end.timestamp())
+            while high - low > 1:
+                middle = (low + high) // 2
+                low, high = (middle, high) if offset(datetime.fromtimestamp(middle, UTC)) == before else (low, middle)
+            changes.append((datetime.fromtimestamp(high, UTC), before, after))
+        start, before = end, after
+    return tuple(changes)
 
 
 @functools.lru_cache(maxsize=4096)
 def gaps_before(zone, hour):
     """The gaps of ``zone`` (clocks jumping forward) that started in the GAP_LOOKBACK_HOURS before
     the UTC ``hour`` or within it: (first instant after the jump, offset before it, length)."""
-    changes = (_offset_change(zone, hour - timedelta(hours=back)) for back in range(GAP_LOOKBACK_HOURS + 1))
-    return tuple((at, before, after - before) for at, before, after in filter(None, changes) if after > before)
+    changes = (change for back in range(GAP_LOOKBACK_HOURS + 1)
+               for change in _offset_changes(zone, hour - timedelta(hours=back)))
+    return tuple((at, before, after - before) for at, before, after in changes if after > before)
 
 
 @functools.lru_cache(maxsize=4096)
 def folds_after(zone, hour):
     """The falls back of ``zone`` (clocks set back) in the UTC ``hour`` or the GAP_LOOKBACK_HOURS
     after it: (instant of the change, offset after it, length)."""
-    changes = (_offset_change(zone, hour + timedelta(hours=ahead)) for ahead in range(GAP_LOOKBACK_HOURS + 1))
-    return tuple((at, after, before - after) for at, before, after in filter(None, changes) if after < before)
+    changes = (change for ahead in range(GAP_LOOKBACK_HOURS + 1)
+               for change in _offset_changes(zone, hour + timedelta(hours=ahead)))
+    return tuple((at, after, before - after) for at, before, after in changes if after < before)
 
 
 def second_occurrences_between(zone, after, until):

@@ -8,7 +8,6 @@ The expected slots come from the test's own oracle (tests/dst_oracle.py) on the 
 """
 
 import shutil
-import subprocess
 import zoneinfo
 from collections import Counter
 from datetime import timedelta
@@ -22,22 +21,8 @@ from jobs.timing import clock
 
 from .. import dst_oracle
 from ..conftest import require, wait_for
-
-ZONE = "DstTest/Night"
-STANDARD = timedelta(hours=1)
-GAP = timedelta(minutes=2)  # the wall clock jumps 2 minutes forward at `jump`...
-FALL_BACK_AFTER = timedelta(minutes=3)  # ...and back 2 minutes this long after
-MINUTE = timedelta(minutes=1)
-
-
-def zic_source(jump):
-    back = jump + FALL_BACK_AFTER
-
-    def rule(at, save, letter):
-        return f"Rule Night {at:%Y} only - {at:%b} {at.day} {at:%H:%M}u {save} {letter}\n"
-
-    return (rule(jump, "0:02", "D") + rule(back, "0", "S")
-            + f"Zone {ZONE} 1:00 Night N%sT\n")
+from ..dst_oracle import FALL_BACK_AFTER, MINUTE
+from ..dst_oracle import NIGHT_ZONE as ZONE
 
 
 @pytest.fixture
@@ -48,10 +33,7 @@ def night_zone(tmp_path):
     require(shutil.which("zic") is not None, "zic is not installed (Debian's libc-bin has it)")
     now = timezone.now()
     jump = (now + timedelta(seconds=30 + 59)).replace(second=0, microsecond=0)
-    source = tmp_path / "night.zi"
-    source.write_text(zic_source(jump))
-    zones = tmp_path / "zones"
-    subprocess.run(["zic", "-d", str(zones), str(source)], check=True, capture_output=True, timeout=30)
+    zones = dst_oracle.compile_night_zone(jump, tmp_path)
     default_path = zoneinfo.TZPATH
     zoneinfo.reset_tzpath(to=[str(zones), *default_path])
     try:
@@ -65,14 +47,7 @@ def night_zone(tmp_path):
 def test_a_real_beat_runs_every_slot_of_a_skipped_stretch_once_and_a_repeated_ones_once(processes, ledger,
                                                                                         night_zone):
     jump, tzpath = night_zone
-    # The wall minutes: the two skipped ones (jump + 1 h, + 1 h 1 min), and the second of the two
-    # read twice (fall back + 1 h 1 min: first at jump + 2 min, again at jump + 4 min).
-    skipped = [jump + STANDARD, jump + STANDARD + MINUTE]
-    repeated = jump + FALL_BACK_AFTER + STANDARD + MINUTE
-    walls = [*skipped, repeated]
-    expression = (f"{','.join(str(w.minute) for w in walls)} {','.join(sorted({str(w.hour) for w in walls}))} "
-                  "* * *")
-    window = (jump - 2 * MINUTE, jump + FALL_BACK_AFTER + GAP)
+    expression, window = dst_oracle.night_schedule(jump)
     expected = dst_oracle.slots_between(expression, ZONE, *window)
     assert expected == [jump, jump + MINUTE, jump + 2 * MINUTE]  # the oracle, checked by hand
     job = save_job(Job(name="night", kind="callable", target="test.ledger", kwargs={"path": ledger.path}),
