@@ -80,9 +80,11 @@ class Api:
             raise CliError(AUTH, f"the server refused the token from {settings.token_from}: {detail(answer)}")
         if status == 403:
             raise CliError(AUTH, f"not allowed: {detail(answer)}")
-        if status == 429:  # too many refused tokens or logins from this address
+        if status == 429:
             text = detail(answer) if isinstance(answer, dict) else response.text.strip()[:200]
-            raise CliError(AUTH, f"the server refused the token from {settings.token_from}: {text}")
+            if "Retry-After" in response.headers:  # too many refused tokens from this address: locked out
+                raise CliError(AUTH, f"the server refused the token from {settings.token_from}: {text}")
+            raise CliError(AUTH, f"refused: {text}")  # over a quota of runs, or a rate (test sends)
         if status == 404:
             raise CliError(NOT_FOUND, not_found or f"not found: {method} {path}")
         if status in (400, 409, 413):

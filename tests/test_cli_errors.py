@@ -13,7 +13,7 @@ from jobs.access import tokens as api_tokens
 from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobRun, RunStatus
 
-from .cli_support import free_port
+from .cli_support import Web, free_port
 from .local_http import LocalHTTPServer, QuietHandler
 
 pytestmark = pytest.mark.timeout(300)
@@ -68,6 +68,20 @@ def test_after_refused_tokens_even_a_good_one_exits_4_saying_it_is_locked_out(jo
     seconds = settings.AXES_COOLOFF_TIME.total_seconds()
     assert result.stderr == ("jobsctl: the server refused the token from JOBSCTL_TOKEN: Too many refused tokens "
                              f"from this address: it is locked out. Expected available in {seconds:.0f} seconds.\n")
+
+
+def test_a_quota_refusal_exits_4_naming_the_quota_not_the_token(jobsctl, token, tmp_path):
+    quota = Web(tmp_path, JOBS_MAX_RUNS_PER_HOUR_PER_USER="1", JOBS_MAX_RUNS_IN_FLIGHT_PER_USER="0")
+    try:
+        quota.wait_until_up()
+        assert jobsctl("run", "mine", token=token, JOBSCTL_URL=quota.url).returncode == 0
+        refused = jobsctl("run", "mine", token=token, JOBSCTL_URL=quota.url)
+    finally:
+        quota.stop()
+    assert refused.returncode == 4
+    assert refused.stderr == ("jobsctl: refused: You started 1 run(s) in the last hour; at most 1 per hour "
+                              "(JOBS_MAX_RUNS_PER_HOUR_PER_USER).\n")
+    assert JobRun.objects.count() == 1
 
 
 def test_an_unreachable_server_exits_5(jobsctl, token):
