@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import time_machine
 from django.contrib.auth.models import User
+from django.test import Client
 
 from audit.models import Action
 from jobs.definitions.jobs import save_job
@@ -309,3 +310,53 @@ def test_a_day_a_calendar_closes_has_no_runs_in_the_forecast_of_cron_and_interva
             due[int((at - START).total_seconds() // 60)] += 1
         at += timedelta(seconds=3600)
     assert body["per_minute"] == [due.get(m, 0) for m in range(72 * 60)]
+
+
+@pytest.mark.django_db
+def test_slots_a_hold_window_covers_are_left_out_and_a_mute_windows_slots_are_not():
+    from jobs.actions import windows as window_actions
+    from jobs.actions.jobs import Actor
+    from jobs.models import Window
+
+    quarter = {"type": "cron", "cron": "*/15 * * * *", "timezone": "UTC"}
+    with time_machine.travel(NOW, tick=False):
+        by_tag = _job("held-by-tag", None, quarter, 0, tags=["db"])
+        by_id = _job("held-by-id", None, {"type": "interval", "every_seconds": 60}, 0)
+        _job("free", None, quarter, 0)
+        _job("muted", None, quarter, 0, tags=["quiet"])
+        upgrade = (START + timedelta(hours=2), START + timedelta(hours=3))
+        for window in [Window(name="upgrade", mode="hold", starts_at=upgrade[0], ends_at=upgrade[1], tags=["db"],
+                              jobs=[by_id.pk]),
+                       Window(name="nightly", mode="hold", cron="0 20 * * *", duration_seconds=1800, timezone="UTC",
+                              jobs=[by_tag.pk]),
+                       Window(name="quiet", mode="mute", starts_at=START, ends_at=START + timedelta(hours=24),
+                              tags=["quiet"])]:
+            window_actions.create(Actor.command_line(), window)
+        body = forecasts.forecast(Job.objects.all(), NOW, 24)
+
+    # The test's own count, minute by minute: three quarter-hour jobs, and the interval job every
+    # minute from a minute after it was saved (NOW, at second 20 of its minute).
+    nightly = (datetime(2026, 3, 28, 20, 0, tzinfo=UTC), datetime(2026, 3, 28, 20, 30, tzinfo=UTC))
+    due, held = [0] * (24 * 60), 0
+    for minute in range(24 * 60):
+        at = START + timedelta(minutes=minute)
+        if at.minute % 15 == 0:
+            for name in ("held-by-tag", "free", "muted"):
+                if name == "held-by-tag" and any(start <= at < end for start, end in (upgrade, nightly)):
+                    held += 1
+                else:
+                    due[minute] += 1
+        if minute >= 1:
+            if upgrade[0] <= at + timedelta(seconds=20) < upgrade[1]:
+                held += 1
+            else:
+                due[minute] += 1
+    assert held == 4 + 60 + 2
+    assert body["per_minute"] == due
+    assert (body["held_runs"], body["total_runs"]) == (held, sum(due))
+    client = Client()
+    client.force_login(User.objects.create_user("operator", is_staff=True))
+    with time_machine.travel(NOW, tick=False):
+        page = client.get("/forecast/").content.decode()
+    assert f"{sum(due)} runs in 24 h" in page
+    assert f"{held} held by maintenance windows, not counted" in page

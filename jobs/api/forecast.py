@@ -62,6 +62,7 @@ class ForecastSerializer(serializers.Serializer):
     end = serializers.DateTimeField()
     hours = serializers.IntegerField()
     total_runs = serializers.IntegerField()
+    held_runs = serializers.IntegerField(help_text="Slots that hold maintenance windows skip: left out of the counts.")
     per_minute = serializers.ListField(child=serializers.IntegerField(), help_text="Runs due in each minute from start.")
     level = serializers.IntegerField(help_text="The mean runs per minute, rounded up.")
     peaks = PeakSerializer(many=True)

@@ -128,6 +128,15 @@ class Window(Shareable):
         return (start, start + timedelta(seconds=self.duration_seconds))
 
 
+    def spans_between(self, start, end, most=10_000):
+        """The (start, end) stretches of this window that overlap [start, end), at most ``most``."""
+        found, span = [], self.next_span(start)
+        while span is not None and span[0] < end and len(found) < most:
+            found.append(span)
+            span = self.next_span(span[1]) if self.recurring else None
+        return found
+
+
 def hold_reason(window):
     """A held slot's skipped run's reason: the reports group by it, "why" shows it."""
     return f"maintenance: window {window.name}"

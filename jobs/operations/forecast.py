@@ -28,7 +28,8 @@ from django.db.models.functions import TruncMinute, TruncSecond
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule
 
-from ..models import Job, JobAttempt, JobHourCounts, ScheduleType
+from ..models import Job, JobAttempt, JobHourCounts, ScheduleType, WindowMode
+from ..models.window import window_book
 from ..timing import many_slots
 
 MAX_HOURS = 168
@@ -235,6 +236,9 @@ def forecast(jobs, now, hours=24, peaks=PEAKS, listed=JOBS_LISTED, workers_seen=
     for group in groups:
         for minute in group.minutes:
             per_minute[minute] += group.jobs
+    held = held_by_windows(jobs, start, end)
+    for minute, runs in held.items():
+        per_minute[minute] = max(0, per_minute[minute] - runs)
     average = sum(per_minute) / len(per_minute) if per_minute else 0
     level = math.ceil(average)
     # A peak is a minute busier than the average: a flat load has none to spread.
@@ -276,7 +280,32 @@ def forecast(jobs, now, hours=24, peaks=PEAKS, listed=JOBS_LISTED, workers_seen=
         "peaks": shown_peaks,
         "worker_slots_seen": workers_seen,
         "groups": len(groups),
+        "held_runs": sum(held.values()),
     }
+
+
+HELD_SLOTS_PER_JOB = 10_000  # a job's slots inside hold windows counted, at most (a day of every 7 s is 12,343)
+
+
+def held_by_windows(jobs, start, end):
+    """{minute index: slots} of ``jobs``' slots in [start, end) that ``hold`` maintenance windows
+    cover: the scheduler makes them skipped ("maintenance"), so they run nothing. Asked of the jobs
+    the windows reach, slot by slot (a window reaches a few jobs; the forecast's groups, thousands)."""
+    window_book.refresh(force=True)
+    reached = window_book.by_mode.get(WindowMode.HOLD, {})
+    held = Counter()
+    if not reached:
+        return held
+    for job in jobs.filter(pk__in=list(reached)).select_related("crontab", "interval", "clocked"):
+        slots = set()
+        for window in reached[job.pk]:
+            for span_start, span_end in window.spans_between(start, end):
+                try:
+                    slots.update(job.slots_between(max(start, span_start), min(end, span_end), HELD_SLOTS_PER_JOB))
+                except (OverflowError, ValueError):  # no slot to come
+                    continue
+        held.update(_minute(slot, start) for slot in slots if start <= slot < end)
+    return held
 
 
 def suggest(per_minute, minute, level, jobs):
