@@ -10,6 +10,11 @@ from scheduler_site import process
 
 process.harden()
 
+# gunicorn 25+ opens a control socket ($XDG_RUNTIME_DIR or ~/.gunicorn/gunicorn.ctl) through which
+# any process of the service's user may stop the web or change its workers, at one path that every
+# gunicorn of the user shares (the last one started takes it over). The service does not use it.
+control_socket_disable = True
+
 if os.environ.get("LOG_FORMAT", "").strip().lower() == "json":
     _handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stdout"}
     logconfig_dict = {

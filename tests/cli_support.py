@@ -54,7 +54,7 @@ class Web:
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", "scheduler_site.wsgi", "-b", f"127.0.0.1:{self.port}",
-                 "--workers", "2", "--timeout", "60"],
+                 "--workers", "2", "--timeout", "60", "--no-control-socket"],  # as gunicorn_conf
                 cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_until_up(self, timeout=60):

@@ -52,7 +52,7 @@ class Provider(Web):
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", "tests.oidc_provider.wsgi", "-b", f"127.0.0.1:{port}",
-                 "--workers", "1", "--threads", "4"],
+                 "--workers", "1", "--threads", "4", "--no-control-socket"],
                 cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def endpoint(self, name):

@@ -30,7 +30,7 @@ def beat(schedule):
 
 def gunicorn(port, workers=2, threads=4):
     return [str(Path(sys.executable).parent / "gunicorn"), "scheduler_site.wsgi", "--bind", f"127.0.0.1:{port}",
-            "--workers", str(workers), "--threads", str(threads)]
+            "--workers", str(workers), "--threads", str(threads), "--no-control-socket"]
 
 
 def free_port():

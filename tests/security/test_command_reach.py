@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -287,3 +288,27 @@ def test_manage_py_is_undumpable_and_writes_for_its_user_alone():
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "dumpable False umask 0o77"
+
+
+def test_the_web_opens_no_control_socket(processes, tmp_path, monkeypatch):
+    """As ``scheduler web`` starts it (scheduler_site.gunicorn_conf): gunicorn's control socket, which
+    would let any process of the service's user stop the web, is not opened."""
+    from scheduler_site.cli import web_argv
+
+    from ..cli_support import free_port
+
+    home, port = tmp_path / "home", free_port()
+    home.mkdir()
+    monkeypatch.setenv("WEB_BIND", f"127.0.0.1:{port}")
+    web = processes.start("web", web_argv([]), HOME=str(home), XDG_RUNTIME_DIR="")
+    # The master opens the socket once it has started its workers: by a worker's first answer, it has.
+    wait_for(lambda: answers(f"http://127.0.0.1:{port}/accounts/login/"), timeout=90, message="the web to answer")
+    assert not (home / ".gunicorn").exists()
+    assert "control socket" not in Path(web.log_path).read_text(errors="replace").lower()
+
+
+def answers(url):
+    try:
+        return urllib.request.urlopen(url, timeout=5).status == 200
+    except OSError:
+        return False
