@@ -102,18 +102,22 @@ def policy_instant(wall, zone, skipped, repeated):
 GAP_LOOKBACK_HOURS = 26  # longer than any gap (the longest, Apia's and Kwajalein's skipped days: 24 h)
 
 
+FINE_HOURS = 1  # of the hours around a moment, those read minute by minute (the rest at their ends)
+
+
 @functools.lru_cache(maxsize=16384)
-def _offset_changes(zone, hour):
+def _offset_changes(zone, hour, step_minutes=60):
     """The changes of ``zone``'s offset in the UTC ``hour``: (first instant on the new offset, offset
-    before, offset after) each, found minute by minute and bisected to the second. Real zones change
-    at most once in an hour, but a zone can jump and fall back within one (the DST night test's own
-    zone does), and the offsets at the hour's two ends would then be equal."""
+    before, offset after) each, found every ``step_minutes`` and bisected to the second. Real zones
+    change at most once in an hour, and the hour's two ends tell; but a zone can jump and fall back
+    within one (the DST night test's own zone does), and the two ends are then equal: the hours next
+    to the moment asked about are read minute by minute (a gap of minutes matters only there)."""
     def offset(instant):
         return instant.astimezone(zone).utcoffset()
 
     changes = []
     start, before = hour, offset(hour)
-    for minute in range(1, 61):
+    for minute in range(step_minutes, 61, step_minutes):
         end = hour + timedelta(minutes=minute)
         after = offset(end)
         if after != before:
@@ -131,7 +135,7 @@ def gaps_before(zone, hour):
     """The gaps of ``zone`` (clocks jumping forward) that started in the GAP_LOOKBACK_HOURS before
     the UTC ``hour`` or within it: (first instant after the jump, offset before it, length)."""
     changes = (change for back in range(GAP_LOOKBACK_HOURS + 1)
-               for change in _offset_changes(zone, hour - timedelta(hours=back)))
+               for change in _offset_changes(zone, hour - timedelta(hours=back), 1 if back <= FINE_HOURS else 60))
     return tuple((at, before, after - before) for at, before, after in changes if after > before)
 
 
@@ -140,7 +144,7 @@ def folds_after(zone, hour):
     """The falls back of ``zone`` (clocks set back) in the UTC ``hour`` or the GAP_LOOKBACK_HOURS
     after it: (instant of the change, offset after it, length)."""
     changes = (change for ahead in range(GAP_LOOKBACK_HOURS + 1)
-               for change in _offset_changes(zone, hour + timedelta(hours=ahead)))
+               for change in _offset_changes(zone, hour + timedelta(hours=ahead), 1 if ahead <= FINE_HOURS else 60))
     return tuple((at, after, before - after) for at, before, after in changes if after < before)
 
 
