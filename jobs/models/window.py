@@ -127,7 +127,6 @@ class Window(Shareable):
         start = next_cron_slot(self.cron, self.timezone or "UTC", moment)
         return (start, start + timedelta(seconds=self.duration_seconds))
 
-
     def spans_between(self, start, end, most=10_000):
         """The (start, end) stretches of this window that overlap [start, end), at most ``most``."""
         found, span = [], self.next_span(start)
@@ -186,6 +185,11 @@ class WindowBook:
     def any(self, mode):
         self.refresh()
         return bool(self.by_mode.get(mode))
+
+    def reaching(self, mode, force=False):
+        """{job id: [the windows of ``mode`` that reach it]}."""
+        self.refresh(force)
+        return self.by_mode.get(mode, {})
 
 
 def jobs_reached(windows):

@@ -291,8 +291,7 @@ def held_by_windows(jobs, start, end):
     """{minute index: slots} of ``jobs``' slots in [start, end) that ``hold`` maintenance windows
     cover: the scheduler makes them skipped ("maintenance"), so they run nothing. Asked of the jobs
     the windows reach, slot by slot (a window reaches a few jobs; the forecast's groups, thousands)."""
-    window_book.refresh(force=True)
-    reached = window_book.by_mode.get(WindowMode.HOLD, {})
+    reached = window_book.reaching(WindowMode.HOLD, force=True)  # a window saved a moment ago counts
     held = Counter()
     if not reached:
         return held
