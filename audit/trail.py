@@ -51,13 +51,16 @@ def client_address(request):
     """The client's address: REMOTE_ADDR, or behind the proxies of TRUSTED_PROXIES the last
     address of X-Forwarded-For that is not one of them. Entries left of that were written by the
     client and are not believed."""
-    if request is None:
-        return ""
-    remote = request.META.get("REMOTE_ADDR", "")
+    return "" if request is None else client_address_of(request.META)
+
+
+def client_address_of(environ):
+    """``client_address`` from a request's WSGI environ (or Django's ``request.META``)."""
+    remote = environ.get("REMOTE_ADDR", "")
     trusted = outbound.parse_networks(settings.TRUSTED_PROXIES)
     if not trusted or not _within(remote, trusted):
         return remote
-    hops = [hop.strip() for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
+    hops = [hop.strip() for hop in environ.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
     for hop in reversed(hops):
         if not _within(hop, trusted):
             return hop if outbound.literal_address(hop) is not None else ""

@@ -24,6 +24,7 @@ pending ─► queued ─► running ─► succeeded
 - ``moves``: the state machine (``MOVES``) and the conditional transition every move goes through;
 - ``backoff``: how long a failed run waits before its next attempt;
 - ``pings``: the runs of check-in jobs, made and ended by their pings, and the slots that got none;
+- ``ping_queue``: the pings the web queued in Redis, recorded in batches by the scheduler leader;
 - ``events``: who hears that a run moved (notifications, workflows subscribe; the lifecycle
   imports neither).
 
@@ -47,7 +48,8 @@ from .attempts import (
 )
 from .bundles import Success, claim_many, hand_back, heartbeat_many, mark_started, started_at, succeed_many
 from .events import ENDED, subscribe
-from .pings import NO_PING, Ping, fail_unpinged, record_ping
+from .ping_queue import record as record_queued_pings
+from .pings import NO_PING, Ping, fail_unpinged, pinged_job, record_ping
 from .rollup import fold as fold_ends
 from .rollup import recount as recount_ends
 from .runs import (
@@ -74,7 +76,7 @@ from .runs import (
 __all__ = [
     "DUPLICATES_DROPPED", "ENDED", "OutcomeRefused", "Success", "adopt_runs_ahead", "publish_runs_ahead", "cancel", "claim", "claim_many", "hand_back",
     "heartbeat_many", "mark_started", "started_at", "succeed_many", "create_run", "create_runs", "declared_lost",
-    "fold_ends", "give_up_waiting", "NO_PING", "Ping", "fail_unpinged", "record_ping",
+    "fold_ends", "give_up_waiting", "NO_PING", "Ping", "fail_unpinged", "pinged_job", "record_ping", "record_queued_pings",
     "heartbeat", "recount_ends",
     "lose_if_holder_died", "message_for", "miss_if_past_deadline", "publish_again", "publish_many",
     "publish_on_commit", "queue_due_retries", "record_failure", "record_success", "restore_claim", "release_held", "release_pending", "release_timed", "rerun",

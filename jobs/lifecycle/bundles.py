@@ -62,15 +62,18 @@ SELECT statement_timestamp(), claimed.* FROM claimed ORDER BY n
 SUCCEED_MANY_SQL = f"""
 WITH done AS (
     SELECT * FROM unnest(%(ids)s::bigint[], %(attempts)s::integer[], %(started)s::timestamptz[],
-                         %(outputs)s::text[], %(sizes)s::bigint[], %(results)s::jsonb[])
-                  AS d(id, attempt, started_at, output, output_bytes, result)
+                         %(finished)s::timestamptz[], %(outputs)s::text[], %(sizes)s::bigint[], %(results)s::jsonb[])
+                  AS d(id, attempt, started_at, finished_at, output, output_bytes, result)
 ), target AS (
     SELECT d.*, ({{wanted}}) AS wanted
     FROM done AS d JOIN {RUN} AS r ON r.id = d.id JOIN {JOB} AS j ON j.id = r.job_id
     WHERE r.attempt = d.attempt AND r.status IS NOT DISTINCT FROM '{RunStatus.RUNNING.value}'
 ), moved AS (
     UPDATE {RUN} AS r
-    SET status = '{RunStatus.SUCCEEDED.value}', started_at = LEAST(t.started_at, statement_timestamp()), finished_at = statement_timestamp(),
+    -- A success given its end (a check-in's ping, jobs.lifecycle.ping_batches) keeps the run's start.
+    SET status = '{RunStatus.SUCCEEDED.value}',
+        started_at = CASE WHEN t.finished_at IS NULL THEN LEAST(t.started_at, statement_timestamp()) ELSE r.started_at END,
+        finished_at = COALESCE(t.finished_at, statement_timestamp()),
         output = t.output, output_bytes = t.output_bytes, result = t.result, error = ''
     FROM target AS t
     WHERE r.id = t.id AND NOT t.wanted AND r.attempt = t.attempt
@@ -78,7 +81,8 @@ WITH done AS (
     RETURNING r.id, r.attempt, r.job_id, r.started_at, r.finished_at
 ), finished AS (
     UPDATE {ATTEMPT} AS a
-    SET outcome = '{AttemptOutcome.SUCCEEDED.value}', started_at = m.started_at, finished_at = m.finished_at,
+    SET outcome = '{AttemptOutcome.SUCCEEDED.value}', started_at = COALESCE(m.started_at, a.started_at),
+        finished_at = m.finished_at,
         error = '', traceback = ''
     FROM moved AS m
     WHERE a.run_id = m.id AND a.number = m.attempt AND a.outcome = '{AttemptOutcome.RUNNING.value}'
@@ -167,21 +171,28 @@ def succeed_many(successes):
         return set()
     if connection.vendor != "postgresql":
         return _succeed_by_orm(successes)
+    moved, wanted = succeed_unwanted(successes)
+    recorded = {(s.run_id, s.attempt) for s in successes if s.run_id in moved}
+    return recorded | _succeed_by_orm([s for s in successes if s.run_id in wanted])
+
+
+def succeed_unwanted(successes, finished=None):
+    """The successes nobody listens to, in one statement (PostgreSQL): (the run ids moved, the run ids
+    left running because someone listens to their success, or they are under a limit). ``finished``:
+    each success's end (None: now), a run given its end keeping its own start."""
     wanted_sql = events.wanted_sql("succeeded")
     wanted_sql = "TRUE" if wanted_sql is None else f"{wanted_sql} OR j.limit_key <> ''"
     result_field = JobRun._meta.get_field("result")
     params = {
         "ids": [s.run_id for s in successes], "attempts": [s.attempt for s in successes],
-        "started": [s.started_at for s in successes], "outputs": [s.output for s in successes],
-        "sizes": [s.output_bytes for s in successes],
+        "started": [s.started_at for s in successes], "finished": finished or [None] * len(successes),
+        "outputs": [s.output for s in successes], "sizes": [s.output_bytes for s in successes],
         "results": [None if s.result is None else result_field.get_db_prep_value(s.result, connection)
                     for s in successes],
     }
     rows = postgres._execute(SUCCEED_MANY_SQL.replace("{wanted}", wanted_sql), params, all_rows=True, prepare=False)
-    moved = {run_id for what, run_id in rows if what == "moved"}
-    wanted = {run_id for what, run_id in rows if what == "wanted"}
-    recorded = {(s.run_id, s.attempt) for s in successes if s.run_id in moved}
-    return recorded | _succeed_by_orm([s for s in successes if s.run_id in wanted])
+    return ({run_id for what, run_id in rows if what == "moved"},
+            {run_id for what, run_id in rows if what == "wanted"})
 
 
 def _succeed_by_orm(successes):

@@ -10,6 +10,8 @@ start and its success give the duration. A ping after the slot's run ended is an
 leader. The scheduler itself makes no run of these jobs and nothing publishes one.
 """
 
+import functools
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -20,7 +22,7 @@ from django.db.models.functions import Coalesce
 from ..models import AttemptOutcome, Job, JobAttempt, JobRun, RunStatus, RunTrigger, ScheduleType
 from ..models.job import DEFAULT_GRACE_SECONDS
 from ..timing import clock
-from . import events
+from . import events, postgres
 from .moves import transition
 from .runs import create_runs
 
@@ -30,6 +32,7 @@ START, SUCCESS, FAIL = "start", "success", "fail"
 MAX_SLOTS = 1000  # slots looked at for one job at once
 RECURRING = [ScheduleType.CRON, ScheduleType.INTERVAL, ScheduleType.ONCE]
 NO_MORE_SLOTS = datetime(9999, 12, 31, tzinfo=UTC)  # ping_check_from of a schedule with no slot left
+UNREAD = object()  # slot_of: the job's last slot with a run, not read yet
 
 
 @dataclass(frozen=True)
@@ -41,16 +44,62 @@ class Ping:
     address: str = ""  # the client's, named as the attempt's worker
 
 
-def record_ping(job, ping, now=None):
-    """Record ``ping`` of the check-in ``job``; returns its run."""
+def pinged_job(kinds, key, slug=None):
+    """The id of the job of ``kinds`` (the check-in kinds) a ping URL names, or None: by its uuid
+    ``key`` (``Job.ping_key``), or by its team's ping key and its name (``slug``). One SELECT, its SQL
+    made by the ORM once and prepared on PostgreSQL: a ping's one query (jobs.api.pings)."""
+    sql, params, (key_probe, name_probe) = _lookup(tuple(kinds), slug is not None)
+    given = {key_probe: key, name_probe: slug} if slug is not None else {key_probe: _ping_key(key)}
+    if given[key_probe] is None:
+        return None
+    params = [given.get(param, param) if isinstance(param, str | uuid.UUID) else param for param in params]
+    if connection.vendor == "postgresql":
+        row = postgres._execute(sql, params)
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+    return row[0] if row else None
+
+
+@functools.cache
+def _lookup(kinds, by_slug):
+    """(SQL, its parameters, the probes that stand in them for the key and the name)."""
+    jobs = Job.objects.filter(kind__in=kinds)
+    if by_slug:
+        key, name = f"probe-key-{uuid.uuid4().hex}", f"probe-name-{uuid.uuid4().hex}"
+        jobs = jobs.filter(group__ping_key__key=key, name=name)
+    else:
+        key, name = str(uuid.uuid4()), None
+        jobs = jobs.filter(ping_key=key)
+        key = _ping_key(key)
+    sql, params = jobs.values_list("pk", flat=True)[:1].query.sql_with_params()
+    assert key in params and (name is None or name in params), "the probes are the lookup's parameters"
+    return sql, params, (key, name)
+
+
+def _ping_key(key):
+    """A uuid key as the database takes it (``Job.ping_key``); None for what is no uuid."""
+    try:
+        return Job._meta.get_field("ping_key").get_db_prep_value(uuid.UUID(key), connection)
+    except ValueError:
+        return None
+
+
+def record_ping(job_id, ping, now=None):
+    """Record ``ping`` of the check-in job ``job_id`` at ``now`` (when it came); returns its run, or
+    None when the job is gone (deleted since it was pinged)."""
     now = now or clock.now()
     with transaction.atomic():
         # The pings of one job one at a time: two at once would both make the slot's run.
-        job = Job.objects.select_for_update(of=("self",)).select_related("crontab", "interval", "clocked").get(pk=job.pk)
+        job = (Job.objects.select_for_update(of=("self",)).select_related("crontab", "interval", "clocked")
+               .filter(pk=job_id).first())
+        if job is None:
+            return None
         if ping.kind != START:
             running = JobRun.objects.filter(job=job, status=RunStatus.RUNNING).order_by("-started_at").first()
             if running is not None:
-                return _end(running, ping, now)
+                return end_run(running, ping, now)
         slot = slot_of(job, now)
         run = JobRun.objects.filter(job=job, scheduled_for=slot).first() if slot is not None else None
         too_often = False
@@ -64,9 +113,9 @@ def record_ping(job, ping, now=None):
         if ping.kind == START:
             if transition(run, RunStatus.RUNNING, frm=[RunStatus.PENDING], started_at=now, reason="",
                           output=ping.output, output_bytes=ping.output_bytes):
-                _attempt(run, ping, now)
+                attempt_of(run, ping, now)
         else:
-            _end(run, ping, now)
+            end_run(run, ping, now)
         if too_often:
             events.emit(events.TOO_OFTEN, run=run, slot=slot)
     return run
@@ -88,7 +137,7 @@ def _made(job, slot, trigger, now):
     return run
 
 
-def _end(run, ping, now):
+def end_run(run, ping, now):
     failed = ping.kind == FAIL or (ping.exit_status is not None and ping.exit_status != 0)
     status = RunStatus.FAILED if failed else RunStatus.SUCCEEDED
     fields = {"finished_at": now, "reason": ""}
@@ -104,12 +153,12 @@ def _end(run, ping, now):
         ended = JobAttempt.objects.filter(run_id=run.pk, number=1, outcome=AttemptOutcome.RUNNING).update(
             outcome=outcome, finished_at=now, error=fields.get("error", ""))
         if not ended:  # no start: the attempt is the ping that ended the run
-            _attempt(run, ping, now, outcome=outcome, finished_at=now, error=fields.get("error", ""))
+            attempt_of(run, ping, now, outcome=outcome, finished_at=now, error=fields.get("error", ""))
         events.emit(status, run=run)
     return run
 
 
-def _attempt(run, ping, now, **fields):
+def attempt_of(run, ping, now, **fields):
     """The run's one attempt, as the pages and the on-time reports read a run's (its start: the first ping)."""
     JobAttempt.objects.create(run_id=run.pk, number=1, task_id="", worker=f"ping from {ping.address or '?'}"[:255],
                               started_at=now, **fields)
@@ -127,13 +176,14 @@ def _last_slot(job):
             .values_list("scheduled_for", flat=True).first())
 
 
-def slot_of(job, now):
+def slot_of(job, now, last=UNREAD):
     """The slot a ping at ``now`` belongs to: the job's latest slot at or before ``now`` (or in the
     next ``EARLY``) and since it was last saved; None when it has none (a manual job, a first ping
-    before its first slot)."""
+    before its first slot). ``last``: the job's last slot with a run, when the caller read it."""
     if job.schedule_type not in RECURRING:
         return None
-    last = _last_slot(job)
+    if last is UNREAD:
+        last = _last_slot(job)
     start = _first_unreported(job, last)
     slots = job.slots_between(start, now + EARLY, MAX_SLOTS)
     if len(slots) > MAX_SLOTS:  # silent for long (no leader to fail its slots): the last day's will do
@@ -143,12 +193,13 @@ def slot_of(job, now):
     return last if last is not None and last >= job.updated_at else None
 
 
-def fail_unpinged(kinds, now=None):
+def fail_unpinged(kinds, now=None, until=None):
     """End ``failed`` (``NO_PING``) a run for each slot of an enabled job of ``kinds`` (the check-in
     kinds, jobs.kinds.running_elsewhere) that got no ping within its grace: a duty of the scheduler
     leader. A pass reads only the jobs whose first slot still to look at (``Job.ping_check_from``;
-    when unknown, the job's last save) is past its grace. Returns how many."""
-    now = now or clock.now()
+    when unknown, the job's last save) is past its grace. ``until``: the pings that came before it are
+    recorded (jobs.lifecycle.ping_queue), so the pass looks no further. Returns how many."""
+    now = min(filter(None, [now or clock.now(), until]))
     # A check-in has a ping key: the few among many jobs come from its unique index, not a scan.
     jobs = (Job.objects.filter(ping_key__isnull=False, kind__in=kinds, enabled=True, schedule_type__in=RECURRING)
             .select_related("crontab", "interval", "clocked"))

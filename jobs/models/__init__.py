@@ -1,7 +1,7 @@
 """Jobs, their runs, and the attempts of each run: the record of what is due and what ran.
 
 One module per record: ``job``, ``run``, ``attempt``, ``calendar``, ``counts`` (the figures' sources),
-``leases``, ``limit``, ``quota``, ``rerun``, ``version``, ``window``; the choices are defined in ``jobs.choices`` and are importable from here too. The state machine and
+``leases``, ``limit``, ``pings`` (the queue of check-in pings), ``quota``, ``rerun``, ``version``, ``window``; the choices are defined in ``jobs.choices`` and are importable from here too. The state machine and
 every move of a run are the lifecycle's (``jobs.lifecycle.moves``).
 """
 
@@ -29,6 +29,7 @@ from .fields import CountField
 from .job import Job
 from .leases import Lease, SchedulerOutage
 from .limit import Limit
+from .pings import PingQueueMark
 from .quota import TeamPingKey, TeamQuota
 from .rerun import RunRerun
 from .run import JobRun, StatusOf, idempotency_key
@@ -37,7 +38,7 @@ from .window import Window, WindowMode
 
 __all__ = [
     "ACTIVE_STATUSES", "ENDED_STATUSES", "FAILURE_END_STATUSES", "TERMINAL_STATUSES", "TIMED_END_STATUSES", "UNSUCCESSFUL_END_STATUSES",
-    "AttemptOutcome", "BundlePolicy", "Calendar", "CatchupPolicy", "CountField", "DeliveryCounter", "DstRepeated", "DstSkipped", "EndCounts", "HourCounts", "Job",
+    "AttemptOutcome", "BundlePolicy", "Calendar", "CatchupPolicy", "CountField", "DeliveryCounter", "DstRepeated", "DstSkipped", "EndCounts", "HourCounts", "Job", "PingQueueMark",
     "JobAttempt", "JobDayCounts", "JobVersion", "Version", "JobHourCounts", "JobRun", "Lease", "Limit", "OverlapPolicy", "RecentRuns", "RunEnd", "RunRerun",
     "RunStatus", "RunTrigger", "ScheduleType", "SchedulerOutage", "StatusOf", "TeamPingKey", "TeamQuota", "Window", "WindowMode", "idempotency_key",
 ]

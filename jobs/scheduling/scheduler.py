@@ -40,6 +40,7 @@ class JobScheduler(DatabaseScheduler):
         self._next_lease = self._next_housekeeping = self._next_monitor = self._next_ping_check = 0.0
         self._next_slot_check = time.monotonic() + settings.JOBS_SLOT_CHECK_SECONDS
         self._periodic_delay = 0.0
+        self._pings_waiting, self._pings_until = False, None  # the queue of pings (lifecycle.record_queued_pings)
         self._adopted = False  # the runs queued ahead by an earlier leader: taken over once this one leads
         # Since when (monotonic) this node has led and reached the database without a break. Silence
         # older than that says nothing of the workers (a database outage kept their heartbeats out
@@ -96,6 +97,10 @@ class JobScheduler(DatabaseScheduler):
                 logger.info("dispatched %s runs (%s held for their slot, %s waiting, %s skipped) for %s due jobs",
                             report.runs_created, report.runs_ahead, report.runs_waiting, report.slots_skipped,
                             report.due_jobs)
+            if self._pings_waiting or now >= self._next_housekeeping:
+                # Check-ins' pings the web queued: recorded before their slots are looked at for a missing one.
+                drained = lifecycle.record_queued_pings()
+                self._pings_waiting, self._pings_until = drained.waiting, drained.until
             if now >= self._next_housekeeping:
                 self._next_housekeeping = now + tick_seconds
                 lifecycle.queue_due_retries()
@@ -105,7 +110,8 @@ class JobScheduler(DatabaseScheduler):
                 lifecycle.skip_past_deadline()
                 if now >= self._next_ping_check:  # check-in jobs' slots with no ping within their grace
                     self._next_ping_check = now + PING_CHECK_SECONDS
-                    lifecycle.fail_unpinged(kinds.running_elsewhere())
+                    # (Not past the pings still queued: a slot whose ping waits there is not missed.)
+                    lifecycle.fail_unpinged(kinds.running_elsewhere(), until=self._pings_until)
                 lifecycle.fold_ends()  # the pages' figures, a tick behind the ends of runs
                 duties.run("tick")
                 self._periodic_delay = super().tick(*args, **kwargs)
@@ -118,8 +124,8 @@ class JobScheduler(DatabaseScheduler):
                 # On a worker, not here: it reads every enabled job and must not delay dispatching.
                 self._next_slot_check = now + settings.JOBS_SLOT_CHECK_SECONDS
                 self.app.send_task("jobs.check_slots", queue=settings.JOBS_DEFAULT_QUEUE)
-            if report.due_jobs >= settings.JOBS_DISPATCH_BATCH:
-                return 0  # a burst larger than one batch: go on at once
+            if report.due_jobs >= settings.JOBS_DISPATCH_BATCH or self._pings_waiting:
+                return 0  # a burst larger than one batch (or of pings): go on at once
             until_next_job = dispatch.seconds_until_next_due()
         except leases.LeaseLost as exc:
             logger.warning("scheduler %s lost the leadership; its tick was rolled back: %s", self.leadership.name, exc)
