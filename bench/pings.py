@@ -1,12 +1,15 @@
 """Check-in pings per second, and their latency, on the real web server: gunicorn as the Procfile runs it
-(2 workers, 4 threads), against PostgreSQL and the rate limit's Redis.
+(2 workers, 4 threads), against PostgreSQL and the queue's Redis, with the scheduler (beat) recording
+the queued pings as its leader does.
 
-Makes ``--jobs`` check-in jobs (a cron schedule, each pinged as a crontab line would), starts gunicorn,
-then ``--clients`` client processes, each with ``--threads`` threads holding a keep-alive connection,
-send ``GET /ping/<uuid>`` round-robin over the jobs for ``--seconds`` (60 at most: the machine is
-shared). Every ping is a real one: it makes (or ends) a run, counts against the rate limits (set high
-enough not to refuse) and tells notifications. Prints pings/s, p50/p95/p99/max latency as the clients
-saw it (the clients run on the same cores as the server), errors, and the runs recorded.
+Makes ``--jobs`` check-in jobs (a cron schedule, each pinged as a crontab line would), starts gunicorn
+and beat, then ``--clients`` client processes, each with ``--threads`` threads on a connection of
+its own (a new one every ``--per-connection`` pings; 1 is curl's way), send ``GET /ping/<uuid>``
+round-robin over the jobs for ``--seconds`` (60 at most: the machine is shared). Every ping is a
+real one: it makes (or ends) a run, counts against the rate limits (set high enough not to refuse)
+and tells notifications. Prints pings/s, p50/p95/p99/max latency as the clients saw it (the clients
+run on the same cores as the server), errors, the runs recorded, how long after the last answer the
+last ping was recorded, and the leader's CPU per recorded ping.
 
     psql -h 127.0.0.1 -U postgres -c "create database scheduler_pings"
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/scheduler_pings REDIS_URL=redis://127.0.0.1:6379/4 \\
@@ -18,6 +21,7 @@ second" on an i7-9700K with uWSGI and wrk (blog.healthchecks.io, 2025-07, "Throu
 
 import http.client
 import multiprocessing
+import os
 import re
 import socket
 import statistics
@@ -26,8 +30,8 @@ import time
 import uuid
 
 import benchenv
-from harness import database
-from harness.processes import Processes, free_port, gunicorn, wait_until
+from harness import database, readings
+from harness.processes import Processes, beat, free_port, gunicorn, wait_until
 from harness.readings import pct
 from harness.table import markdown, say
 
@@ -36,10 +40,11 @@ REPO = benchenv.setup()
 from django.db import connection  # noqa: E402
 
 from jobs.definitions.jobs import save_jobs  # noqa: E402
-from jobs.models import Job, JobRun  # noqa: E402
+from jobs.models import Job, JobRun, Lease  # noqa: E402
 
 GOAL_PER_SECOND, GOAL_P95_MS = 2000, 20
 MAX_SECONDS = 60
+MAX_RECORDING_SECONDS = 600
 
 
 def seed(count):
@@ -117,7 +122,8 @@ def main():
     args = benchenv.parser(__doc__, jobs=(1000, "check-in jobs pinged round-robin"),
                            clients=(2, "client processes"), threads=(8, "keep-alive connections per client"),
                            seconds=(30, f"seconds of load (at most {MAX_SECONDS})"),
-                           per_connection=(1, "pings sent on one connection before a new one (1: as curl does)"),
+                           per_connection=(100, "pings sent on one connection before a new one (1: as each curl of a "
+                                                  "crontab does; the default keeps both web workers busy)"),
                            unknown=(False, "ping uuids no job has (404: the rate limit and one SELECT, no run): "
                                            "the HTTP stack's own ceiling on this machine")).parse_args()
     seconds = min(args.seconds, MAX_SECONDS)
@@ -127,10 +133,15 @@ def main():
     if args.unknown:
         keys = [str(uuid.uuid4()) for _ in keys]
     port = free_port()
+    queue = _queue()
     with Processes() as procs:
         procs.start("web", gunicorn(port), JOBS_PING_RATE_PER_URL="1000000", JOBS_PING_RATE_PER_ADDRESS="100000000",
                     DB_CONN_MAX_AGE="60")
+        # The scheduler leader records the queued pings, as in the Procfile.
+        procs.start("beat", beat(f"/tmp/bench-pings-beat-{os.getpid()}"))
         wait_until(lambda: _answers(port), 60, "gunicorn to listen", procs)
+        wait_until(lambda: Lease.objects.filter(last_tick_at__isnull=False).exists(), 60, "beat leading", procs)
+        beat_ticks = readings.cpu_ticks(procs.pids()["beat"])
         # Each client's share of the uuids: a job is pinged by one client, as one crontab pings its own.
         out = multiprocessing.Queue()
         start_at = time.time() + 2
@@ -144,18 +155,34 @@ def main():
         results = [out.get(timeout=seconds + 120) for _ in clients]
         for proc in clients:
             proc.join()
+        load_ended = time.monotonic()
+        expected = 0 if args.unknown else sum(len(found) for found, _ in results)
+        wait_until(lambda: not queue or not queue.waiting(), MAX_RECORDING_SECONDS, "the queue recorded", procs)
+        wait_until(lambda: JobRun.objects.count() >= expected, 60, "every ping's run", procs)
+        recorded_after = time.monotonic() - load_ended
+        beat_ms = (readings.cpu_ticks(procs.pids()["beat"]) - beat_ticks) * readings.CLOCK_TICK_MS
         procs.check()
     latencies = sorted(ms * 1000 for found, _ in results for ms in found)
     errors = sum(found for _, found in results)
     connection.close()
     runs = JobRun.objects.count()
     rate = len(latencies) / seconds
-    markdown(["pings", "seconds", "pings/s", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "runs recorded"],
+    markdown(["pings", "seconds", "pings/s", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "runs recorded",
+              "all recorded, s after the last", "leader's CPU a ping, ms"],
              [[f"{len(latencies):,}", seconds, f"{rate:,.0f}", f"{statistics.median(latencies):.1f}",
                f"{pct(latencies, 95):.1f}", f"{pct(latencies, 99):.1f}", f"{latencies[-1]:.1f}", errors,
-               f"{runs:,}"]], "rrrrrrrrr")
+               f"{runs:,}", f"{recorded_after:.1f}", f"{beat_ms / max(runs, 1):.3f}"]], "rrrrrrrrrrr")
     say(f"goal: {GOAL_PER_SECOND:,} pings/s with p95 <= {GOAL_P95_MS} ms: "
         f"{'met' if rate >= GOAL_PER_SECOND and pct(latencies, 95) <= GOAL_P95_MS else 'not met'}")
+
+
+def _queue():
+    """The queue of pings (None on a commit without one: its pings are recorded as they come)."""
+    try:
+        from jobs.lifecycle import ping_queue
+    except ImportError:
+        return None
+    return ping_queue.current()
 
 
 def _answers(port):

@@ -9,8 +9,8 @@ so that the pings of one job are recorded in the order they came. In a round, wi
   slot: a run of its own, as ``record_ping`` makes);
 - a start of a job with no run running, whose slot has no run yet, makes the slot's run, running;
 
-each kind a statement for the round (the runs made by ``runs.create_runs``, started by one UPDATE,
-their attempts by one INSERT; the successes by ``bundles.succeed_unwanted``, the worker's own). Every
+each kind a statement for the round (the runs made by ``runs.create_runs``, started with their
+attempts by one statement; the successes by ``bundles.succeed_unwanted``, the worker's own). Every
 other ping (a failure, a slot that has its run, a success someone listens to: an event to send)
 is recorded by ``record_ping``, as it would have been alone. The result is the same as each ping
 recorded by ``record_ping`` in turn (tests/test_ping_queue.py compares them).
@@ -21,19 +21,29 @@ from collections import defaultdict
 from django.db import connection
 from django.db.models import OuterRef, Subquery
 
-from ..models import AttemptOutcome, Job, JobAttempt, JobRun, RunStatus, RunTrigger
+from ..models import AttemptOutcome, Job, JobRun, RunStatus, RunTrigger
 from . import bundles, pings, postgres
 from .moves import MOVES
 from .runs import create_runs
 
-RUN, JOB = postgres.RUN, postgres.JOB
+RUN, JOB, ATTEMPT = postgres.RUN, postgres.JOB, postgres.ATTEMPT
 
+# The runs just made, running, with their attempts.
 START_MANY_SQL = f"""
-UPDATE {RUN} AS r SET status = '{RunStatus.RUNNING.value}', started_at = d.started_at, reason = '',
-                      output = d.output, output_bytes = d.output_bytes, created_at = d.created_at
-FROM unnest(%(ids)s::bigint[], %(started)s::timestamptz[], %(outputs)s::text[], %(sizes)s::bigint[],
-            %(created)s::timestamptz[]) AS d(id, started_at, output, output_bytes, created_at)
-WHERE r.id = d.id AND r.status = '{RunStatus.PENDING.value}'
+WITH d AS (
+    SELECT * FROM unnest(%(ids)s::bigint[], %(started)s::timestamptz[], %(outputs)s::text[], %(sizes)s::bigint[],
+                         %(created)s::timestamptz[], %(pinged)s::timestamptz[], %(workers)s::text[])
+                  AS d(id, started_at, output, output_bytes, created_at, pinged_at, worker)
+), started AS (
+    UPDATE {RUN} AS r SET status = '{RunStatus.RUNNING.value}', started_at = d.started_at, reason = '',
+                          output = d.output, output_bytes = d.output_bytes, created_at = d.created_at
+    FROM d WHERE r.id = d.id AND r.status = '{RunStatus.PENDING.value}'
+    RETURNING r.id, r.attempt
+)
+INSERT INTO {ATTEMPT} (run_id, number, outcome, task_id, worker, pid, started_at, finished_at, heartbeat_at,
+                       error, traceback)
+SELECT s.id, s.attempt, '{AttemptOutcome.RUNNING.value}', '', d.worker, NULL, d.pinged_at, NULL, NULL, '', ''
+FROM started AS s JOIN d ON d.id = s.id
 """
 LAST_RUN_SQL = f"""
 UPDATE {JOB} AS j SET last_run_id = d.run_id
@@ -78,8 +88,7 @@ def _record_round(pinged):
         else:
             alone.append((job, ping, at))
     made = _make_runs(makes, alone)
-    ends += [(run, ping, at) for run, ping, at in made if ping.kind == pings.SUCCESS]
-    _end_successes(ends)
+    _end_successes(ends, [(run_id, job, ping, at) for run_id, job, ping, at in made if ping.kind == pings.SUCCESS])
     for job, ping, at in alone:
         pings.record_ping(job.pk, ping, now=at)
 
@@ -106,35 +115,31 @@ def _runs_at(pairs):
 
 
 def _make_runs(makes, alone):
-    """Make the runs of ``makes`` (job, ping, when, slot), running; [(run, ping, when)]. A ping whose
-    run could not be made (another run holds that instant) goes to ``alone``."""
-    wanted = {}
+    """Make the runs of ``makes`` (job, ping, when, slot), running; [(run id, job, ping, when)]. A ping
+    whose run could not be made (another run holds that instant) goes to ``alone``."""
+    made_for = {}
     for trigger in (RunTrigger.SCHEDULE, RunTrigger.PING):
         rows = [(job, slot if slot is not None else at, RunStatus.PENDING, "", None)
                 for job, ping, at, slot in makes if (slot is not None) == (trigger == RunTrigger.SCHEDULE)]
         for run_id, job_id, _, _ in create_runs(rows, min(at for _, _, at, _ in makes), trigger=trigger) if rows else []:
-            wanted[job_id] = run_id
-    made = [(job, ping, at) for job, ping, at, _ in makes if job.pk in wanted]
-    alone += [(job, ping, at) for job, ping, at, _ in makes if job.pk not in wanted]
+            made_for[job_id] = run_id
+    made = [(made_for[job.pk], job, ping, at) for job, ping, at, _ in makes if job.pk in made_for]
+    alone += [(job, ping, at) for job, ping, at, _ in makes if job.pk not in made_for]
     if not made:
         return []
-    starts = [ping.kind == pings.START for _, ping, _ in made]
+    starts = [ping.kind == pings.START for _, _, ping, _ in made]
     _update(START_MANY_SQL, {
-        "ids": [wanted[job.pk] for job, _, _ in made],
+        "ids": [run_id for run_id, _, _, _ in made],
         # A success with no start has no start of its own (as record_ping leaves it).
-        "started": [at if start else None for (_, _, at), start in zip(made, starts, strict=True)],
-        "outputs": [ping.output if start else "" for (_, ping, _), start in zip(made, starts, strict=True)],
-        "sizes": [ping.output_bytes if start else 0 for (_, ping, _), start in zip(made, starts, strict=True)],
-        "created": [at for _, _, at in made],  # made when its ping came, as record_ping makes it
+        "started": [at if start else None for (_, _, _, at), start in zip(made, starts, strict=True)],
+        "outputs": [ping.output if start else "" for (_, _, ping, _), start in zip(made, starts, strict=True)],
+        "sizes": [ping.output_bytes if start else 0 for (_, _, ping, _), start in zip(made, starts, strict=True)],
+        "created": [at for _, _, _, at in made],  # made when its ping came, as record_ping makes it
+        "pinged": [at for _, _, _, at in made],
+        "workers": [f"ping from {ping.address or '?'}"[:255] for _, _, ping, _ in made],
     })
-    JobAttempt.objects.bulk_create([
-        JobAttempt(run_id=wanted[job.pk], number=1, task_id="", outcome=AttemptOutcome.RUNNING,
-                   worker=f"ping from {ping.address or '?'}"[:255], started_at=at) for job, ping, at in made])
-    _update(LAST_RUN_SQL, {"jobs": [job.pk for job, _, _ in made], "runs": [wanted[job.pk] for job, _, _ in made]})
-    runs = JobRun.objects.in_bulk([wanted[job.pk] for job, _, _ in made])
-    for job, _, _ in made:
-        runs[wanted[job.pk]].job = job
-    return [(runs[wanted[job.pk]], ping, at) for job, ping, at in made]
+    _update(LAST_RUN_SQL, {"jobs": [job.pk for _, job, _, _ in made], "runs": [run_id for run_id, _, _, _ in made]})
+    return made
 
 
 def _update(sql, params):
@@ -142,18 +147,31 @@ def _update(sql, params):
         cursor.execute(sql, params)
 
 
-def _end_successes(ends):
-    """End each run of ``ends`` (run, ping, when) a success at the ping's time: in one statement those
-    whose success nobody listens to, the others as record_ping ends them (their events sent)."""
-    if not ends:
+def _end_successes(ends, made):
+    """End as successes at their pings' times the runs of ``ends`` (run, ping, when) and of ``made``
+    (run id, job, ping, when; made running by ``_make_runs``, with no output or start of their own):
+    in one statement those whose success nobody listens to, the others as record_ping ends them
+    (their events sent)."""
+    if not ends and not made:
         return
     successes = [bundles.Success(run.pk, run.attempt, run.started_at or at,
                                  ping.output if ping.output or not run.output else run.output,
                                  ping.output_bytes if ping.output or not run.output else run.output_bytes,
-                                 {"exit_status": ping.exit_status} if ping.exit_status is not None else run.result)
-                 for run, ping, at in ends]
-    _, listened = bundles.succeed_unwanted(successes, finished=[at for _, _, at in ends])
-    for run, ping, at in ends:
+                                 _result(ping, run.result)) for run, ping, at in ends]
+    successes += [bundles.Success(run_id, 1, at, ping.output, ping.output_bytes, _result(ping, None))
+                  for run_id, _, ping, at in made]
+    finished = [at for _, _, at in ends] + [at for _, _, _, at in made]
+    _, listened = bundles.succeed_unwanted(successes, finished=finished)
+    if not listened:
+        return
+    runs = JobRun.objects.in_bulk([run_id for run_id, _, _, _ in made if run_id in listened])
+    for run_id, job, _, _ in made:
+        if run_id in runs:
+            runs[run_id].job = job
+    for run, ping, at in [*ends, *((runs[run_id], ping, at) for run_id, _, ping, at in made if run_id in runs)]:
         if run.pk in listened:
             pings.end_run(run, ping, at)
 
+
+def _result(ping, result):
+    return {"exit_status": ping.exit_status} if ping.exit_status is not None else result
