@@ -171,7 +171,7 @@ def main():
               "all recorded, s after the last", "leader's CPU a ping, ms"],
              [[f"{len(latencies):,}", seconds, f"{rate:,.0f}", f"{statistics.median(latencies):.1f}",
                f"{pct(latencies, 95):.1f}", f"{pct(latencies, 99):.1f}", f"{latencies[-1]:.1f}", errors,
-               f"{runs:,}", f"{recorded_after:.1f}", f"{beat_ms / max(runs, 1):.3f}"]], "rrrrrrrrrrr")
+               f"{runs:,}", f"{recorded_after:.1f}", f"{beat_ms / runs:.3f}" if runs else "—"]], "rrrrrrrrrrr")
     say(f"goal: {GOAL_PER_SECOND:,} pings/s with p95 <= {GOAL_P95_MS} ms: "
         f"{'met' if rate >= GOAL_PER_SECOND and pct(latencies, 95) <= GOAL_P95_MS else 'not met'}")
 

@@ -416,7 +416,8 @@ NOTIFY_TEST_SENDS_PER_MINUTE = env_int("NOTIFY_TEST_SENDS_PER_MINUTE", 5, 0)
 # Check-in pings (/ping/<uuid>, jobs/api/pings.py): a body longer than JOBS_PING_BODY_BYTES is cut, never
 # refused; over JOBS_PING_RATE_PER_URL pings a minute to one ping URL, or JOBS_PING_RATE_PER_ADDRESS from
 # one client address, the answer is 429 (0: no bound). They are counted in the Redis of
-# JOBS_PING_CACHE_URL (REDIS_URL when unset); with none, in each web process's memory.
+# JOBS_PING_CACHE_URL (REDIS_URL when unset), where they wait for the scheduler leader to record them;
+# with none, counted in each web process's memory and recorded in their requests.
 JOBS_PING_BODY_BYTES = env_int("JOBS_PING_BODY_BYTES", 10_000, 0)
 JOBS_PING_RATE_PER_URL = env_int("JOBS_PING_RATE_PER_URL", 60, 0)
 JOBS_PING_RATE_PER_ADDRESS = env_int("JOBS_PING_RATE_PER_ADDRESS", 6000, 0)
