@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import transaction
 from django.test import override_settings
+from prometheus_client.parser import text_string_to_metric_families
 
 from jobs import lifecycle
 from jobs.api import pings as ping_api
@@ -227,3 +228,19 @@ def test_the_lane_answers_as_the_view_does_for_each_bad_ping(queue):
     failed = JobRun.objects.get(job=job, status="failed")
     assert failed.output == huge[:100].decode() and failed.output_bytes == len(huge)
     assert Job.objects.filter(pk=job.pk).exists()
+
+
+def test_the_metrics_show_the_pings_waiting_to_be_recorded(queue, client, settings):
+    settings.METRICS_TOKEN, settings.METRICS_ALLOWED_IPS = "", ["127.0.0.1"]
+    job = save_job(Job(name="export", kind="checkin", target="vendor", grace_seconds=3600), AT_THREE)
+    push(queue, job, 3)
+    assert waiting_in_metrics(client) == 3
+    lifecycle.record_queued_pings()
+    assert waiting_in_metrics(client) == 0
+
+
+def waiting_in_metrics(client):
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    families = {family.name: family for family in text_string_to_metric_families(response.content.decode())}
+    return families["jobs_pings_waiting"].samples[0].value

@@ -25,11 +25,12 @@ from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
+from redis.exceptions import RedisError
 
 from ..choices import ACTIVE_PHASES
 from ..coordination import leases
 from ..execution import publishing
-from ..lifecycle import DUPLICATES_DROPPED
+from ..lifecycle import DUPLICATES_DROPPED, ping_queue
 from ..models import ACTIVE_STATUSES, TERMINAL_STATUSES, DeliveryCounter, RunStatus
 
 logger = logging.getLogger("jobs.metrics")  # the name operators filter on, from before the module moved
@@ -85,6 +86,7 @@ class JobsCollector(Collector):
             yield from database_metrics(cursor, now, full=postgres)
             yield from scheduler_metrics()
         yield from broker_metrics(queue_names())
+        yield from ping_metrics()
 
 
 def _rows(cursor, sql, params):
@@ -233,6 +235,21 @@ def scheduler_metrics():
         yield GaugeMetricFamily("jobs_scheduler_last_tick_timestamp_seconds",
                                 "When the scheduler leader last finished a housekeeping pass (Unix time).",
                                 value=ticked.timestamp())
+
+
+def ping_metrics():
+    """Check-in pings queued and not recorded yet (jobs.lifecycle.ping_queue); none without a queue,
+    and left out (with a warning) when its Redis is out of reach."""
+    queue = ping_queue.current()
+    if queue is None:
+        return
+    try:
+        waiting = queue.waiting()
+    except RedisError:
+        logger.warning("metrics: the queue of pings did not answer")
+        return
+    yield GaugeMetricFamily("jobs_pings_waiting", "Check-in pings answered and waiting for the scheduler leader "
+                            "to record them.", value=waiting)
 
 
 def broker_metrics(queues):
