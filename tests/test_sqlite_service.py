@@ -6,6 +6,7 @@ It runs in the SQLite pass of scripts/test.sh (the ``sqlite_service`` marker, te
 service's database is its own SQLite file, whatever the pass's database."""
 
 import os
+import subprocess
 from datetime import datetime, timedelta
 
 import pytest
@@ -113,6 +114,18 @@ def test_the_quick_starts_service_on_sqlite_runs_every_kind_of_work(service, tmp
     assert next_minute(before) <= first_slot <= next_minute(after)
     done = wait_for_run(service, cron_runs[0]["id"])
     assert (done["status"], done["trigger"], done["result"]) == ("succeeded", "schedule", {"args": ["cron"], "kwargs": {}})
+
+    # A check-in's ping, as a crontab line sends it: answered once queued, recorded by the leader.
+    checkin = service.api("POST", "jobs/", 201, json={"name": "elsewhere", "kind": "checkin", "target": "a crontab",
+                                                       "schedule": {"type": "manual"}})
+    ping_url = f"{service.url}/ping/{checkin['ping_url'].rsplit('/', 1)[1]}"
+    sent = subprocess.run(["curl", "-fsS", "-m", "10", "--retry", "5", "--data-binary", "42 tables", ping_url],
+                          capture_output=True, text=True, timeout=60)
+    assert (sent.returncode, sent.stdout) == (0, "OK"), sent.stderr
+    pinged = wait_for(lambda: runs_of(service, checkin["id"]), timeout=30, interval=0.5,
+                      message="the ping's run, recorded by the leader")
+    [run] = [service.api("GET", f"runs/{run['id']}/", 200) for run in pinged]
+    assert (run["status"], run["trigger"], run["output"]) == ("succeeded", "ping", "42 tables")
 
     # Nothing failed that should not have: the service's own log has no SQLite lock error.
     assert "database is locked" not in service.log_path.read_text(errors="replace")
