@@ -427,8 +427,10 @@ JOBS_PING_QUEUE_MAX = env_int("JOBS_PING_QUEUE_MAX", 100_000, 1)
 JOBS_PING_CACHE_URL = env_str("JOBS_PING_CACHE_URL", env_str("REDIS_URL", checkout_secret(VAR_DIR, "redis_url")))
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    # A Redis that does not answer costs a ping (503) or the leader's drain 2 s, never a hung request or tick.
     "pings": ({"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": JOBS_PING_CACHE_URL,
-               "KEY_PREFIX": "pings"} if JOBS_PING_CACHE_URL
+               "KEY_PREFIX": "pings", "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2}}
+              if JOBS_PING_CACHE_URL
               else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "pings"}),
 }
 

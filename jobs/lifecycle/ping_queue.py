@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 
 BATCH = 500  # pings recorded in one transaction
 BUDGET_SECONDS = 0.2  # of one drain: the leader's tick goes on to dispatch
+RETRY_SECONDS = 10  # between tries of a queue out of reach: the leader's ticks are not spent on it
 MARK = "pings"
 OVER_RATE, QUEUE_FULL = -1, -2
 NOTHING_KNOWN = datetime(1970, 1, 1, tzinfo=UTC)
@@ -83,6 +84,7 @@ class Queue:
         self.key, self.numbering, self.epoch_key = (cache.make_key(name) for name in ("queue", "numbering", "epoch"))
         # Run by their hash (loaded on first use), not sent with each call.
         self.push_script, self.trim_script = self.client.register_script(PUSH), self.client.register_script(TRIM)
+        self.out_since = self.retry_at = 0.0  # an outage of its Redis, as the leader's drains met it (monotonic)
 
     def push(self, job_id, ping, counters, lifetime, cap):
         """Count ``counters`` ((cache key, limit) pairs), then queue ``ping`` of the job unless one is
@@ -142,11 +144,20 @@ def record(budget_seconds=BUDGET_SECONDS, batch=BATCH):
     queue = current()
     if queue is None:
         return Drained(0, None, False)
-    try:
-        return _drain(queue, budget_seconds, batch)
-    except RedisError as exc:
-        logger.warning("the queue of pings is out of reach: %s", exc)
+    if time.monotonic() < queue.retry_at:
         return Drained(0, NOTHING_KNOWN, False)
+    try:
+        drained = _drain(queue, budget_seconds, batch)
+    except RedisError as exc:
+        if not queue.out_since:  # said once an outage, not every tick
+            logger.warning("the queue of pings is out of reach (tried again every %s s): %s", RETRY_SECONDS, exc)
+            queue.out_since = time.monotonic()
+        queue.retry_at = time.monotonic() + RETRY_SECONDS
+        return Drained(0, NOTHING_KNOWN, False)
+    if queue.out_since:
+        logger.info("the queue of pings is reachable again after %.0f s", time.monotonic() - queue.out_since)
+        queue.out_since = 0.0
+    return drained
 
 
 def _drain(queue, budget_seconds, batch):
