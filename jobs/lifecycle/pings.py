@@ -48,11 +48,13 @@ def pinged_job(kinds, key, slug=None):
     """The id of the job of ``kinds`` (the check-in kinds) a ping URL names, or None: by its uuid
     ``key`` (``Job.ping_key``), or by its team's ping key and its name (``slug``). One SELECT, its SQL
     made by the ORM once and prepared on PostgreSQL: a ping's one query (jobs.api.pings)."""
-    sql, params, (key_probe, name_probe) = _lookup(tuple(kinds), slug is not None)
-    given = {key_probe: key, name_probe: slug} if slug is not None else {key_probe: _ping_key(key)}
-    if given[key_probe] is None:
+    sql, params, key_at, name_at = _lookup(tuple(kinds), slug is not None)
+    params = list(params)
+    params[key_at] = key if slug is not None else _ping_key(key)
+    if params[key_at] is None:
         return None
-    params = [given.get(param, param) if isinstance(param, str | uuid.UUID) else param for param in params]
+    if slug is not None:
+        params[name_at] = slug
     if connection.vendor == "postgresql":
         row = postgres._execute(sql, params)
     else:
@@ -64,18 +66,17 @@ def pinged_job(kinds, key, slug=None):
 
 @functools.cache
 def _lookup(kinds, by_slug):
-    """(SQL, its parameters, the probes that stand in them for the key and the name)."""
+    """(SQL, its parameters, where in them the key and the name go), made once from a query with
+    probes for the key and the name."""
     jobs = Job.objects.filter(kind__in=kinds)
     if by_slug:
         key, name = f"probe-key-{uuid.uuid4().hex}", f"probe-name-{uuid.uuid4().hex}"
         jobs = jobs.filter(group__ping_key__key=key, name=name)
     else:
-        key, name = str(uuid.uuid4()), None
+        key, name = _ping_key(str(uuid.uuid4())), None
         jobs = jobs.filter(ping_key=key)
-        key = _ping_key(key)
     sql, params = jobs.values_list("pk", flat=True)[:1].query.sql_with_params()
-    assert key in params and (name is None or name in params), "the probes are the lookup's parameters"
-    return sql, params, (key, name)
+    return sql, tuple(params), params.index(key), params.index(name) if by_slug else None
 
 
 def _ping_key(key):
@@ -113,7 +114,7 @@ def record_ping(job_id, ping, now=None):
         if ping.kind == START:
             if transition(run, RunStatus.RUNNING, frm=[RunStatus.PENDING], started_at=now, reason="",
                           output=ping.output, output_bytes=ping.output_bytes):
-                attempt_of(run, ping, now)
+                _attempt(run, ping, now)
         else:
             end_run(run, ping, now)
         if too_often:
@@ -153,12 +154,12 @@ def end_run(run, ping, now):
         ended = JobAttempt.objects.filter(run_id=run.pk, number=1, outcome=AttemptOutcome.RUNNING).update(
             outcome=outcome, finished_at=now, error=fields.get("error", ""))
         if not ended:  # no start: the attempt is the ping that ended the run
-            attempt_of(run, ping, now, outcome=outcome, finished_at=now, error=fields.get("error", ""))
+            _attempt(run, ping, now, outcome=outcome, finished_at=now, error=fields.get("error", ""))
         events.emit(status, run=run)
     return run
 
 
-def attempt_of(run, ping, now, **fields):
+def _attempt(run, ping, now, **fields):
     """The run's one attempt, as the pages and the on-time reports read a run's (its start: the first ping)."""
     JobAttempt.objects.create(run_id=run.pk, number=1, task_id="", worker=f"ping from {ping.address or '?'}"[:255],
                               started_at=now, **fields)
