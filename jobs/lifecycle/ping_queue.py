@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 
 BATCH = 500  # pings recorded in one transaction
 BUDGET_SECONDS = 0.2  # of one drain: the leader's tick goes on to dispatch
+OFFSET_SECONDS = 60  # between readings of the database's clock against Redis's
 RETRY_SECONDS = 10  # between tries of a queue out of reach: the leader's ticks are not spent on it
 MARK = "pings"
 OVER_RATE, QUEUE_FULL = -1, -2
@@ -85,6 +86,7 @@ class Queue:
         # Run by their hash (loaded on first use), not sent with each call.
         self.push_script, self.trim_script = self.client.register_script(PUSH), self.client.register_script(TRIM)
         self.out_since = self.retry_at = 0.0  # an outage of its Redis, as the leader's drains met it (monotonic)
+        self.offset = self.offset_read_at = 0.0
 
     def push(self, job_id, ping, counters, lifetime, cap):
         """Count ``counters`` ((cache key, limit) pairs), then queue ``ping`` of the job unless one is
@@ -108,6 +110,14 @@ class Queue:
         """The queue's numbering: made anew when Redis has none (it lost the queue, or never had one)."""
         self.client.set(self.epoch_key, uuid.uuid4().hex, nx=True)
         return self.client.get(self.epoch_key).decode()
+
+    def to_database(self, redis_now):
+        """Seconds from Redis's clock to the database's (the runs' clock), read again once a minute:
+        an idle leader's drain is one round trip to Redis, none to the database."""
+        if redis_now >= self.offset_read_at + OFFSET_SECONDS:
+            self.offset = (clock.now() - _moment(redis_now)).total_seconds()
+            self.offset_read_at = redis_now
+        return self.offset
 
     def waiting(self):
         return self.client.llen(self.key)
@@ -165,10 +175,10 @@ def _drain(queue, budget_seconds, batch):
     deadline = time.monotonic() + budget_seconds
     recorded, epoch = 0, None
     while True:
-        seconds, micros = client.time()
+        pipe = client.pipeline(transaction=False)
+        (seconds, micros), raw = pipe.time().lrange(queue.key, -batch, -1).execute()
         redis_now = seconds + micros / 1e6
-        to_database = (clock.now() - _moment(redis_now)).total_seconds()  # the database's clock is the runs'
-        raw = client.lrange(queue.key, -batch, -1)
+        to_database = queue.to_database(redis_now)
         if raw:
             epoch = epoch or queue.epoch()
             entries = [_parse(item) for item in reversed(raw)]
