@@ -1,13 +1,15 @@
-"""What a command's own namespaces cost at its start: the argv a command job starts through, with
-``JOBS_COMMAND_ISOLATION`` off (the shell in a process group of its own, as before) and in PID and
-mount namespaces of its own (jobs/kinds/command/isolation.py), the two alternating, in one invocation.
+"""What a command's own namespaces cost at its start: a command job's start with
+``JOBS_COMMAND_ISOLATION`` off (the shell in a process group of its own) and in PID and mount
+namespaces of its own (jobs/kinds/command/isolation.py), the two alternating, in one invocation.
 
-Each sample starts ``echo started; exit 0`` as a command job's executor does (Popen, the job's
-environment, as ``JOBS_COMMAND_USER`` on a root worker, through prlimit for the default rlimits
-(JOBS_COMMAND_RLIMIT_NPROC, JOBS_COMMAND_RLIMIT_NOFILE), with --limits a memory limit as well):
-"start" is the time from Popen to the command's first line read from its pipe; "whole" to its
-exit, namespace torn down included; "CPU" the user and system time of all the processes it took,
-the one figure that the load of a shared machine does not stretch.
+Each sample starts ``echo started; exit 0`` as a command job's executor does (the job's
+environment, as ``JOBS_COMMAND_USER`` on a root worker, the default rlimits (JOBS_COMMAND_RLIMIT_NPROC,
+JOBS_COMMAND_RLIMIT_NOFILE), with --limits a memory limit as well): isolated, from the pool
+process's zygote (``isolation.start``) or, on a commit before it, through setpriv, prlimit and
+unshare; off, through Popen. "start" is the time from the call to the command's first line read
+from its pipe; "whole" to its end, namespace emptied included; "CPU" the user and system time of
+this process, its children and the zygote's, the one figure that the load of a shared machine does
+not stretch.
 
     .venv/bin/python bench/command_start.py --samples 300 [--limits]
 """
@@ -28,34 +30,66 @@ from jobs.models import Job  # noqa: E402
 COMMAND = "echo started; exit 0"
 
 
-def argv(isolated, job):
-    prefix = limits.prlimit_argv(job)
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def zygote_cpu():
+    """CPU seconds of this process's zygotes and what they reaped (0 on a commit without them)."""
+    total = 0
+    for child in children(os.getpid()):  # unshare, then the zygote in its namespace
+        for pid in children(child):
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            total += sum(int(value) for value in fields[11:15]) / TICK  # utime stime cutime cstime
+    return total
+
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as found:
+            return [int(child) for child in found.read().split()]
+    except OSError:
+        return []
+
+
+def start(isolated, job):
     run_as, env = limits.run_as()
-    if isolated:
-        return (*isolation.argv(prefix, run_as, COMMAND), env)
-    return [*isolation.no_new_privileges(), *prefix, "/bin/sh", "-c", COMMAND], run_as, env
+    env = {**os.environ, **env}
+    if isolated and hasattr(isolation, "start"):
+        return isolation.start(COMMAND, env, None, 0o022, run_as, limits.rlimits(job))
+    if isolated:  # the commits before the zygote
+        command, popen = isolation.argv(limits.prlimit_argv(job), run_as, COMMAND)
+    else:
+        command, popen = [*isolation.no_new_privileges(), *limits.prlimit_argv(job), "/bin/sh", "-c", COMMAND], run_as
+    return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env=env, start_new_session=True, **popen)
 
 
 def one(isolated, job):
-    command, popen, env = argv(isolated, job)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = cpu_now()
     began = time.perf_counter()
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               env={**os.environ, **env}, start_new_session=True, **popen)
+    process = start(isolated, job)
     first = process.stdout.readline()
     started = time.perf_counter()
     process.stdout.read()
     process.wait()
     ended = time.perf_counter()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if first.strip() != b"started" or process.returncode != 0:
-        raise SystemExit(f"the command failed ({process.returncode}): {first!r}")
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return started - began, ended - began, cpu
+    process.stdout.close()
+    returncode = process.returncode
+    if not hasattr(isolation, "start") and isolated:
+        returncode = isolation.returncode(returncode)
+    if first.strip() != b"started" or returncode != 0:
+        raise SystemExit(f"the command failed ({returncode}): {first!r}")
+    return started - began, ended - began, cpu_now() - before
+
+
+def cpu_now():
+    own, reaped = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime + zygote_cpu()
 
 
 def main():
-    args = benchenv.arguments(__doc__, samples=300, limits=(False, "with a memory and a process limit (prlimit)"))
+    args = benchenv.arguments(__doc__, samples=300, limits=(False, "with a memory and a process limit"))
     reason = isolation.unavailable()
     if reason:
         raise SystemExit(f"this host cannot isolate commands: {reason}")
@@ -70,7 +104,8 @@ def main():
             kept.append(value)
     user = "root" if os.geteuid() == 0 and not limits.run_as()[0] else limits.run_as()[0] and "JOBS_COMMAND_USER"
     print(f"{args.samples} starts each, alternating; worker euid {os.geteuid()}, commands as {user or 'itself'}"
-          f"{', with prlimit' if args.limits else ''}")
+          f"{', with a memory and a process limit' if args.limits else ''}; "
+          f"isolated through {'a zygote' if hasattr(isolation, 'start') else 'setpriv, prlimit and unshare'}")
     print(f"{'isolation':<20} {'start p50':>9} {'p95':>7} {'p99':>7} {'whole p50':>9} {'p95':>7} {'p99':>7} "
           f"{'CPU mean':>8}  ms")
     for isolated, name in ((False, "off (process group)"), (True, "namespace")):

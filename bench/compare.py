@@ -14,7 +14,12 @@ imports). Each benchmark runs for BASE, then at once for HEAD, so the two see th
 - burst: ``bench/burst.py --runs R --repeat 1 --only on --new-jobs``: R new jobs with the default
   settings due in one second, on a real beat and worker -c 2, on a private PostgreSQL and Redis;
 - run now: ``bench/latency.py --samples K``: POST run now → started, and slot → started;
-- pages: ``bench/pages.py --runs P --save``: each page's p95.
+- pages: ``bench/pages.py --runs P --save``: each page's p95;
+- pings: ``bench/pings.py --seconds S --jobs 1000``: check-in pings recorded per second, and their
+  latency;
+- commands: ``bench/command_start.py --samples K`` (an isolated command's start and CPU) and
+  ``bench/burst.py --runs C --repeat 1 --only on --kind command``: C ``true`` commands due in one
+  second.
 
 Databases: ``<--database-prefix>_<base|head>[_pages]`` on DATABASE_URL's server, made if missing and
 emptied by the benchmarks themselves; the broker is REDIS_URL (flushed by them). Each benchmark's
@@ -36,7 +41,7 @@ from harness.readings import load_average
 from harness.table import markdown, ratio, say
 
 REPO = Path(__file__).resolve().parent.parent
-BENCHMARKS = ("dispatch", "burst", "latency", "pages", "pings")
+BENCHMARKS = ("dispatch", "burst", "latency", "pages", "pings", "commands")
 
 
 def git(*args, cwd=REPO):
@@ -160,6 +165,15 @@ def pings_figures(text):
     return figures
 
 
+def command_start_figures(text):
+    for line in text.splitlines():
+        if line.startswith("namespace "):
+            cells = line.split()[1:]
+            return {"isolated command: start p50, ms": float(cells[0]), "isolated command: start p95, ms": float(cells[1]),
+                    "isolated command: CPU, ms": float(cells[6])}
+    return {}
+
+
 def measure(checkouts, args, logs):
     """{figure: {label: value}} of every benchmark chosen, BASE then HEAD for each."""
     found = {}
@@ -191,6 +205,13 @@ def measure(checkouts, args, logs):
             elif bench == "pings":
                 text = checkout.run("pings.py", ["--seconds", str(min(args.seconds, 60)), "--jobs", "1000"], logs)
                 note(checkout.label, pings_figures(text))
+            elif bench == "commands":
+                text = checkout.run("command_start.py", ["--samples", str(args.samples * 3)], logs)
+                note(checkout.label, command_start_figures(text))
+                text = checkout.run("burst.py", ["--runs", str(args.commands), "--repeat", "1", "--only", "on",
+                                                 "--kind", "command"], logs)
+                note(checkout.label, {name.replace("burst:", "commands:"): value
+                                      for name, value in burst_figures(text).items()})
         report(checkouts, found)
     return found
 
@@ -220,6 +241,7 @@ def main():
     parser.add_argument("--ahead", type=float, default=10.0, help="JOBS_DISPATCH_AHEAD_SECONDS for dispatch")
     parser.add_argument("--burst", type=int, default=10000, help="new jobs due in one second")
     parser.add_argument("--samples", type=int, default=100, help="run-now and slot samples of bench/latency.py")
+    parser.add_argument("--commands", type=int, default=10000, help="true commands due in one second")
     parser.add_argument("--pages-runs", type=int, default=100000, help="runs bench/pages.py seeds")
     parser.add_argument("--database-prefix", default="bench_compare")
     parser.add_argument("--logs", default=None, help="where each benchmark's output is kept (default: a temp dir)")

@@ -106,7 +106,7 @@ def test_what_a_command_leaves_running_dies_with_it_at_its_timeout(marker):
 
 @pytest.mark.parametrize("setting", ["auto", "namespace"])
 def test_a_worker_that_cannot_isolate_commands_says_so_at_start_and_fails_them(processes, setting):
-    """Without util-linux's unshare and setpriv (none on its PATH) the worker says at start that its
+    """Without util-linux's unshare (none on its PATH) the worker says at start that its
     commands will fail, and they do, saying why and naming the setting that runs them anyway: "auto"
     fails closed as "namespace" does."""
     worker = processes.worker(concurrency=1, PATH="/nonexistent", JOBS_COMMAND_ISOLATION=setting)
@@ -117,8 +117,8 @@ def test_a_worker_that_cannot_isolate_commands_says_so_at_start_and_fails_them(p
 
     run.refresh_from_db()
     said = Path(worker.log_path).read_text()
-    assert "COMMAND ISOLATION UNAVAILABLE (setpriv and unshare (util-linux) not installed)" in said
+    assert "COMMAND ISOLATION UNAVAILABLE (unshare (util-linux) not installed)" in said
     assert (run.status, run.output) == (RunStatus.FAILED, "")
-    assert run.error == (f"Cannot isolate the command (JOBS_COMMAND_ISOLATION={setting}): setpriv and unshare "
-                         "(util-linux) not installed; set JOBS_COMMAND_ISOLATION=off to run commands without "
+    assert run.error == (f"Cannot isolate the command (JOBS_COMMAND_ISOLATION={setting}): unshare (util-linux) "
+                         "not installed; set JOBS_COMMAND_ISOLATION=off to run commands without "
                          "isolation, knowing what is lost")

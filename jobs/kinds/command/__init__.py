@@ -55,7 +55,10 @@ def inherited_environment(environ=None):
             and not any(fnmatch.fnmatchcase(name, pattern) for pattern in excluded)}
 
 
-def _kill_group(process, sig):
+def _signal_group(process, sig):
+    if isinstance(process, isolation.Command):
+        process.signal_group(sig)
+        return
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, sig)
 
@@ -65,14 +68,10 @@ def execute(context):
     try:
         user_kwargs, user_env = limits.run_as()
         isolated = isolation.wanted()
-        prefix = limits.prlimit_argv(job)
+        prefix = [] if isolated else limits.prlimit_argv(job)
         hidden = secrets.reveal(job.secret_environment)
     except (limits.LimitsUnavailable, isolation.IsolationUnavailable, secrets.SecretsUnavailable) as exc:
         raise JobFailed(str(exc)) from None
-    if isolated:
-        argv, user_kwargs = isolation.argv(prefix, user_kwargs, job.target)
-    else:
-        argv = [*isolation.no_new_privileges(), *prefix, "/bin/sh", "-c", job.target]
     inherited = inherited_environment()
     # The parameters' values reach the command as environment variables only, never in its text: a
     # value such as "$(rm -rf /)" stays a value (the shell does not read it as code).
@@ -81,11 +80,17 @@ def execute(context):
            "JOB_ATTEMPT": str(context.attempt), "JOB_IDEMPOTENCY_KEY": context.idempotency_key}
     tail = context.output or OutputTail(settings.JOBS_OUTPUT_MAX_BYTES)
     try:
-        process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=job.working_directory or None,
-            umask=COMMAND_UMASK, **user_kwargs,
-        )
+        if isolated:
+            process = isolation.start(job.target, env, job.working_directory or None, COMMAND_UMASK, user_kwargs,
+                                      limits.rlimits(job))
+        else:
+            process = subprocess.Popen(
+                [*isolation.no_new_privileges(), *prefix, "/bin/sh", "-c", job.target], stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                cwd=job.working_directory or None, umask=COMMAND_UMASK, **user_kwargs,
+            )
+    except isolation.IsolationUnavailable as exc:
+        raise JobFailed(str(exc)) from None
     except OSError as exc:  # a working directory that is missing or not a directory
         where = f" in {job.working_directory}" if job.working_directory else ""
         raise JobFailed(f"Cannot start the command{where}: {exc.strerror}") from None
@@ -99,14 +104,15 @@ def execute(context):
         elif context.cancelled is not None and context.cancelled.is_set():
             stop_reason = "cancelled"
         if stop_reason:
-            _terminate(process, isolated)
+            _terminate(process)
             break
         with contextlib.suppress(subprocess.TimeoutExpired):  # returns as soon as the command ends
             process.wait(timeout=0.05)
-    # Without isolation, whatever the command left behind in its group goes with it, so no
-    # grandchild holding the pipe keeps the reader waiting (in a namespace it died with PID 1).
-    _kill_group(process, signal.SIGKILL)
-    returncode = isolation.returncode(process.returncode) if isolated else process.returncode
+    if not isolated:
+        # Whatever the command left behind in its group goes with it, so no grandchild holding the
+        # pipe keeps the reader waiting (in a namespace, the zygote killed it before it answered).
+        _signal_group(process, signal.SIGKILL)
+    returncode = process.returncode
     reader.join(timeout=2)
     # The text and its count at one moment: a reader still draining the pipe (a process that left
     # the group holds it) may write between two reads, and the count would run ahead of the text.
@@ -120,13 +126,14 @@ def execute(context):
     return Outcome(output=output, output_bytes=written)
 
 
-def _terminate(process, isolated):
-    _kill_group(process, signal.SIGTERM)
+def _terminate(process):
+    _signal_group(process, signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=settings.JOBS_KILL_GRACE_SECONDS)
-    if isolated:
-        isolation.kill(process)
-    _kill_group(process, signal.SIGKILL)
+    if isinstance(process, isolation.Command):
+        process.kill()  # the whole namespace
+    else:
+        _signal_group(process, signal.SIGKILL)
     process.wait()
 
 

@@ -1,38 +1,34 @@
 """Each command in a PID namespace of its own: a run's processes are its own (DESIGN.md, guarantee 5).
 
-A command starts through util-linux programs, with no Python code between fork and exec (the
-worker has threads):
+A pool process runs its commands through a zygote (``zygote.py``): a small program, the init (PID 1)
+of a PID and mount namespace of its own with a /proc of its own, started once through
 
-    setpriv --no-new-privs --pdeathsig KILL [prlimit LIMITS --] unshare --pid --fork --mount-proc --kill-child
-        [setpriv --reuid U --regid G --clear-groups --pdeathsig KILL] /bin/sh -c INIT job-init TARGET
+    unshare [--map-current-user] --pid --fork --mount-proc --kill-child python -I -S zygote.py FD
 
-- ``unshare`` forks the first process of a new PID namespace (its init, PID 1) in a new mount
-  namespace with a /proc of its own: the command sees its own processes in ``ps`` and /proc, no
-  other command's, and so no other command's ``/proc/<pid>/environ``.
-- When the init of a PID namespace ends, the kernel kills everything left in it, and unshare
-  returns only after that: what the command left running (``setsid``, a double fork, ``nohup``)
-  is dead when the run ends.
-- Nothing outlives the worker. ``--kill-child``: PID 1 gets SIGKILL when unshare dies. The outer
-  ``setpriv --pdeathsig KILL``: unshare gets SIGKILL when the thread that started it dies (the
-  task's thread, in the pool process). Celery's prefork pool processes get SIGKILL when the
-  worker's main process dies. So a SIGKILL of the pool process or of the worker kills the command
-  within milliseconds, long before the run's heartbeat goes stale and the monitor reruns it.
-- On a root worker the command drops to ``JOBS_COMMAND_USER`` inside the namespace, after /proc is
-  mounted, through the inner ``setpriv``: unshare's own ``--setuid`` would clear PID 1's
-  parent-death signal (a change of credentials clears it), setpriv sets it again after the change.
-  A worker that is not root first makes a user namespace mapping its user to itself
-  (``--map-current-user``): the command keeps its user and has no capabilities. That needs
-  unprivileged user namespaces (``user.max_user_namespaces`` > 0; on some kernels
+and forking each command from there, one at a time:
+
+- A command sees its own processes in ``ps`` and /proc, and the zygote (root, not dumpable), no
+  other command's, and so no other command's ``/proc/<pid>/environ``. Two commands never share a
+  namespace at once: a pool process that runs two at a time (a thread pool) has two zygotes.
+- When the command's shell ends, the zygote kills every process left in the namespace
+  (``setsid``, a double fork, ``nohup``) and reaps them before it says how the command ended: what
+  a command left running is dead when its run ends, and the next command starts in an empty
+  namespace.
+- Nothing outlives the worker. The zygote exits as soon as its socket to the pool process closes,
+  which the kernel does when the pool process dies however it dies; when a namespace's init exits,
+  the kernel kills everything in it. Celery's prefork pool processes get SIGKILL when the worker's
+  main process dies. So a SIGKILL of the pool process or of the worker kills the command within
+  milliseconds, long before the run's heartbeat goes stale and the monitor reruns it.
+- On a root worker the command drops to ``JOBS_COMMAND_USER`` (no supplementary groups) after its
+  limits and directory are set. A worker that is not root first makes a user namespace mapping its
+  user to itself (``--map-current-user``): the command keeps its user and has no capabilities.
+  That needs unprivileged user namespaces (``user.max_user_namespaces`` > 0; on some kernels
   ``kernel.unprivileged_userns_clone=1``, or AppArmor allowing them).
-- PID 1 is INIT, a small shell, not the command: the kernel drops a signal sent to a namespace's
-  init that it has no handler for, SIGKILL aside, so a command as PID 1 would shrug off SIGTERM at
-  its timeout and SIGXCPU at its CPU limit. INIT runs the command's shell as its child (SIGINT
-  and SIGQUIT back to their defaults, which a background job of a shell loses) and exits with its
-  status. A shell reports a death by signal N as status 128 + N, and ``returncode`` reads it back
-  as -N, so a command that exits 129..192 itself is reported as killed by that signal.
-
-- ``--no-new-privs``: nothing the command executes gains privileges (a setuid or setcap program
-  runs with the command's own), whatever user it runs as.
+- The zygote sets no-new-privileges on itself, so nothing a command executes gains privileges (a
+  setuid or setcap program runs with the command's own), whatever user it runs as.
+- Costs: a command used to start through setpriv, prlimit, unshare, setpriv, an init shell and
+  env, six programs executed before its own shell (7.5 ms of CPU for ``true``); from the zygote it
+  is a fork and its shell (docs/BENCHMARKS.md).
 
 ``JOBS_COMMAND_ISOLATION``: ``auto`` and ``namespace`` fail a command rather than run it without
 isolation where the host cannot isolate it (Ubuntu 24.04's AppArmor, a container's seccomp), naming
@@ -40,20 +36,25 @@ why, and say so loudly at worker start (``report``); ``off``, set on purpose, ru
 process group of their own, killed as a group.
 """
 
-import contextlib
 import functools
 import logging
 import os
+import select
 import shutil
-import signal
+import socket
 import subprocess
+import sys
+import threading
+from pathlib import Path
 
 from django.conf import settings
 
+from . import zygote
+
 logger = logging.getLogger(__name__)
 
-INIT = 'env --default-signal=INT,QUIT /bin/sh -c "$1" & exec 2>/dev/null; wait $!'
 PROBE_TIMEOUT_SECONDS = 10
+ZYGOTE = str(Path(zygote.__file__))
 
 OFF_HINT = "set JOBS_COMMAND_ISOLATION=off to run commands without isolation, knowing what is lost"
 WHAT_IS_LOST = ("commands are not isolated: a command sees every process on the host and can read the "
@@ -65,15 +66,10 @@ class IsolationUnavailable(Exception):
     pass
 
 
-def _programs():
-    found = {name: shutil.which(name) for name in ("setpriv", "unshare")}
-    missing = [name for name, path in found.items() if path is None]
-    if missing:
-        raise IsolationUnavailable(f"{' and '.join(missing)} (util-linux) not installed")
-    return found["setpriv"], found["unshare"]
-
-
-def _namespaces(unshare):
+def _namespaces():
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        raise IsolationUnavailable("unshare (util-linux) not installed")
     user = [] if os.geteuid() == 0 else ["--map-current-user"]
     return [unshare, *user, "--pid", "--fork", "--mount-proc", "--kill-child"]
 
@@ -82,8 +78,7 @@ def _namespaces(unshare):
 def _probe(euid):
     """Why commands cannot be isolated on this host for this user, or "" when they can."""
     try:
-        setpriv, unshare = _programs()
-        done = subprocess.run([setpriv, "--pdeathsig", "KILL", *_namespaces(unshare), "/bin/sh", "-c", "true"],
+        done = subprocess.run([*_namespaces(), "/bin/sh", "-c", "true"],
                               stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT_SECONDS)
     except IsolationUnavailable as exc:
         return str(exc)
@@ -119,37 +114,134 @@ def no_new_privileges():
     return [setpriv, "--no-new-privs"] if setpriv else []
 
 
-def argv(limits_prefix, run_as, target):
-    """(argv, Popen keyword arguments) of ``target`` in namespaces of its own. ``run_as``: the Popen
-    keyword arguments of limits.run_as(), which the inner setpriv applies instead."""
-    setpriv, unshare = _programs()
-    drop = []
-    if run_as:
-        drop = [setpriv, f"--reuid={run_as['user']}", f"--regid={run_as['group']}", "--clear-groups",
-                "--pdeathsig", "KILL"]
-    return [setpriv, "--no-new-privs", "--pdeathsig", "KILL", *limits_prefix, *_namespaces(unshare), *drop,
-            "/bin/sh", "-c", INIT, "job-init", target], {}
+class Zygote:
+    """One namespace's init (``zygote.py``) and the socket to it, owned by the process that started it."""
+
+    def __init__(self):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.process = subprocess.Popen(
+                [*_namespaces(), sys.executable, "-I", "-S", ZYGOTE, str(theirs.fileno())],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                pass_fds=(theirs.fileno(),), env={}, start_new_session=True)
+        except OSError as exc:
+            ours.close()
+            raise IsolationUnavailable(f"unshare could not be run: {exc}") from None
+        finally:
+            theirs.close()
+        self.socket, self.owner = ours, os.getpid()
+
+    def send(self, message, fds=()):
+        zygote.send(self.socket, message, fds)
+
+    def receive(self, timeout):
+        """The zygote's next message, None when none came within ``timeout`` (None: wait), or
+        ``{"gone": true}`` when the zygote is gone."""
+        if not select.select([self.socket], [], [], timeout)[0]:
+            return None
+        try:
+            message, _ = zygote.receive(self.socket)
+        except (EOFError, OSError):
+            message = None
+        return message if message is not None else {"gone": True}
+
+    def close(self):
+        self.socket.close()
+        if self.owner == os.getpid():
+            self.process.wait()
 
 
-def returncode(code):
-    """The command's own return code from unshare's: -N for a death by signal N (see INIT)."""
-    return -(code - 128) if 128 < code < 128 + signal.NSIG else code
+_idle = []
+_idle_lock = threading.Lock()
 
 
-def kill(process):
-    """SIGKILL the namespace's init (the kernel kills the rest) and wait for unshare to return, which
-    it does once the namespace is empty. Killing unshare instead would return at once, with the
-    command's processes dying moments later."""
+def _forget_after_fork():
+    """A forked process (Celery's pool) starts its own zygotes: the parent's stay the parent's."""
+    for inherited in _idle:
+        inherited.socket.close()
+    _idle.clear()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def _zygote():
+    with _idle_lock:
+        while _idle:
+            found = _idle.pop()
+            if found.process.poll() is None:
+                return found
+            found.close()
+    return Zygote()
+
+
+class Command:
+    """A command started in a zygote's namespace, read as a ``subprocess.Popen``: ``stdout``,
+    ``poll()``, ``wait(timeout)``, ``returncode`` (-N for a death by signal N)."""
+
+    def __init__(self, zygote_, stdout):
+        self.zygote, self.stdout, self.returncode = zygote_, stdout, None
+
+    def poll(self):
+        return self._await(0)
+
+    def wait(self, timeout=None):
+        if self._await(timeout) is None:
+            raise subprocess.TimeoutExpired("command", timeout)
+        return self.returncode
+
+    def _await(self, timeout):
+        if self.returncode is None:
+            message = self.zygote.receive(timeout)
+            if message is None:
+                return None
+            if "exit" in message:
+                self.returncode = message["exit"]
+                with _idle_lock:
+                    _idle.append(self.zygote)
+            else:  # the zygote died, and its namespace with it
+                logger.error("a command's zygote ended unexpectedly (%s)", message)
+                self.returncode = -9
+                self.zygote.close()
+        return self.returncode
+
+    def signal_group(self, signum):
+        """``signum`` to the command's process group (what left it escapes: see ``kill``)."""
+        if self.returncode is None:
+            self.zygote.send({"signal": signum})
+
+    def kill(self):
+        """SIGKILL every process of the namespace."""
+        if self.returncode is None:
+            self.zygote.send({"kill": True})
+
+
+def start(target, env, cwd, umask, run_as, rlimits):
+    """``/bin/sh -c target`` in a namespace of its own, as ``run_as`` (limits.run_as()'s Popen
+    keyword arguments), under ``rlimits`` ({"RLIMIT_…": (soft, hard)}): a ``Command``. OSError
+    when it cannot be started (a missing directory), as Popen raises it."""
+    found = _zygote()
+    read, write = os.pipe2(os.O_CLOEXEC)
+    request = {"argv": ["/bin/sh", "-c", target], "env": env, "cwd": cwd, "umask": umask,
+               "uid": run_as.get("user"), "gid": run_as.get("group"), "rlimits": rlimits}
     try:
-        with open(f"/proc/{process.pid}/task/{process.pid}/children") as children:
-            inits = [int(pid) for pid in children.read().split()]
-    except OSError:  # gone already, or a kernel without CONFIG_PROC_CHILDREN: --kill-child does it
-        inits = []
-    for pid in inits:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=10)
+        found.send({"start": request}, [write])
+    except OSError:
+        os.close(read)
+        found.close()
+        raise
+    finally:
+        os.close(write)
+    answer = found.receive(None)
+    if "started" in answer:
+        return Command(found, os.fdopen(read, "rb"))
+    os.close(read)
+    if "error" in answer:
+        with _idle_lock:
+            _idle.append(found)
+        raise OSError(*answer["error"])
+    found.close()
+    raise IsolationUnavailable(f"the command's namespace could not be made ({answer})")
 
 
 def report():

@@ -1,9 +1,11 @@
 """Resource limits and the user of a command job's processes.
 
-Limits are rlimits set by util-linux ``prlimit`` on itself before it executes the shell, so they
-hold for the shell and everything it starts: address space (memory), CPU seconds, open files, and
-processes. ``prlimit`` rather than a ``preexec_fn``: Python code between fork and exec can deadlock
-in a process with threads, and a worker has its heartbeat thread.
+Limits are rlimits set before the shell is executed, so they hold for the shell and everything it
+starts: address space (memory), CPU seconds, open files, and processes. An isolated command gets
+them from its namespace's zygote (``isolation``), a single-threaded process; an unisolated one from
+util-linux ``prlimit``, which sets them on itself, rather than a ``preexec_fn``: Python code
+between fork and exec can deadlock in a process with threads, and a worker has its heartbeat
+thread.
 
 A command whose job sets no process or open-files limit gets JOBS_COMMAND_RLIMIT_NPROC and
 JOBS_COMMAND_RLIMIT_NOFILE.
@@ -52,18 +54,27 @@ def validate(job):
         raise ValidationError(errors)
 
 
-def prlimit_argv(job):
-    """The ``prlimit`` prefix for the job's limits, or [] when it has none."""
-    options = []
+def rlimits(job):
+    """{resource name: (soft, hard)} of the job's limits and the defaults."""
+    found = {}
     if job.memory_limit_mb:
-        options.append(f"--as={job.memory_limit_mb * MB}")
+        found["RLIMIT_AS"] = (job.memory_limit_mb * MB,) * 2
     if job.cpu_limit_seconds:
         # SIGXCPU at the soft limit (a clear cause), SIGKILL a second later for one that ignores it.
-        options.append(f"--cpu={job.cpu_limit_seconds}:{job.cpu_limit_seconds + 1}")
+        found["RLIMIT_CPU"] = (job.cpu_limit_seconds, job.cpu_limit_seconds + 1)
     if open_files := job.max_open_files or _default(settings.JOBS_COMMAND_RLIMIT_NOFILE, resource.RLIMIT_NOFILE):
-        options.append(f"--nofile={open_files}")
+        found["RLIMIT_NOFILE"] = (open_files,) * 2
     if processes := job.max_processes or _default(settings.JOBS_COMMAND_RLIMIT_NPROC, resource.RLIMIT_NPROC):
-        options.append(f"--nproc={processes}")
+        found["RLIMIT_NPROC"] = (processes,) * 2
+    return found
+
+
+PRLIMIT_OPTIONS = {"RLIMIT_AS": "--as", "RLIMIT_CPU": "--cpu", "RLIMIT_NOFILE": "--nofile", "RLIMIT_NPROC": "--nproc"}
+
+
+def prlimit_argv(job):
+    """The ``prlimit`` prefix of an unisolated command for the job's limits, or [] when it has none."""
+    options = [f"{PRLIMIT_OPTIONS[name]}={soft}:{hard}" for name, (soft, hard) in rlimits(job).items()]
     if not options:
         return []
     prlimit = shutil.which("prlimit")
