@@ -117,6 +117,9 @@ def test_a_command_in_its_namespace_does_not_see_even_a_dumpable_worker(processe
     output = run_attack(processes, as_nobody, undumpable=False, isolation="namespace")
     assert CANARY not in output
     assert f"cannot open /proc/{worker_pid(output)}/environ: No such file" in output, output  # no worker in there
+    # Its parent is its namespace's init, the zygote that forks the pool process's commands, which
+    # runs as the same user here: not dumpable, its environment (where the commands' pass) is closed.
+    assert "pid 1:" in output and "cannot open /proc/1/environ: Permission denied" in output, output
 
 
 

@@ -220,28 +220,27 @@ def start(target, env, cwd, umask, run_as, rlimits):
     """``/bin/sh -c target`` in a namespace of its own, as ``run_as`` (limits.run_as()'s Popen
     keyword arguments), under ``rlimits`` ({"RLIMIT_…": (soft, hard)}): a ``Command``. OSError
     when it cannot be started (a missing directory), as Popen raises it."""
-    found = _zygote()
-    read, write = os.pipe2(os.O_CLOEXEC)
     request = {"argv": ["/bin/sh", "-c", target], "env": env, "cwd": cwd, "umask": umask,
                "uid": run_as.get("user"), "gid": run_as.get("group"), "rlimits": rlimits}
-    try:
-        found.send({"start": request}, [write])
-    except OSError:
+    for _ in range(2):  # an idle zygote may have died meanwhile: then a new one
+        found = _zygote()
+        read, write = os.pipe2(os.O_CLOEXEC)
+        try:
+            found.send({"start": request}, [write])
+            answer = found.receive(None)
+        except OSError:
+            answer = {"gone": True}
+        finally:
+            os.close(write)
+        if "started" in answer:
+            return Command(found, os.fdopen(read, "rb"))
         os.close(read)
+        if "error" in answer:
+            with _idle_lock:
+                _idle.append(found)
+            raise OSError(*answer["error"])
         found.close()
-        raise
-    finally:
-        os.close(write)
-    answer = found.receive(None)
-    if "started" in answer:
-        return Command(found, os.fdopen(read, "rb"))
-    os.close(read)
-    if "error" in answer:
-        with _idle_lock:
-            _idle.append(found)
-        raise OSError(*answer["error"])
-    found.close()
-    raise IsolationUnavailable(f"the command's namespace could not be made ({answer})")
+    raise IsolationUnavailable("the command's namespace could not be made: its zygote ended at once")
 
 
 def report():

@@ -29,6 +29,7 @@ a command cannot stop it either.
 
 import contextlib
 import ctypes
+import errno
 import json
 import os
 import resource
@@ -84,6 +85,8 @@ def start(request, output):
             _become_the_command(request, output, failed_w)
         except OSError as exc:
             os.write(failed_w, json.dumps([exc.errno, exc.strerror]).encode())
+        except BaseException as exc:  # a limit above the hard one, as a user that may not raise it
+            os.write(failed_w, json.dumps([errno.EPERM, str(exc)]).encode())
         finally:
             os._exit(127)
     os.close(failed_w)
