@@ -157,6 +157,13 @@ def test_commands_one_after_another_each_start_in_an_empty_namespace(processes, 
     assert processes_named(marker) == []
 
 
+@pytest.fixture(autouse=True)
+def no_zygote_left():
+    """The zygotes this process started for a test end with it."""
+    yield
+    isolation.close_idle()
+
+
 def start_as_root(target, env=None):
     """The command as root in its namespace (as JOBS_COMMANDS_AS_ROOT=true would), from this
     process's zygote."""
