@@ -20,6 +20,7 @@ import subprocess
 import time
 
 import benchenv
+from harness import readings
 from harness.readings import pct
 
 benchenv.setup()
@@ -35,21 +36,8 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 def zygote_cpu():
     """CPU seconds of this process's zygotes and what they reaped (0 on a commit without them)."""
-    total = 0
-    for child in children(os.getpid()):  # unshare, then the zygote in its namespace
-        for pid in children(child):
-            with open(f"/proc/{pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-            total += sum(int(value) for value in fields[11:15]) / TICK  # utime stime cutime cstime
-    return total
-
-
-def children(pid):
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as found:
-            return [int(child) for child in found.read().split()]
-    except OSError:
-        return []
+    return sum(readings.cpu_ticks(pid) for child in readings.children(os.getpid())  # unshare, then the zygote
+               for pid in readings.children(child)) / TICK
 
 
 def start(isolated, job):
