@@ -36,6 +36,7 @@ why, and say so loudly at worker start (``report``); ``off``, set on purpose, ru
 process group of their own, killed as a group.
 """
 
+import contextlib
 import functools
 import logging
 import os
@@ -156,7 +157,10 @@ _idle_lock = threading.Lock()
 
 
 def _forget_after_fork():
-    """A forked process (Celery's pool) starts its own zygotes: the parent's stay the parent's."""
+    """A forked process (Celery's pool) starts its own zygotes: the parent's stay the parent's. The
+    lock is made anew: another thread of the parent may have held it at the fork."""
+    global _idle_lock
+    _idle_lock = threading.Lock()
     for inherited in _idle:
         inherited.socket.close()
     _idle.clear()
@@ -214,13 +218,16 @@ class Command:
 
     def signal_group(self, signum):
         """``signum`` to the command's process group (what left it escapes: see ``kill``)."""
-        if self.returncode is None:
-            self.zygote.send({"signal": signum})
+        self._tell({"signal": signum})
 
     def kill(self):
         """SIGKILL every process of the namespace."""
+        self._tell({"kill": True})
+
+    def _tell(self, message):
         if self.returncode is None:
-            self.zygote.send({"kill": True})
+            with contextlib.suppress(OSError):  # the zygote is gone, and its namespace with it: wait() says so
+                self.zygote.send(message)
 
 
 def start(target, env, cwd, umask, run_as, rlimits):
