@@ -215,3 +215,16 @@ def test_a_zygote_that_died_while_idle_is_replaced():
     second = start_as_root("echo ran")
     assert ended(second) == (0, "ran\n")
     assert second.zygote is not first.zygote
+
+
+def test_a_huge_environment_and_command_reach_the_command_whole_or_fail_saying_why():
+    """The zygote's messages carry what execve takes (here 100 kB in a variable and in the command's
+    text); past the kernel's limit for one string (128 kB) the start fails as Popen's would, and the
+    next command starts."""
+    big, text = "v" * 100_000, "#" + "c" * 100_000
+    code, output = ended(start_as_root(f'printf %s "$BIG" | wc -c\n{text}', {"BIG": big}))
+    assert (code, output.strip()) == (0, "100000")
+
+    with pytest.raises(OSError, match="Argument list too long"):
+        start_as_root("true", {"BIG": "v" * 1_000_000})
+    assert ended(start_as_root("echo next")) == (0, "next\n")
