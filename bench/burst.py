@@ -270,6 +270,8 @@ def database_figures(observer, before, after, runs):
         "statement_ms": sum(s[1] for s in statements) / runs,
         "statements": statements,
         "wal_kinds": [(kind, count / runs, size / runs) for kind, count, size in observer.wal_by_kind(before, after)],
+        "wal_relations": [(relation, kind, count / runs, size / runs)
+                          for relation, kind, count, size in observer.wal_by_relation(before, after)],
     }
 
 
@@ -335,6 +337,9 @@ def report(args, results, chunk_size):
             say(f"{system}, round 1: WAL by record type (records per run, bytes per run)")
             for kind, count, size in r["wal_kinds"][:10]:
                 say(f"  {count:7.2f} {size:8.0f}  {kind}")
+            say(f"{system}, round 1: WAL by relation and record type (records per run, bytes per run)")
+            for relation, kind, count, size in r.get("wal_relations", [])[:25]:
+                say(f"  {count:7.2f} {size:8.0f}  {relation}  {kind}")
     say("")
 
 

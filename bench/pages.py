@@ -166,7 +166,7 @@ def seed_runs(runs_wanted, jobs_wanted):
     started = time.monotonic()
     # VACUUM as autovacuum soon would: it sets the visibility map that index-only scans need.
     for table in ("jobs_job", "jobs_jobrun", "jobs_jobattempt", "jobs_jobhourcounts", "jobs_hourcounts",
-                  "jobs_recentruns", "jobs_jobdaycounts"):
+                  "jobs_recentruns", "jobs_jobdayfigures"):
         database.execute(f"VACUUM ANALYZE {table}")
     say(f"vacuumed and analyzed in {time.monotonic() - started:.0f} s")
 

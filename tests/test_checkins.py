@@ -48,10 +48,11 @@ def ping_web(django_db_setup, django_db_blocker, tmp_path_factory):
         server.stop()
 
 
-def checkin_job(name, schedule=CRON_EVERY_MINUTE, saved_ago=timedelta(minutes=10), **fields):
-    """A check-in job saved ``saved_ago`` (its slots since then are its own to account for)."""
+def checkin_job(name, schedule=CRON_EVERY_MINUTE, saved_ago=timedelta(minutes=10), saved_at=None, **fields):
+    """A check-in job saved ``saved_ago``, or at ``saved_at`` (its slots since then are its own to
+    account for)."""
     job = save_job(Job(name=name, kind="checkin", target="db1: crontab", **fields), schedule)
-    Job.objects.filter(pk=job.pk).update(updated_at=job.updated_at - saved_ago)
+    Job.objects.filter(pk=job.pk).update(updated_at=saved_at or job.updated_at - saved_ago)
     job.refresh_from_db()
     return job
 
@@ -201,7 +202,7 @@ def test_a_slot_with_no_ping_fails_and_the_missed_alert_arrives_then_a_late_ping
     with RecordingHTTPServer() as hook:
         channel_with_rule("webhook", {"url": f"{hook.url}/hook"}, ["missed"])
         saved_at = datetime.now(UTC) - timedelta(seconds=90)
-        job = checkin_job("offsite-copy", saved_ago=timedelta(seconds=90), grace_seconds=5)
+        job = checkin_job("offsite-copy", saved_at=saved_at, grace_seconds=5)
         # The slots of its schedule since it was saved, whose grace has passed: the test's own arithmetic.
         first_slot = floor_minute(saved_at) + timedelta(minutes=1)
         processes.beat()

@@ -20,7 +20,7 @@ from django.utils import timezone
 from jobs import lifecycle
 from jobs.definitions.jobs import save_job
 from jobs.lifecycle import days as day_counts
-from jobs.models import AttemptOutcome, Job, JobAttempt, JobDayCounts, JobRun, RunStatus, RunTrigger
+from jobs.models import AttemptOutcome, Job, JobAttempt, JobDayFigures, JobRun, RunStatus, RunTrigger
 from jobs.operations import reports
 
 from . import dst_oracle
@@ -110,18 +110,27 @@ def test_a_jobs_report_counts_what_became_of_each_slot():
         assert by_day[day.isoformat()]["expected"] == sum(slot.date() == day for slot in slots)
 
 
+def day_rows():
+    """Every count of the jobs' days: (job id, day, measure, count), sorted."""
+    return sorted((job_id, day, measure, count) for job_id, day, counts in
+                  JobDayFigures.objects.values_list("job_id", "day", "counts") for measure, count in counts.items())
+
+
 @pytest.mark.django_db
 def test_the_days_folded_from_the_ends_are_the_days_counted_again_from_the_runs():
     job = hourly_job(max_retries=0, max_lost_attempts=0, start_deadline_seconds=60, sla_seconds=3600)
     end_every_way(job)
-    lifecycle.fold_ends()
-    folded = sorted(JobDayCounts.objects.values_list("job_id", "day", "measure", "count"))
+    # Two ends a batch: each batch after the first adds to the rows the ones before wrote.
+    while lifecycle.fold_ends(batch=2):
+        pass
+    folded = day_rows()
     assert any(measure.startswith(day_counts.DURATION) for _, _, measure, _ in folded)
     assert ("slots" in {measure for _, _, measure, _ in folded})
+    assert JobDayFigures.objects.count() == len({(job_id, day) for job_id, day, _, _ in folded})
 
     lifecycle.recount_ends()
 
-    counted = sorted(JobDayCounts.objects.values_list("job_id", "day", "measure", "count"))
+    counted = day_rows()
     if connection.vendor == "postgresql":
         assert counted == folded
     else:  # SQLite's julianday keeps milliseconds only: these runs' millisecond durations may change bucket
@@ -269,3 +278,42 @@ def test_a_tags_report_reads_the_audit_trail_once_whatever_its_number_of_jobs(dj
     with django_assert_max_num_queries(4):
         report = reports.jobs_report(jobs, 7)
     assert report["slots_expected"] > 0
+
+
+@pytest.mark.postgres("migrating back and forth: SQLite's schema editor refuses it inside the test's transaction")
+def test_the_migration_packs_the_days_counted_so_far_and_a_job_is_still_deleted(transactional_db):
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = [("jobs", "0037_ping_queue")], [("jobs", "0038_day_figures")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    job = old.get_model("jobs", "Job").objects.create(name="nightly", kind="callable", target="builtin.noop")
+    kept = {(date(2026, 11, 27), "slots"): 24, (date(2026, 11, 27), "succeeded"): 23,
+            (date(2026, 11, 27), "d:12"): 23, (date(2026, 11, 28), "slots"): 1, (date(2026, 11, 28), "failed"): 1}
+    old.get_model("jobs", "JobDayCounts").objects.bulk_create(
+        old.get_model("jobs", "JobDayCounts")(job_id=job.pk, day=day, measure=measure, count=count)
+        for (day, measure), count in kept.items())
+    try:
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        now = executor.loader.project_state(after).apps
+        assert sorted(now.get_model("jobs", "JobDayFigures").objects.values_list("day", "counts")) == [
+            (date(2026, 11, 27), {"slots": 24, "succeeded": 23, "d:12": 23}),
+            (date(2026, 11, 28), {"slots": 1, "failed": 1})]
+        assert day_counts.read_days([job.pk], date(2026, 11, 27), date(2026, 11, 28)) == {
+            date(2026, 11, 27): {"slots": 24, "succeeded": 23, "d:12": 23}, date(2026, 11, 28): {"slots": 1, "failed": 1}}
+
+        executor = MigrationExecutor(connection)
+        executor.migrate(before)
+        old = executor.loader.project_state(before).apps
+        assert {(row.day, row.measure): row.count for row in old.get_model("jobs", "JobDayCounts").objects.all()} == kept
+
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+        # The old table stays, with no foreign key: the job goes, with its new rows.
+        Job.objects.get(pk=job.pk).delete()
+        assert not JobDayFigures.objects.exists()
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())

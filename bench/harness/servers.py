@@ -102,6 +102,18 @@ class Observer:
             'SELECT "resource_manager/record_type", count, combined_size FROM pg_get_wal_stats(%s, %s, true) '
             "WHERE count > 0 ORDER BY combined_size DESC", [before["lsn"], after["lsn"]])
 
+    def wal_by_relation(self, before, after):
+        """The WAL between two readings by the relation of each record's first block and the record's
+        kind: [(relation, kind, records, bytes with full-page images)], most bytes first; a record
+        with no block (a commit) has no relation."""
+        return self.query(
+            "SELECT COALESCE(c.relname, r.rel, '-'), r.kind, count(*), sum(r.record_length) FROM ("
+            "  SELECT substring(block_ref from 'rel [0-9]+/[0-9]+/([0-9]+)') AS rel, record_length,"
+            "         resource_manager || '/' || record_type AS kind"
+            "  FROM pg_get_wal_records_info(%s, %s)) AS r "
+            "LEFT JOIN pg_class AS c ON c.relfilenode::text = r.rel "
+            "GROUP BY 1, 2 ORDER BY 4 DESC", [before["lsn"], after["lsn"]])
+
     def connections(self):
         return self.query("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                           "AND backend_type = 'client backend' AND pid <> pg_backend_pid()")[0][0]

@@ -24,7 +24,7 @@ from ..models import (
     EndCounts,
     HourCounts,
     Job,
-    JobDayCounts,
+    JobDayFigures,
     JobHourCounts,
     JobRun,
     RecentRuns,
@@ -161,7 +161,7 @@ def recount():
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [FOLD_LOCK])
-        for model in (RunEnd, JobHourCounts, HourCounts, RecentRuns, JobDayCounts):
+        for model in (RunEnd, JobHourCounts, HourCounts, RecentRuns, JobDayFigures):
             cursor.execute(f"DELETE FROM {model._meta.db_table}")
         if connection.vendor == "postgresql":
             return _recount_in_sql(cursor)

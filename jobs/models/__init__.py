@@ -24,7 +24,7 @@ from ..choices import (
 )
 from .attempt import JobAttempt
 from .calendar import Calendar
-from .counts import DeliveryCounter, EndCounts, HourCounts, JobDayCounts, JobHourCounts, RecentRuns, RunEnd
+from .counts import DeliveryCounter, EndCounts, HourCounts, JobDayFigures, JobHourCounts, RecentRuns, RunEnd
 from .fields import CountField
 from .job import Job
 from .leases import Lease, SchedulerOutage
@@ -39,6 +39,6 @@ from .window import Window, WindowMode
 __all__ = [
     "ACTIVE_STATUSES", "ENDED_STATUSES", "FAILURE_END_STATUSES", "TERMINAL_STATUSES", "TIMED_END_STATUSES", "UNSUCCESSFUL_END_STATUSES",
     "AttemptOutcome", "BundlePolicy", "Calendar", "CatchupPolicy", "CountField", "DeliveryCounter", "DstRepeated", "DstSkipped", "EndCounts", "HourCounts", "Job", "PingQueueMark",
-    "JobAttempt", "JobDayCounts", "JobVersion", "Version", "JobHourCounts", "JobRun", "Lease", "Limit", "OverlapPolicy", "RecentRuns", "RunEnd", "RunRerun",
+    "JobAttempt", "JobDayFigures", "JobVersion", "Version", "JobHourCounts", "JobRun", "Lease", "Limit", "OverlapPolicy", "RecentRuns", "RunEnd", "RunRerun",
     "RunStatus", "RunTrigger", "ScheduleType", "SchedulerOutage", "StatusOf", "TeamPingKey", "TeamQuota", "Window", "WindowMode", "idempotency_key",
 ]

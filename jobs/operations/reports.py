@@ -4,8 +4,8 @@ within the SLA, how many were missed or skipped (and why), and the p50 and p95 d
 trend against the N days before.
 
 Every figure but the expected slots is read from the per-day counts the run ends are folded into
-(``JobDayCounts``, ``lifecycle.days``), never from the runs: a report reads at most a row per day
-and measure. Only scheduled runs count there: a manual run, a retry's new run or a backfill is in
+(``JobDayFigures``, ``lifecycle.days``), never from the runs: a report reads at most a row per day
+and job. Only scheduled runs count there: a manual run, a retry's new run or a backfill is in
 none of the slot figures (its duration is). The expected slots come from the schedules themselves:
 each stretch of time since the job was created counted with the schedule in force then (cron,
 interval or one-time, read back from the audit trail: ``schedule_history``), day by day, up to now,
@@ -26,11 +26,10 @@ from datetime import UTC, datetime, time, timedelta
 
 from croniter import croniter
 from django.conf import settings
-from django.db.models import Sum
 from django.utils import timezone
 
 from ..lifecycle import days as day_counts
-from ..models import ACTIVE_STATUSES, JobDayCounts, JobRun, RunTrigger, ScheduleType
+from ..models import ACTIVE_STATUSES, JobRun, RunTrigger, ScheduleType
 from ..timing.schedules import wall_instant
 from . import schedule_history
 from .slot_report import EnabledTimeline
@@ -76,7 +75,7 @@ def _report(jobs, days, now):
     today = max((now.astimezone(day_counts.zone_of(_zone(job))).date() for job in jobs), default=now.date())
     first = today - timedelta(days=days - 1)
     before = first - timedelta(days=days)
-    counts = _day_counts(jobs, before, today)
+    counts = day_counts.read_days([job.pk for job in jobs], before, today)
     expected, recent = defaultdict(int), 0
     grace = now - timedelta(seconds=settings.JOBS_MISFIRE_GRACE_SECONDS + settings.JOBS_TICK_SECONDS * 5)
     changes, timelines = schedule_history.changes_of([job.pk for job in jobs]), EnabledTimeline.of_jobs(jobs)
@@ -119,16 +118,6 @@ def _report(jobs, days, now):
 
 def _zone(job):
     return job.crontab.timezone if job.schedule_type == ScheduleType.CRON else None
-
-
-def _day_counts(jobs, first, last):
-    """{day: {measure: count}} over [first, last], the jobs' counts added together."""
-    found = defaultdict(dict)
-    rows = (JobDayCounts.objects.filter(job__in=jobs, day__gte=first, day__lte=last)
-            .values_list("day", "measure").annotate(total=Sum("count")).order_by())
-    for day, measure, total in rows:
-        found[day][measure] = total
-    return found
 
 
 def _sum_days(counts, first, last):
