@@ -17,13 +17,14 @@ The same moves as ``attempts`` (a conditional UPDATE at the run's attempt, so an
 after the attempt was declared lost or cancelled is refused); SQLite goes through the ORM.
 """
 
+import json
 from datetime import timedelta
 
 from django.db import connection, transaction
 
 from ..models import AttemptOutcome, JobAttempt, JobRun, RunStatus, RunTrigger
 from ..timing import clock
-from . import attempts, events, postgres, stored
+from . import arrays, attempts, events, postgres, stored
 from .moves import transition
 
 RUN, JOB, ATTEMPT, END = postgres.RUN, postgres.JOB, postgres.ATTEMPT, postgres.END
@@ -120,7 +121,7 @@ def claim_many(runs, worker, pid, task_id):
     params = {"ids": [r for r, _ in runs], "attempts": [a for _, a in runs], "worker": worker, "pid": pid,
               "task_id": task_id}
     claimed = []
-    for row in postgres._execute(CLAIM_MANY_SQL, params, all_rows=True, prepare=False):
+    for row in postgres._execute(CLAIM_MANY_SQL, arrays.columns(params), all_rows=True, prepare=False):
         claimed_at, values = row[0], row[2:]
         run = postgres._from_db(postgres.JobRun, values[:len(postgres.RUN_FIELDS)])
         run.job = postgres._from_db(postgres.Job, values[len(postgres.RUN_FIELDS):])
@@ -187,10 +188,10 @@ def succeed_unwanted(successes, finished=None):
         "ids": [s.run_id for s in successes], "attempts": [s.attempt for s in successes],
         "started": [s.started_at for s in successes], "finished": finished or [None] * len(successes),
         "outputs": [s.output for s in successes], "sizes": [s.output_bytes for s in successes],
-        "results": [None if s.result is None else result_field.get_db_prep_value(s.result, connection)
-                    for s in successes],
+        "results": [None if s.result is None else json.dumps(s.result, cls=result_field.encoder) for s in successes],
     }
-    rows = postgres._execute(SUCCEED_MANY_SQL.replace("{wanted}", wanted_sql), params, all_rows=True, prepare=False)
+    rows = postgres._execute(SUCCEED_MANY_SQL.replace("{wanted}", wanted_sql), arrays.columns(params), all_rows=True,
+                             prepare=False)
     return ({run_id for what, run_id in rows if what == "moved"},
             {run_id for what, run_id in rows if what == "wanted"})
 
@@ -252,6 +253,7 @@ def heartbeat_many(runs):
         return set()
     if connection.vendor != "postgresql":
         return {(run_id, attempt) for run_id, attempt in runs if attempts.heartbeat(run_id, attempt)}
-    rows = postgres._execute(HEARTBEAT_MANY_SQL, {"ids": [r for r, _ in runs], "attempts": [a for _, a in runs]},
+    rows = postgres._execute(HEARTBEAT_MANY_SQL, arrays.columns({"ids": [r for r, _ in runs],
+                                                                 "attempts": [a for _, a in runs]}),
                              all_rows=True, prepare=False)
     return {(run_id, attempt) for run_id, attempt in rows}

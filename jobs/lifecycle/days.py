@@ -24,6 +24,7 @@ from django.db import connection
 
 from ..choices import TIMED_END_STATUSES, RunStatus, RunTrigger
 from ..models import Job, JobAttempt, JobDayFigures, JobRun
+from . import arrays
 
 FIRST_BUCKET_SECONDS = 0.001  # bucket 0 holds every duration up to a millisecond
 BUCKET_GROWTH = 2 ** 0.25
@@ -178,7 +179,7 @@ def _add_in_sql(ends):
     with connection.cursor() as cursor:
         cursor.execute(_add_sql(f"unnest(%s::bigint[], %s::float8[]) AS e(run_id, seconds) "
                                 f"JOIN {JobRun._meta.db_table} AS r ON r.id = e.run_id", "e.seconds", "true"),
-                       [[run_id for run_id, _ in ends], [seconds for _, seconds in ends],
+                       [arrays.literal([run_id for run_id, _ in ends]), arrays.literal([seconds for _, seconds in ends]),
                         settings.JOBS_MISFIRE_GRACE_SECONDS])
 
 

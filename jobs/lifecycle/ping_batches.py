@@ -22,7 +22,7 @@ from django.db import connection
 from django.db.models import OuterRef, Subquery
 
 from ..models import AttemptOutcome, Job, JobRun, RunStatus, RunTrigger
-from . import bundles, pings, postgres
+from . import arrays, bundles, pings, postgres
 from .moves import MOVES
 from .runs import create_runs
 
@@ -110,7 +110,8 @@ def _runs_at(pairs):
     rows = postgres._execute(
         f"SELECT job_id, scheduled_for FROM {RUN} WHERE (job_id, scheduled_for) IN "
         "(SELECT * FROM unnest(%(jobs)s::bigint[], %(slots)s::timestamptz[]))",
-        {"jobs": [job_id for job_id, _ in pairs], "slots": [slot for _, slot in pairs]}, all_rows=True, prepare=False)
+        arrays.columns({"jobs": [job_id for job_id, _ in pairs], "slots": [slot for _, slot in pairs]}), all_rows=True,
+        prepare=False)
     return {(job_id, slot) for job_id, slot in rows}
 
 
@@ -144,7 +145,7 @@ def _make_runs(makes, alone):
 
 def _update(sql, params):
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, arrays.columns(params))
 
 
 def _end_successes(ends, made):

@@ -10,6 +10,7 @@ batches are folded one at a time (a transaction lock on PostgreSQL; SQLite has a
 the figures are exact, as of the last fold (a tick ago, while a leader runs).
 """
 
+import json
 import time
 from collections import defaultdict
 from datetime import UTC
@@ -30,7 +31,7 @@ from ..models import (
     RecentRuns,
     RunEnd,
 )
-from . import days
+from . import arrays, days
 
 FOLD_LOCK = 0x6A6F6273  # pg_advisory_xact_lock key of the fold ("jobs")
 PASS_SECONDS = 0.25
@@ -121,9 +122,9 @@ def _upsert(model, keys, rows):
         if connection.vendor == "postgresql":
             # The whole batch as one array per column: one statement, not one per row.
             types = ["bigint"] * (len(keys) - 1) + ["timestamptz"] + ["integer"] * (len(counters) - 1) + ["float8"]
-            arrays = ", ".join(f"%s::{kind}[]" for kind in types)
-            cursor.execute(f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({arrays}) {conflict}",
-                           [list(column) for column in zip(*params, strict=True)])
+            casts = ", ".join(f"%s::{kind}[]" for kind in types)
+            cursor.execute(f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({casts}) {conflict}",
+                           [arrays.literal(column) for column in zip(*params, strict=True)])
         else:
             marks = ", ".join(["%s"] * (len(keys) + len(counters)))
             hour_at = len(keys) - 1
@@ -144,14 +145,16 @@ def _add_recent(ends, live):
     params = []
     for job_id, points in sorted(new.items()):
         merged = sorted(kept.get(job_id, []) + points, key=lambda p: (p[1], p[0]))[-RecentRuns.KEPT:]
-        params.append([job_id, field.get_db_prep_value(merged, connection)])
+        params.append([job_id, merged])
     table, conflict = RecentRuns._meta.db_table, "ON CONFLICT (job_id) DO UPDATE SET points = excluded.points"
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(f"INSERT INTO {table} (job_id, points) SELECT * FROM unnest(%s::bigint[], %s::jsonb[]) "
-                           + conflict, [list(column) for column in zip(*params, strict=True)])
+                           + conflict, [arrays.literal([job_id for job_id, _ in params]),
+                                        arrays.literal([json.dumps(points) for _, points in params])])
         else:
-            cursor.executemany(f"INSERT INTO {table} (job_id, points) VALUES (%s, %s) " + conflict, params)
+            cursor.executemany(f"INSERT INTO {table} (job_id, points) VALUES (%s, %s) " + conflict,
+                               [[job_id, field.get_db_prep_value(points, connection)] for job_id, points in params])
 
 
 def recount():

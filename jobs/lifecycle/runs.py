@@ -33,7 +33,7 @@ from ..models import (
 )
 from ..telemetry import tracing
 from ..timing import clock
-from . import bundling, events, limits, postgres, rollup
+from . import arrays, bundling, events, limits, postgres, rollup
 from .moves import move_locked, transition
 
 logger = logging.getLogger(__name__)
@@ -204,13 +204,13 @@ def _insert_runs(rows, now, trigger, user, params=None, traceparents=None):
         with connection.cursor() as cursor:
             if connection.vendor == "postgresql":
                 names = ", ".join(name for name, _ in unnest_columns)
-                arrays = ", ".join(f"%s::{kind}[]" for _, kind in unnest_columns)
+                casts = ", ".join(f"%s::{kind}[]" for _, kind in unnest_columns)
                 cursor.execute(
                     f"INSERT INTO {table} ({names}, trigger, attempt, created_at, publish_count, worker, output, "
                     f"output_bytes, error, triggered_by_id, lost_attempts) "
-                    f"SELECT v.*, %s, 1, %s, 0, '', '', 0, '', %s::bigint, 0 FROM unnest({arrays}) AS v "
+                    f"SELECT v.*, %s, 1, %s, 0, '', '', 0, '', %s::bigint, 0 FROM unnest({casts}) AS v "
                     "ON CONFLICT (job_id, scheduled_for) DO NOTHING RETURNING id, job_id, status, scheduled_for",
-                    [trigger, now, user_id] + [list(column) for column in zip(*values, strict=True)],
+                    [trigger, now, user_id] + [arrays.literal(column) for column in zip(*values, strict=True)],
                 )
             else:
                 # Times as the ORM writes them: SQLite compares them as text, and the driver's own

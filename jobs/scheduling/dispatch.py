@@ -19,6 +19,7 @@ from django.db.models import Count, Q
 from .. import kinds, lifecycle
 from ..coordination import leases
 from ..lifecycle import ahead as held_ahead
+from ..lifecycle import arrays
 from ..models import ACTIVE_STATUSES, CatchupPolicy, Job, JobRun, OverlapPolicy, RunStatus
 from ..models.calendar import day_rules_cache
 from ..models.window import WindowMode, hold_reason, window_book
@@ -206,7 +207,8 @@ def advance_jobs(jobs):
             f"UPDATE {Job._meta.db_table} AS j SET next_run_at = v.next_run_at, last_run_id = v.last_run_id "
             "FROM unnest(%s::bigint[], %s::timestamptz[], %s::bigint[]) AS v(id, next_run_at, last_run_id) "
             "WHERE j.id = v.id",
-            [[job.pk for job in jobs], [job.next_run_at for job in jobs], [job.last_run_id for job in jobs]],
+            [arrays.literal([job.pk for job in jobs]), arrays.literal([job.next_run_at for job in jobs]),
+             arrays.literal([job.last_run_id for job in jobs])],
         )
 
 
