@@ -132,8 +132,8 @@ def _upsert(counts):
         if connection.vendor == "postgresql":
             cursor.execute(
                 f"INSERT INTO {table} AS f (job_id, day, counts) "
-                "SELECT * FROM unnest(%s::bigint[], %s::date[], %s::text[]::jsonb[]) "
-                + _ADD_TO_THE_DAY, [list(column) for column in zip(*rows, strict=True)])
+                "SELECT * FROM unnest(%s::bigint[], %s::date[], %s::jsonb[]) "
+                + _ADD_TO_THE_DAY, [arrays.literal(column) for column in zip(*rows, strict=True)])
         else:
             cursor.executemany(
                 f"INSERT INTO {table} (job_id, day, counts) VALUES (%s, %s, %s) "
@@ -153,7 +153,8 @@ def read_days(job_ids, first, last):
             cursor.execute(
                 f"SELECT f.day, c.key, sum(c.value::bigint) FROM {JobDayFigures._meta.db_table} AS f "
                 "CROSS JOIN LATERAL jsonb_each_text(f.counts) AS c "
-                "WHERE f.job_id = ANY(%s) AND f.day BETWEEN %s AND %s GROUP BY 1, 2", [job_ids, first, last])
+                "WHERE f.job_id = ANY(%s::bigint[]) AND f.day BETWEEN %s AND %s GROUP BY 1, 2",
+                [arrays.literal(job_ids), first, last])
             for day, measure, total in cursor.fetchall():
                 found[day][measure] = int(total)
     else:
