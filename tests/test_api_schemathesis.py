@@ -7,6 +7,8 @@ schemathesis' own pytest loader (``schemathesis.pytest.from_fixture``) fails on 
 schema endpoint needs an authenticated user, hence a database, so the schema is loaded inside the
 test and each operation is driven with its Hypothesis strategy here."""
 
+import traceback
+
 import pytest
 import schemathesis
 from django.contrib.auth.models import Group
@@ -87,6 +89,7 @@ def test_it_never_answers_a_staff_request_with_a_server_error(in_test_transactio
 
         try:
             check()
-        except Exception as exc:  # collected to report every failing operation
-            failures.append(f"{operation.label}: {exc}")
+        except Exception as exc:  # collected to report every failing operation, with what each raised
+            failures.append(f"{operation.label}: {exc}" + "".join(
+                "\n  " + "".join(traceback.format_exception(sub)) for sub in getattr(exc, "exceptions", ())))
     assert not failures, "\n\n".join(failures)
