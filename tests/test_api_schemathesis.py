@@ -58,6 +58,10 @@ def strategy_for(operation, existing_id):
     return st.one_of(strategies)
 
 
+# Every operation of the schema in one test: 95 s alone on this repository's machine, 175-182 s
+# beside two CPU hogs, and over the suite's 300 s in the main pass of a loaded run (pytest-timeout's
+# alarm then fired inside a Hypothesis example, which reported it as an "unreliable" example).
+@pytest.mark.timeout(900)
 def test_it_never_answers_a_staff_request_with_a_server_error(in_test_transaction, staff_headers):
     job = save_job(Job(name="schema-job", kind="callable", target="builtin.noop"), {"type": "manual"})
     run = JobRun.objects.create(job=job, scheduled_for=job.created_at)
