@@ -17,7 +17,6 @@ import functools
 from datetime import timedelta
 from typing import NamedTuple
 
-import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
@@ -25,7 +24,7 @@ from django.db.models import F
 from ..models import Job, JobRun, RunStatus, RunTrigger
 from ..telemetry import tracing
 from ..timing import clock
-from . import bundling, runs
+from . import arrays, bundling, runs
 
 _held = {}  # slot -> [Batch], in the order made
 
@@ -91,15 +90,13 @@ def publish_due(now=None):
 
 
 def _paused(job_ids):
-    """Those of ``job_ids`` paused: on PostgreSQL as one array, which costs a fraction of an IN list of
+    """Those of ``job_ids`` paused: on PostgreSQL as one array literal, which costs a fraction of an IN list of
     10,000 placeholders (0.6 s, most of it building the statement)."""
     if connection.vendor != "postgresql":
         return set(Job.objects.filter(pk__in=job_ids, enabled=False).values_list("pk", flat=True))
-    connection.ensure_connection()
-    # Bound on the server, in binary (Django's cursor would write the array into the statement's text).
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(f"SELECT id FROM {Job._meta.db_table} WHERE id = ANY(%s) AND NOT enabled", [list(job_ids)],
-                       binary=True)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM {Job._meta.db_table} WHERE id = ANY(%s::bigint[]) AND NOT enabled",
+                       [arrays.literal(list(job_ids))])
         return {job_id for (job_id,) in cursor.fetchall()}
 
 
