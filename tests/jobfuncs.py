@@ -48,6 +48,18 @@ def ledger(path, seconds=0.0, context=None):
     return {"attempt": attempt_of(context)}
 
 
+@job_function("test.ledger_held")
+def ledger_held(path, release, seconds=60.0, context=None):
+    """``test.ledger`` that holds until the file ``release`` exists (at most ``seconds``): a run that
+    lasts as long as its test needs, however slow the machine is to start what the test starts next."""
+    _append(path, f"start {attempt_of(context)} {time.time()}")
+    deadline = time.monotonic() + float(seconds)
+    while not os.path.exists(release) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _append(path, f"end {attempt_of(context)} {time.time()}")
+    return {"attempt": attempt_of(context)}
+
+
 @job_function("test.ledger_pid")
 def ledger_pid(path, seconds=0.0, context=None):
     """test.ledger's lines with the PID of the pool process that ran the attempt as a fourth field."""

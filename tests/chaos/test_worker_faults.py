@@ -135,13 +135,17 @@ def test_it_refuses_a_visibility_timeout_shorter_than_the_longest_run():
 
 @pytest.mark.timeout(120)
 @pytest.mark.redis_only("the visibility timeout is Redis's (RabbitMQ redelivers on a lost connection)")
-def test_a_run_longer_than_the_visibility_timeout_executes_once(processes, ledger, scoreboard):
+def test_a_run_longer_than_the_visibility_timeout_executes_once(processes, ledger, scoreboard, tmp_path):
     # Redis hands an unacknowledged message out again once it is older than the visibility
     # timeout; the settings refuse one shorter than the longest job, so both are lowered here.
     # kombu restores such messages when a consumer starts (and every ~100 s after): a second
     # worker, started once the timeout has passed, brings the running run's message back.
+    # The run holds until the test releases it: a fixed length (it was 14 s) ran out in a loaded CI
+    # run before the second worker had even started.
     short = {"CELERY_VISIBILITY_TIMEOUT": "4", "JOBS_MAX_TIMEOUT_SECONDS": "2"}
-    job = make_job("outlives-visibility", kwargs={"path": ledger.path, "seconds": 14}, timeout_seconds=60)
+    release = tmp_path / "release"
+    job = make_job("outlives-visibility", target="test.ledger_held",
+                   kwargs={"path": ledger.path, "release": str(release), "seconds": 90}, timeout_seconds=100)
     processes.worker(concurrency=1, name="wa", **short)
     run = lifecycle.create_run(job)
     started_attempt(run)
@@ -152,6 +156,7 @@ def test_a_run_longer_than_the_visibility_timeout_executes_once(processes, ledge
     wait_for(lambda: DeliveryCounter.get(DROPPED) >= 1, timeout=30, message="the message delivered again")
     run.refresh_from_db()
     assert run.status == RunStatus.RUNNING  # redelivered while the first delivery still runs it
+    release.touch()
 
     verdict = invariants.check(invariants.runs_of(job), ledger, terminal_within=30)
     run.refresh_from_db()
