@@ -300,11 +300,12 @@ def _with(job, values):
     return changed
 
 
-def save_many(actor, new, changed, checked_fields=(), detail=""):
+def save_many(actor, new, changed, checked_fields=(), detail="", now=None):
     """``create`` for each of ``new`` ([(job, schedule or None)]) and ``edit`` for each of ``changed``
     ([(job, values, schedule or None)]), at once: the same permission checks, owners and validation,
     an audit entry per changed job and one for all the new ones, the rows written in bulk (``definitions.save_jobs``: ``checked_fields``
-    are those the caller has checked as the API does). Returns {("new" or "changed", index):
+    are those the caller has checked as the API does; ``now``: the moment the first slots are
+    computed from, one for all the calls of one file). Returns {("new" or "changed", index):
     ActionError}; nothing is saved when there is any."""
     refused = {("new", i): exc for i, exc in _refusals(actor, {i: [job.kind] for i, (job, _) in enumerate(new)}).items()}
     with transaction.atomic():
@@ -356,7 +357,7 @@ def save_many(actor, new, changed, checked_fields=(), detail=""):
                 definitions.replan_if_days_changed(job, stored[job.pk])
             items.append((job, schedule))
         try:
-            invalid = definitions.save_jobs(items, checked_fields, update_fields)
+            invalid = definitions.save_jobs(items, checked_fields, update_fields, now=now)
         except ValidationError as exc:
             raise ActionError.invalid(exc) from None
         if invalid:

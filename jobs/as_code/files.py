@@ -30,6 +30,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError, transaction
 from django.db.models import Model
 from django.db.models.base import ModelState
+from django.utils import timezone
 from rest_framework.fields import SkipField
 from rest_framework.serializers import ValidationError, as_serializer_error
 from rest_framework.settings import api_settings
@@ -660,7 +661,9 @@ def apply_jobs(plan, actor):
 
 
 def save_in_bulk(plan, actor):
-    errors, total = [], len(plan.changes)
+    # One moment for every chunk: the file is applied in one transaction, and the chunks' jobs of
+    # one schedule then share its first slot, computed once (definitions.ScheduleRows).
+    errors, total, now = [], len(plan.changes), timezone.now()
     for start in range(0, total, SAVE_CHUNK):
         chunk = plan.changes[start:start + SAVE_CHUNK]
         new = [change for change in chunk if change.is_new]
@@ -668,7 +671,7 @@ def save_in_bulk(plan, actor):
         refused = actions.save_many(actor, [(c.job, c.schedule) for c in new],
                                     [(c.job, {key: c.values[key] for key, *_ in c.changed if key in c.values},
                                       c.schedule) for c in changed],  # the other values are the stored ones
-                                    checked_fields=CHECKED_BY_THE_SERIALIZER, detail="jobs apply")
+                                    checked_fields=CHECKED_BY_THE_SERIALIZER, detail="jobs apply", now=now)
         for (which, index), exc in sorted(refused.items(), key=lambda item: (item[0][0] != "new", item[0][1])):
             change = (new if which == "new" else changed)[index]
             errors += [f"{change.entry.where}: {line}" for line in messages_of(field_errors(DjangoValidationError(exc.fields)))]

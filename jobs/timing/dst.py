@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from croniter import croniter
-
 from ..choices import DstRepeated, DstSkipped
 from . import schedules
 
@@ -117,7 +115,7 @@ def affected_slots(expression, zone_name, transition, skipped=DstSkipped.SHIFT, 
     MOST_SLOTS_SHOWN + 1, so a caller can tell there are more), each with its instants."""
     zone = ZoneInfo(zone_name)
     first, end = transition.walls
-    cursor = croniter(expression, first - timedelta(minutes=1))
+    cursor = schedules.cron_cursor(expression, first - timedelta(minutes=1))
     found = []
     while len(found) <= MOST_SLOTS_SHOWN:
         wall = cursor.get_next(datetime)
@@ -216,7 +214,7 @@ def _ordinary_slots(expression, zone_name, transition, slots, skipped, repeated)
         return frozenset()
     end = transition.walls[1]
     zone = ZoneInfo(zone_name)
-    cursor = croniter(expression, end - timedelta(minutes=1))
+    cursor = schedules.cron_cursor(expression, end - timedelta(minutes=1))
     last = max(at for slot in slots for at in slot.instants)
     ordinary = set()
     while True:

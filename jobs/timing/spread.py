@@ -8,6 +8,7 @@ name. Renaming a job moves it. MD5 is used as a spreading hash, not for security
 offset in a column (``Job.spread_offset_seconds``) for the forecast's grouping queries.
 """
 
+import functools
 import hashlib
 import re
 
@@ -37,8 +38,12 @@ HASHED = re.compile(r"^H(?:\((\d{1,4})-(\d{1,4})\))?(?:/(\d{1,4}))?$")
 
 
 def uses_hash(expression):
-    return isinstance(expression, str) and any(
-        item[:1].upper() == "H" for field in expression.split() for item in field.split(","))
+    return isinstance(expression, str) and _uses_hash(expression)
+
+
+@functools.lru_cache(maxsize=8192)  # asked several times per job saved; a file holds a few thousand expressions
+def _uses_hash(expression):
+    return any(item[:1].upper() == "H" for field in expression.split() for item in field.split(","))
 
 
 def _resolve_item(item, index, key):
