@@ -17,13 +17,15 @@ imports). Each benchmark runs for BASE, then at once for HEAD, so the two see th
 - pages: ``bench/pages.py --runs P --save``: each page's p95;
 - pings: ``bench/pings.py --seconds S --jobs 1000``: check-in pings recorded per second, and their
   latency;
+- apply: ``bench/apply.py --jobs J --sample 100``: ``manage.py jobs apply`` of J new jobs from a YAML
+  and from a JSON file, and of the same file again (jobs per second, CPU of the command's process);
 - commands: ``bench/command_start.py --samples K`` (an isolated command's start and CPU) and
   ``bench/burst.py --runs C --repeat 1 --only on --kind command``: C ``true`` commands due in one
   second.
 
 Databases: ``<--database-prefix>_<base|head>[_pages]`` on DATABASE_URL's server, made if missing and
 emptied by the benchmarks themselves; the broker is REDIS_URL (flushed by them). Each benchmark's
-output is kept in --logs. ``--only`` picks some of: dispatch burst latency pages.
+output is kept in --logs. ``--only`` picks some of them.
 """
 
 import argparse
@@ -41,7 +43,7 @@ from harness.readings import load_average
 from harness.table import markdown, ratio, say
 
 REPO = Path(__file__).resolve().parent.parent
-BENCHMARKS = ("dispatch", "burst", "latency", "pages", "pings", "commands")
+BENCHMARKS = ("dispatch", "burst", "latency", "pages", "pings", "apply", "commands")
 
 
 def git(*args, cwd=REPO):
@@ -165,6 +167,21 @@ def pings_figures(text):
     return figures
 
 
+APPLY_ROWS = {"bulk, create": "jobs apply: create from YAML", "bulk, create from a JSON file": "jobs apply: create from JSON",
+              "bulk, the same file again": "jobs apply: the same file again"}
+
+
+def apply_figures(text):
+    """bench/apply.py's table: | what | jobs | seconds | CPU s | jobs/s | ... |."""
+    figures = {}
+    for line in text.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) >= 5 and cells[0] in APPLY_ROWS:
+            figures[f"{APPLY_ROWS[cells[0]]}, jobs/s"] = number(cells[4])
+            figures[f"{APPLY_ROWS[cells[0]]}, CPU s"] = number(cells[3])
+    return figures
+
+
 def command_start_figures(text):
     for line in text.splitlines():
         if line.startswith("namespace "):
@@ -205,6 +222,9 @@ def measure(checkouts, args, logs):
             elif bench == "pings":
                 text = checkout.run("pings.py", ["--seconds", str(min(args.seconds, 60)), "--jobs", "1000"], logs)
                 note(checkout.label, pings_figures(text))
+            elif bench == "apply":
+                text = checkout.run("apply.py", ["--jobs", str(args.apply_jobs), "--sample", "100"], logs)
+                note(checkout.label, apply_figures(text))
             elif bench == "commands":
                 text = checkout.run("command_start.py", ["--samples", str(args.samples * 3)], logs)
                 note(checkout.label, command_start_figures(text))
@@ -241,6 +261,7 @@ def main():
     parser.add_argument("--ahead", type=float, default=10.0, help="JOBS_DISPATCH_AHEAD_SECONDS for dispatch")
     parser.add_argument("--burst", type=int, default=10000, help="new jobs due in one second")
     parser.add_argument("--samples", type=int, default=100, help="run-now and slot samples of bench/latency.py")
+    parser.add_argument("--apply-jobs", type=int, default=100000, help="new jobs in bench/apply.py's file")
     parser.add_argument("--commands", type=int, default=10000, help="true commands due in one second")
     parser.add_argument("--pages-runs", type=int, default=100000, help="runs bench/pages.py seeds")
     parser.add_argument("--database-prefix", default="bench_compare")

@@ -280,8 +280,12 @@ def test_a_tags_report_reads_the_audit_trail_once_whatever_its_number_of_jobs(dj
         hourly_job(name=f"tagged-{n}", tags=["fleet"])
     # As the API and the pages read them: with their schedules.
     jobs = list(Job.objects.filter(name__startswith="tagged-").select_related("crontab", "interval", "clocked"))
+    # Half past an hour: in the minute after one of the jobs' slots (the scheduler's grace), the
+    # report asks for the runs of that slot too, a fifth query (CI once ran it at such a minute).
+    now = timezone.now().replace(minute=30, second=0, microsecond=0)
+    now -= timedelta(hours=1) if now > timezone.now() else timedelta(0)
     with django_assert_max_num_queries(4):
-        report = reports.jobs_report(jobs, 7)
+        report = reports.jobs_report(jobs, 7, now=now)
     assert report["slots_expected"] > 0
 
 
@@ -322,3 +326,7 @@ def test_the_migration_packs_the_days_counted_so_far_and_a_job_is_still_deleted(
     finally:
         executor = MigrationExecutor(connection)
         executor.migrate(executor.loader.graph.leaf_nodes())
+        # The old table is no model's: the test database's flush leaves it, and a later test that
+        # migrates back (test_migrations_squashed) would give it its foreign key again over these rows.
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM jobs_jobdaycounts")

@@ -50,6 +50,9 @@ def _positive(name):
 
 
 
+NULL_MOSTLY = ("crontab", "interval", "clocked", "group")  # foreign keys indexed where set
+
+
 class Job(models.Model):
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
@@ -57,7 +60,7 @@ class Job(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
     )
     group = models.ForeignKey(
-        "auth.Group", null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+        "auth.Group", null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs", db_index=False
     )
     tags = models.JSONField(default=list, blank=True)
 
@@ -92,9 +95,10 @@ class Job(models.Model):
     )
 
     schedule_type = models.CharField(max_length=16, choices=ScheduleType.choices, default=ScheduleType.MANUAL)
-    crontab = models.ForeignKey(CrontabSchedule, null=True, blank=True, on_delete=models.PROTECT)
-    interval = models.ForeignKey(IntervalSchedule, null=True, blank=True, on_delete=models.PROTECT)
-    clocked = models.ForeignKey(ClockedSchedule, null=True, blank=True, on_delete=models.PROTECT)
+    # Indexed where set only (Meta.indexes), as is group: a job has one of the three.
+    crontab = models.ForeignKey(CrontabSchedule, null=True, blank=True, on_delete=models.PROTECT, db_index=False)
+    interval = models.ForeignKey(IntervalSchedule, null=True, blank=True, on_delete=models.PROTECT, db_index=False)
+    clocked = models.ForeignKey(ClockedSchedule, null=True, blank=True, on_delete=models.PROTECT, db_index=False)
     catchup_policy = models.CharField(
         verbose_name="catch-up policy", max_length=8, choices=CatchupPolicy.choices, default=CatchupPolicy.LATEST
     )
@@ -324,6 +328,12 @@ class Job(models.Model):
             # The jobs of a limit: the claim's count of their running runs, the waking of their
             # waiting ones (jobs.lifecycle.limits); only jobs that name a limit are in it.
             models.Index(fields=["limit_key"], name="job_limit_key_idx", condition=~Q(limit_key="")),
+            # The jobs of a schedule row or a team: what deleting one checks (its foreign keys), the
+            # team's jobs. Only the jobs that have one are in each: a dispatch moves a job's row to a
+            # new place (next_run_at is indexed), and each index the row is in takes a new entry;
+            # the jobs without a team, and two of each job's three schedule columns, are NULL.
+            *[models.Index(fields=[name], name=f"job_{name}_idx", condition=Q(**{f"{name}__isnull": False}))
+              for name in NULL_MOSTLY],
         ]
 
     def __str__(self):
