@@ -1,12 +1,16 @@
 """Jobs as code through the API: POST /api/jobs-as-code/ (plan, dry run, apply, prune, errors with
 entry, job, key and line) and GET for the export; who may apply, and to which jobs."""
 
+import gc
+
 import pytest
 import yaml
 from django.contrib.auth.models import Permission
 from rest_framework.test import APIClient
 
 from audit.models import AuditEntry
+from jobs.as_code import files as as_code
+from jobs.definitions import jobs as definitions
 from jobs.definitions.jobs import save_job
 from jobs.models import Job
 from workflows.models import Workflow
@@ -61,6 +65,24 @@ def test_staff_apply_then_a_second_apply_changes_nothing(people):
     assert second["applied"] is False and second["changes"] == [] and second["unchanged"] == 2
     weekly.refresh_from_db()
     assert weekly.next_run_at == next_run
+
+
+def test_the_collector_is_paused_while_a_posted_file_is_planned_and_saved_and_runs_again_after(people, monkeypatch):
+    # jobs.collector: its full passes walk every entry and job a large file keeps alive.
+    running = {}
+
+    def noting(name, function):
+        def call(*args, **kwargs):
+            running[name] = gc.isenabled()
+            return function(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(as_code.EntryChecker, "check", noting("plan", as_code.EntryChecker.check))
+    monkeypatch.setattr(definitions, "save_jobs", noting("save", definitions.save_jobs))
+
+    assert apply(people.client(people.staff), FILE).json()["applied"] is True
+    assert running == {"plan": False, "save": False}
+    assert gc.isenabled()
 
 
 def test_an_update_lists_each_changed_field(people):

@@ -36,6 +36,7 @@ from rest_framework.serializers import ValidationError, as_serializer_error
 from rest_framework.settings import api_settings
 from rest_framework.validators import UniqueValidator
 
+from .. import collector
 from ..access import secrets
 from ..actions import jobs as actions
 from ..actions.permissions import visible_jobs
@@ -261,6 +262,7 @@ def entry_lines(root, key, count):
     return [None] * count
 
 
+@collector.paused()
 def plan_file(entries, actor, prune=False):
     """The plan of every section the file holds; raises JobFileError with every error found."""
     plans, errors = {}, []
@@ -273,6 +275,7 @@ def plan_file(entries, actor, prune=False):
     return FilePlan(plans)
 
 
+@collector.paused()
 def apply_plan(plan, actor, dry_run=False):
     """Save every section's changes, then delete what is pruned (dependents first), in one
     transaction: all of it or none. A dry run saves too (that is the full validation) and then

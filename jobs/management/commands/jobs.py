@@ -18,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from jobs import kinds, parameters
+from jobs import collector, kinds, parameters
 from jobs.actions import jobs as actions
 from jobs.actions.permissions import visible_jobs
 from jobs.as_code import files as as_code
@@ -290,6 +290,7 @@ class Command(BaseCommand):
         finally:
             as_code.PROGRESS.reset(token)
 
+    @collector.paused()  # the file's entries, its plan and its lines live until it is applied
     def apply(self, file, dry_run, prune):
         actor = actions.Actor.command_line(self.user)
         try:
