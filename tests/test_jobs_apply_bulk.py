@@ -18,10 +18,11 @@ from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule
 
 from audit.models import Action
+from jobs import kinds
 from jobs.as_code import files as as_code
 from jobs.definitions import jobs as definitions
 from jobs.definitions.jobs import save_job
-from jobs.models import Job, TeamQuota
+from jobs.models import Job, JobVersion, TeamQuota
 
 from .api_personas import make_personas
 from .file_entries import mixed_entry
@@ -240,6 +241,16 @@ def test_a_large_file_gives_what_the_file_says_and_what_saving_job_by_job_gives(
     assert {(entry.actor, entry.source) for entry in created} == {(people.owner, "cli")}
     assert [name for entry in created for name in entry.changes["created"]] == [given["name"] for given in entries]
     assert len(created) == LARGE // as_code.SAVE_CHUNK
+    # A version 1 of each job, by the owner, its values the entry's and none of a secret field's.
+    versions = {version.job_id: version for version in JobVersion.objects.filter(job__name__startswith="bulk-")}
+    assert len(versions) == LARGE
+    for given in entries:
+        version = versions[jobs[given["name"]].pk]
+        assert (version.number, version.author, version.author_name, version.changes) == (1, people.owner, "owner", {})
+        assert (version.values["name"], version.values["target"], version.values["tags"],
+                version.values["schedule"]["type"]) == (given["name"], given["target"], given.get("tags", []),
+                                                        given["schedule"]["type"])
+        assert not set(version.values) & kinds.secret_fields()
 
     # A sample of the same entries saved job by job (the path the bulk one falls back to) gives the
     # same rows, field for field.

@@ -34,7 +34,7 @@ def _plain(value):
 
 def snapshot(job):
     """The job's defining fields as JSON values (the schedule as the API's schedule object)."""
-    values = {}
+    values, loaded = {}, job.__dict__  # a loaded field's value, without its descriptor (a bulk save snapshots every job)
     for name in TRACKED:
         if name == "schedule":
             values[name] = _plain(schedule_of(job))
@@ -43,7 +43,7 @@ def snapshot(job):
         elif name == "group":
             values[name] = job.group.name if job.group_id else None
         else:
-            values[name] = _plain(getattr(job, name))
+            values[name] = _plain(loaded[name] if name in loaded else getattr(job, name))
     return values
 
 

@@ -395,15 +395,16 @@ def insert_jobs(jobs):
             job.pk = pk
             for f in stamped:
                 f.pre_save(job, True)
-    copy_rows(Job, jobs, fields)
+    names = [f.attname for f in fields]
+    copy_rows(Job, fields, ([values[name] for name in names] for values in (job.__dict__ for job in jobs)))
     for job in jobs:
         job._state.adding, job._state.db = False, connection.alias
 
 
-def copy_rows(model, rows, fields):
-    """Write ``rows`` (instances of ``model``, their ``fields`` set as the model would write them) in
-    one binary COPY, on PostgreSQL: what ``insert_jobs`` and a job's versions (``versions``) insert
-    in bulk."""
+def copy_rows(model, fields, rows):
+    """Write ``rows`` (each the values of ``fields`` of a ``model``, in their order, as the model would
+    write them) in one binary COPY, on PostgreSQL: what ``insert_jobs`` and a job's versions
+    (``versions``) insert in bulk."""
     from psycopg.types.json import set_json_dumps  # PostgreSQL's driver, not needed with SQLite
 
     table = connection.ops.quote_name(model._meta.db_table)
@@ -412,13 +413,11 @@ def copy_rows(model, rows, fields):
                        [model._meta.db_table])
         types = dict(cursor.fetchall())
         columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-        names = [f.attname for f in fields]
         set_json_dumps(json_text, cursor.cursor)
         with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types([types[f.column] for f in fields])
             for row in rows:
-                values = row.__dict__
-                copy.write_row([values[name] for name in names])
+                copy.write_row(row)
 
 
 def json_text(value):

@@ -22,8 +22,10 @@ COPY_FROM = 200
 
 def kept(snapshot):
     """What a version keeps of a snapshot: everything but the values of a job's secret fields."""
-    secret = kinds.secret_fields()
-    return {name: value for name, value in snapshot.items() if name not in secret}
+    values = {**snapshot}
+    for name in kinds.secret_fields():
+        values.pop(name, None)
+    return values
 
 
 def record(versioned, snapshot, changes, user=None, author_name="", detail="", created=False):
@@ -40,17 +42,21 @@ def record_many(saved, user=None, author_name="", detail="", created=False):
     model = type(saved[0][0])
     relation = model._meta.get_field("versions")
     version_model, key = relation.related_model, relation.field.attname
+    fields = [f.attname for f in version_model._meta.concrete_fields if not f.primary_key]
     now, rows = timezone.now(), []
+    common = {"created_at": now, "author_id": user.pk if user is not None else None,
+              "author_name": author_name[:255], "detail": detail[:255]}
     for versioned, snapshot, changes in saved:
         if not created:
             versioned.version += 1
-        rows.append(version_model(**{key: versioned.pk}, number=versioned.version, created_at=now, author=user,
-                                  author_name=author_name[:255], values=kept(snapshot),
-                                  changes={} if created else changes, detail=detail[:255]))
+        rows.append({**common, key: versioned.pk, "number": versioned.version, "values": kept(snapshot),
+                     "changes": {} if created else changes})
     if connection.vendor == "postgresql" and len(rows) >= COPY_FROM:
-        copy_rows(version_model, rows, [f for f in version_model._meta.concrete_fields if not f.primary_key])
+        # As plain rows: making 100,000 versions models was a twentieth of applying a file.
+        copy_rows(version_model, [version_model._meta.get_field(name) for name in fields],
+                  ([row[name] for name in fields] for row in rows))
     else:
-        version_model.objects.bulk_create(rows, batch_size=2000)
+        version_model.objects.bulk_create([version_model(**row) for row in rows], batch_size=2000)
     if not created:
         ids = [versioned.pk for versioned, _, _ in saved]
         for start in range(0, len(ids), 10000):
