@@ -465,6 +465,7 @@ class EntryChecker:
         self.fields = file_fields()
         self.required = [name for name, f in self.fields.items() if f.required]
         self.defaults = {name: default_of(name) for name, f in self.fields.items() if not f.required}
+        self.defaults_but_schedule = {name: value for name, value in self.defaults.items() if name != "schedule"}
         fields = JobSerializer().fields
         unique = [v for v in fields["name"].validators if isinstance(v, UniqueValidator)]
         self.taken_message = unique[0].message if unique else "A job with this name already exists."
@@ -565,8 +566,7 @@ class EntryChecker:
             ordered = {key: problems[key] for key in (*self.fields, *problems) if key in problems}
             raise JobFileError(errors + [f"{entry.where}: {line}" for line in messages_of(ordered)])
         schedule = values.pop("schedule", {"type": "manual"})
-        return {**{name: self.defaults[name] for name in self.defaults if name != "schedule"}, **values,
-                "schedule": schedule}
+        return {**self.defaults_but_schedule, **values, "schedule": schedule}
 
 
 class NewJobs:
