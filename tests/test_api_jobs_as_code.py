@@ -15,6 +15,8 @@ from jobs.definitions.jobs import save_job
 from jobs.models import Job
 from workflows.models import Workflow
 
+from .collector_spy import note_collector
+
 pytestmark = pytest.mark.django_db
 
 FILE = """\
@@ -70,15 +72,8 @@ def test_staff_apply_then_a_second_apply_changes_nothing(people):
 def test_the_collector_is_paused_while_a_posted_file_is_planned_and_saved_and_runs_again_after(people, monkeypatch):
     # jobs.collector: its full passes walk every entry and job a large file keeps alive.
     running = {}
-
-    def noting(name, function):
-        def call(*args, **kwargs):
-            running[name] = gc.isenabled()
-            return function(*args, **kwargs)
-        return call
-
-    monkeypatch.setattr(as_code.EntryChecker, "check", noting("plan", as_code.EntryChecker.check))
-    monkeypatch.setattr(definitions, "save_jobs", noting("save", definitions.save_jobs))
+    note_collector(monkeypatch, running, as_code.EntryChecker, "check", "plan")
+    note_collector(monkeypatch, running, definitions, "save_jobs", "save")
 
     assert apply(people.client(people.staff), FILE).json()["applied"] is True
     assert running == {"plan": False, "save": False}

@@ -25,6 +25,7 @@ from jobs.definitions.jobs import save_job
 from jobs.models import Job, JobVersion, TeamQuota
 
 from .api_personas import make_personas
+from .collector_spy import note_collector
 from .file_entries import mixed_entry
 from .work_trail import work_entries
 
@@ -269,15 +270,8 @@ def test_the_collector_is_paused_while_a_file_is_read_planned_and_saved_and_runs
     # Its full passes walked every entry, job and version a file keeps alive: a third of the CPU of
     # an apply of 100,000 jobs (jobs.collector).
     running = {}
-
-    def noting(name, function):
-        def call(*args, **kwargs):
-            running[name] = gc.isenabled()
-            return function(*args, **kwargs)
-        return call
-
-    monkeypatch.setattr(as_code, "read_entries", noting("read", as_code.read_entries))
-    monkeypatch.setattr(definitions, "save_jobs", noting("save", definitions.save_jobs))
+    note_collector(monkeypatch, running, as_code, "read_entries", "read")
+    note_collector(monkeypatch, running, definitions, "save_jobs", "save")
     assert gc.isenabled()
 
     assert apply(write(tmp_path, [entry(i) for i in range(COUNT)]))[0][-1] == \
