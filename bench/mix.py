@@ -66,21 +66,19 @@ def create(n, seed=21, progress=None):
     """Save the ``n`` jobs of the mix through ``actions.save_many`` (the bulk path of ``jobs apply``).
     Returns the seconds it took."""
     from jobs import collector
-    from jobs.actions import jobs as actions
 
-    actor = actions.Actor.command_line()
     started = time.perf_counter()
     with collector.paused():  # as jobs apply reads and saves a file (jobs.collector)
-        _create(actor, entries(n, seed), progress)
+        _create(entries(n, seed), progress)
     return time.perf_counter() - started
 
 
-def _create(actor, all_entries, progress):
+def _create(all_entries, progress):
     from jobs.actions import jobs as actions
     from jobs.as_code import files as as_code
     from jobs.models import Job
 
-    n = len(all_entries)
+    actor, n = actions.Actor.command_line(), len(all_entries)
     for start in range(0, n, CHUNK):
         new = []
         for entry in all_entries[start:start + CHUNK]:

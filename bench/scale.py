@@ -104,7 +104,6 @@ def caught_up(processes, consumer, limit=1800):
             break
         say(f"    catching up: {time.time() - started:.0f} s, messages={len(consumer):,}")
         time.sleep(10)
-    return time.time() - started
 
 
 def run_scheduler(seconds, ahead=0.0):

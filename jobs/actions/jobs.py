@@ -29,7 +29,7 @@ from django.utils import timezone
 from audit import trail
 from audit.models import Action, Source, Subject
 
-from .. import collector, lifecycle, parameters
+from .. import lifecycle, parameters
 from ..access import secrets
 from ..definitions import bound_secrets, versions
 from ..definitions import jobs as definitions
@@ -300,7 +300,6 @@ def _with(job, values):
     return changed
 
 
-@collector.paused()
 def save_many(actor, new, changed, checked_fields=(), detail="", now=None):
     """``create`` for each of ``new`` ([(job, schedule or None)]) and ``edit`` for each of ``changed``
     ([(job, values, schedule or None)]), at once: the same permission checks, owners and validation,
