@@ -11,6 +11,7 @@ imports). Each benchmark runs for BASE, then at once for HEAD, so the two see th
 
 - dispatch: ``bench/scale.py --jobs N --apply none --between 0 --ahead A --seconds S`` for each N of
   --jobs (the mix of bench/mix.py; dispatch lag p99, beat CPU, beat CPU with nothing due, RSS, load rate);
+  ``--queued Q``: with a backlog of Q runs queued and never claimed;
 - burst: ``bench/burst.py --runs R --repeat 1 --only on --new-jobs``: R new jobs with the default
   settings due in one second, on a real beat and worker -c 2, on a private PostgreSQL and Redis;
 - run now: ``bench/latency.py --samples K``: POST run now → started, and slot → started;
@@ -205,7 +206,8 @@ def measure(checkouts, args, logs):
             if bench == "dispatch":
                 for n in args.jobs:
                     text = checkout.run("scale.py", ["--jobs", str(n), "--apply", "none", "--between", "0",
-                                                     "--ahead", str(args.ahead), "--seconds", str(args.seconds)], logs)
+                                                     "--ahead", str(args.ahead), "--seconds", str(args.seconds),
+                                                     "--queued", str(args.queued)], logs)
                     note(checkout.label, dispatch_figures(text, n))
             elif bench == "burst":
                 text = checkout.run("burst.py", ["--runs", str(args.burst), "--repeat", "1", "--only", "on",
@@ -259,6 +261,7 @@ def main():
     parser.add_argument("--jobs", type=int, nargs="+", default=[100000, 1000000], help="dispatch's sizes")
     parser.add_argument("--seconds", type=int, default=240, help="dispatch's scheduler window")
     parser.add_argument("--ahead", type=float, default=10.0, help="JOBS_DISPATCH_AHEAD_SECONDS for dispatch")
+    parser.add_argument("--queued", type=int, default=0, help="dispatch: runs queued and never claimed first")
     parser.add_argument("--burst", type=int, default=10000, help="new jobs due in one second")
     parser.add_argument("--samples", type=int, default=100, help="run-now and slot samples of bench/latency.py")
     parser.add_argument("--apply-jobs", type=int, default=100000, help="new jobs in bench/apply.py's file")

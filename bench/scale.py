@@ -17,7 +17,10 @@ For each N of --jobs, the database is emptied and:
    idle rate, divided by the runs dispatched in the window, is its CPU per due run (not given with
    --ahead above 0: the runs are then made from second 50 on, inside that span). RSS at the end
    of the window, from /proc. The window starts after the scheduler has caught up the slots that
-   fell while the jobs were loading (those runs are dispatched late, on purpose, and left out);
+   fell while the jobs were loading (those runs are dispatched late, on purpose, and left out).
+   ``--queued Q``: before the scheduler starts, Q runs queued and never claimed, of a paused job on a
+   queue of its own (``park``), as every worker down for a while leaves them: the leader's passes
+   that look for running and waiting runs read them all (jobs/scheduling/pacing.py);
 4. once the scheduler is stopped: one pass each of the slot check (``slot_report.check_recent()``,
    its default window: the first pass, every job new, and the next pass after --between seconds
    more of the scheduler), retention (``retention.prune()``), the monitor (``monitor.check_once()``)
@@ -104,6 +107,23 @@ def caught_up(processes, consumer, limit=1800):
             break
         say(f"    catching up: {time.time() - started:.0f} s, messages={len(consumer):,}")
         time.sleep(10)
+
+
+def park(queued):
+    """``queued`` runs queued and never claimed, of one paused job on a queue nothing consumes: a
+    backlog in one statement (``INSERT ... SELECT``, every column the model fills), then VACUUM ANALYZE."""
+    from jobs.definitions.jobs import save_job
+
+    job = save_job(Job(name="scale-parked", kind="callable", target="builtin.noop", queue=f"{QUEUE}-parked",
+                       enabled=False), {"type": "manual"})
+    t0 = time.perf_counter()
+    database.execute(
+        "INSERT INTO jobs_jobrun (job_id, status, trigger, scheduled_for, attempt, max_attempts, lost_attempts, "
+        "created_at, queued_at, publish_count, worker, output, output_bytes, error, reason) "
+        "SELECT %s, 'queued', 'manual', now() - interval '1 day' + g * interval '1 ms', 1, 1, 0, now(), now(), 1, "
+        "'', '', 0, '', '' FROM generate_series(1, %s) AS g", [job.pk, queued])
+    database.execute("VACUUM ANALYZE jobs_jobrun")
+    say(f"  {queued:,} runs queued and never claimed, in {time.perf_counter() - t0:.1f} s")
 
 
 def run_scheduler(seconds, ahead=0.0):
@@ -219,6 +239,9 @@ def one(n, args):
             say(f"  jobs apply of the same jobs: {row['apply']['seconds']:.1f} s ({row['apply']['result']})")
     assert Job.objects.count() == n
     database.analyze()
+    row["queued"] = args.queued
+    if args.queued:
+        park(args.queued)
     row["schedulers"] = {}
     for ahead in args.ahead:
         say(f"  the scheduler for {args.seconds} s, dispatching {ahead:g} s ahead (load average {readings.load_average()})")
@@ -242,13 +265,13 @@ def report(rows, args):
         load_text = f"{load['seconds']:.1f} ({row['n'] / load['seconds']:,.0f})" if load else "-"
         apply_text = f"{applied['seconds']:.1f}" if applied else "-"
         for ahead, s in row["schedulers"].items():
-            cells.append([f"{row['n']:,}", load_text, apply_text, f"{ahead:g}", f"{s['sent']:,} / {s['expected']:,}",
+            cells.append([f"{row['n']:,}", f"{row['queued']:,}", load_text, apply_text, f"{ahead:g}", f"{s['sent']:,} / {s['expected']:,}",
                           f"{pct(s['lags'], 50):.3f}", f"{pct(s['lags'], 99):.3f}",
                           f"{(s['lags'] or [float('nan')])[-1]:.3f}", f"{100 * s['cpu']:.1f} %",
                           f"{100 * s['idle']:.2f} %", f"{s['per_run_ms']:.3f}", f"{100 * s['pg']:.1f} %",
                           f"{s['rss']:.0f}"])
-    markdown(["N", "load s (jobs/s)", "jobs apply s", "ahead s", "sent / due", "p50 lag s", "p99 lag s", "max lag s",
-              "beat CPU", "idle CPU", "CPU per run ms", "beat's PostgreSQL", "beat RSS MB"], cells, "r" * 13)
+    markdown(["N", "queued", "load s (jobs/s)", "jobs apply s", "ahead s", "sent / due", "p50 lag s", "p99 lag s",
+              "max lag s", "beat CPU", "idle CPU", "CPU per run ms", "beat's PostgreSQL", "beat RSS MB"], cells, "r" * 14)
     say("")
     markdown(["N", "pass", "wall s", "CPU s (Python)", "CPU s (PostgreSQL backend)", "result"],
              [[f"{row['n']:,}", name, f"{wall:.2f}", f"{cpu:.2f}", f"{pg:.2f}", result]
@@ -269,6 +292,7 @@ def main():
                         help="a scheduler window for each: JOBS_DISPATCH_AHEAD_SECONDS (for the slots "
                              "JOBS_DISPATCH_AHEAD_MIN_JOBS jobs share, from the environment or the default 1,000)")
     parser.add_argument("--apply", choices=["again", "create", "none"], default="again")
+    parser.add_argument("--queued", type=int, default=0, help="runs queued and never claimed before the scheduler starts")
     args = parser.parse_args()
     database.migrate()
     say(f"PostgreSQL jit = {database.setting('jit')} (ALTER DATABASE ... SET jit = off: see docs/BENCHMARKS.md, issue 21)")

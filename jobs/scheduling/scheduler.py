@@ -22,6 +22,7 @@ from django_celery_beat.schedulers import DatabaseScheduler
 from .. import kinds, lifecycle
 from ..coordination import leases
 from . import dispatch, duties, leader, monitor
+from .pacing import Pace
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +38,10 @@ class JobScheduler(DatabaseScheduler):
         # and the rows it locked, once its lease could have passed to a standby.
         leases.limit_pauses(settings.JOBS_LEADER_TTL_SECONDS)
         self.leadership = leader.Leadership()
-        self._next_lease = self._next_housekeeping = self._next_monitor = self._next_ping_check = 0.0
+        self._next_lease = self._next_housekeeping = self._next_ping_check = 0.0
+        # The passes that read every unfinished run, paced by their own cost (pacing: a backlog of queued runs).
+        self._lost_check = Pace("lost-run check", settings.JOBS_TICK_SECONDS)
+        self._monitor = Pace("monitor pass", settings.JOBS_MONITOR_SECONDS)
         self._next_slot_check = time.monotonic() + settings.JOBS_SLOT_CHECK_SECONDS
         self._periodic_delay = 0.0
         self._pings_waiting, self._pings_until = False, None  # the queue of pings (lifecycle.record_queued_pings)
@@ -104,10 +108,12 @@ class JobScheduler(DatabaseScheduler):
             if now >= self._next_housekeeping:
                 self._next_housekeeping = now + tick_seconds
                 lifecycle.queue_due_retries()
-                # Every tick, not every monitor pass: a lost run is run again at once.
-                monitor.mark_lost(watched_seconds=now - self._database_since)
+                if self._lost_check.due(now):
+                    # Every tick, not every monitor pass: a lost run is run again at once.
+                    with self._lost_check.timed():
+                        monitor.mark_lost(watched_seconds=now - self._database_since)
+                        lifecycle.skip_past_deadline()
                 lifecycle.release_held()
-                lifecycle.skip_past_deadline()
                 if now >= self._next_ping_check:  # check-in jobs' slots with no ping within their grace
                     self._next_ping_check = now + PING_CHECK_SECONDS
                     # (Not past the pings still queued: a slot whose ping waits there is not missed.)
@@ -116,10 +122,10 @@ class JobScheduler(DatabaseScheduler):
                 duties.run("tick")
                 self._periodic_delay = super().tick(*args, **kwargs)
                 self.leadership.note_tick()
-            if now >= self._next_monitor:
-                self._next_monitor = now + settings.JOBS_MONITOR_SECONDS
-                monitor.check_once(watched_seconds=now - self._database_since)
-                duties.run("monitor")
+            if self._monitor.due(now):
+                with self._monitor.timed():
+                    monitor.check_once(watched_seconds=now - self._database_since)
+                    duties.run("monitor")
             if settings.JOBS_SLOT_CHECK_SECONDS and now >= self._next_slot_check:
                 # On a worker, not here: it reads every enabled job and must not delay dispatching.
                 self._next_slot_check = now + settings.JOBS_SLOT_CHECK_SECONDS

@@ -1,0 +1,112 @@
+"""The leader's passes over unfinished runs rest in proportion to what they cost (jobs.scheduling.pacing):
+a backlog of queued runs, which each pass reads, cannot take the leader's time from dispatching."""
+
+import logging
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from jobs.definitions.jobs import save_job
+from jobs.models import AttemptOutcome, Job, JobAttempt, JobRun, RunStatus
+from jobs.scheduling import pacing
+from jobs.scheduling.scheduler import JobScheduler
+from scheduler_site.celery import app
+
+
+class Clock:
+    """The test's own clock: a pass moves it on by what the pass costs."""
+
+    def __init__(self):
+        self.seconds = 1000.0
+
+    def __call__(self):
+        return self.seconds
+
+
+def one_pass(pace, clock, costs):
+    with pace.timed():
+        clock.seconds += costs
+
+
+def test_a_cheap_pass_runs_once_per_interval():
+    clock = Clock()
+    pace = pacing.Pace("lost-run check", interval=1.0, clock=clock)
+    assert pace.due()
+    started = clock.seconds
+
+    one_pass(pace, clock, 0.004)
+
+    assert not pace.due(started + 0.999)
+    assert pace.due(started + 1.0)
+
+
+def test_a_costly_pass_rests_rest_times_as_long_as_it_took():
+    clock = Clock()
+    pace = pacing.Pace("lost-run check", interval=1.0, clock=clock)
+
+    one_pass(pace, clock, 0.5)  # a backlog read: every queued run
+    ended = clock.seconds
+
+    assert pace.took == 0.5
+    assert not pace.due(ended + 0.5 * pacing.REST - 0.01)
+    assert pace.due(ended + 0.5 * pacing.REST)
+    # Its share of the leader's time, pass and rest together:
+    assert 0.5 / (0.5 + 0.5 * pacing.REST) <= 0.025
+
+
+def test_a_failing_pass_rests_too_and_its_error_is_raised(caplog):
+    clock = Clock()
+    pace = pacing.Pace("monitor pass", interval=5.0, clock=clock)
+
+    with caplog.at_level(logging.WARNING, logger="jobs.scheduling.pacing"), pytest.raises(ConnectionError), \
+            pace.timed():
+        clock.seconds += 2.0
+        raise ConnectionError("the database went away")
+
+    assert not pace.due(clock.seconds + 79)
+    assert pace.due(clock.seconds + 80)
+    assert "the monitor pass took 2.00 s" in caplog.text and "runs again in 80 s, not 5 s" in caplog.text
+
+
+def test_a_pass_that_rests_a_little_longer_than_its_interval_says_nothing(caplog):
+    clock = Clock()
+    pace = pacing.Pace("lost-run check", interval=1.0, clock=clock)
+
+    with caplog.at_level(logging.WARNING, logger="jobs.scheduling.pacing"):
+        one_pass(pace, clock, 0.05)  # rests 2 s: a second late at most, not worth a warning
+
+    assert caplog.text == ""
+    assert not pace.due(clock.seconds + 1.99)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_leader_looks_for_lost_runs_only_when_the_check_is_due(settings):
+    settings.JOBS_SLOT_CHECK_SECONDS = 0
+    job = save_job(Job(name="silent-worker", kind="callable", target="builtin.noop"), {"type": "manual"})
+    long_ago = timezone.now() - timedelta(minutes=10)
+    run = JobRun.objects.create(job=job, status=RunStatus.RUNNING, attempt=1, scheduled_for=long_ago,
+                                created_at=long_ago, queued_at=long_ago, started_at=long_ago,
+                                heartbeat_at=long_ago, worker="gone@host")
+    attempt = JobAttempt.objects.create(run=run, number=1, task_id="claimed", worker="gone@host", started_at=long_ago,
+                                        heartbeat_at=long_ago)
+    scheduler = JobScheduler(app=app, lazy=True)
+    try:
+        scheduler.tick()  # takes the lease; the database has been reachable for no time yet
+        scheduler._database_since -= 3600  # as if reachable for an hour: silence now means a lost worker
+        scheduler._lost_check.next_at = float("inf")  # the last check was costly: it rests
+        scheduler._next_housekeeping = 0.0
+        scheduler.tick()
+        assert JobRun.objects.get(pk=run.pk).status == RunStatus.RUNNING
+        assert JobAttempt.objects.get(pk=attempt.pk).outcome == AttemptOutcome.RUNNING
+
+        scheduler._lost_check.next_at = 0.0
+        scheduler._next_housekeeping = 0.0
+        scheduler.tick()
+        attempt.refresh_from_db()
+        assert attempt.outcome == AttemptOutcome.LOST
+        assert attempt.error.startswith("Lost: no heartbeat from gone@host for 6")
+        assert JobRun.objects.get(pk=run.pk).status != RunStatus.RUNNING
+        assert scheduler._lost_check.next_at > 0.0
+    finally:
+        scheduler.leadership.release()
