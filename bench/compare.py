@@ -117,6 +117,7 @@ def dispatch_figures(text, n):
         figures[f"dispatch {n:,}: beat CPU, whole window, %"] = number(row.get("beat CPU"))
         figures[f"dispatch {n:,}: beat CPU, nothing due, %"] = number(row.get("idle CPU"))
         figures[f"dispatch {n:,}: beat RSS, MB"] = number(row.get("beat RSS MB"))
+        figures[f"dispatch {n:,}: beat's PostgreSQL backends, % of a core"] = number(row.get("beat's PostgreSQL"))
         load = re.search(r"\(([\d,]+)\)", row.get("load s (jobs/s)", ""))
         figures[f"dispatch {n:,}: loading, jobs/s"] = number(load.group(1)) if load else None
     return figures
