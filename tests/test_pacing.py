@@ -2,6 +2,7 @@
 a backlog of queued runs, which each pass reads, cannot take the leader's time from dispatching."""
 
 import logging
+import time
 from datetime import timedelta
 
 import pytest
@@ -80,6 +81,33 @@ def test_a_pass_that_rests_a_little_longer_than_its_interval_says_nothing(caplog
     assert not pace.due(clock.seconds + 1.99)
 
 
+def test_a_slow_pass_waits_while_a_slot_falls_due_before_it_would_end_but_not_for_ever():
+    clock = Clock()
+    pace = pacing.Pace("lost-run check", interval=1.0, clock=clock)
+    one_pass(pace, clock, 0.3)
+    asked = []
+
+    def until_due(seconds):
+        return lambda: asked.append(seconds) or seconds
+
+    due_at = pace.next_at
+    assert not pace.may_run(due_at - 0.01, until_due(60))
+    assert asked == []  # not due: the scheduler is not asked
+    assert not pace.may_run(due_at, until_due(0.5))  # the pass would end 0.3 s in, too close to a slot 0.5 s away
+    assert pace.may_run(due_at, until_due(0.7))
+    assert not pace.may_run(due_at + 9.9, until_due(0.1))
+    assert pace.may_run(due_at + 10.0, until_due(0.1))  # POSTPONE_INTERVALS intervals: it runs anyway
+    assert asked == [0.5, 0.7, 0.1]
+
+
+def test_a_quick_pass_does_not_ask_what_falls_due():
+    clock = Clock()
+    pace = pacing.Pace("monitor pass", interval=5.0, clock=clock)
+    one_pass(pace, clock, 0.002)
+
+    assert pace.may_run(pace.next_at, lambda: pytest.fail("a quick pass holds up nothing"))
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_leader_looks_for_lost_runs_only_when_the_check_is_due(settings):
     settings.JOBS_SLOT_CHECK_SECONDS = 0
@@ -90,6 +118,8 @@ def test_the_leader_looks_for_lost_runs_only_when_the_check_is_due(settings):
                                 heartbeat_at=long_ago, worker="gone@host")
     attempt = JobAttempt.objects.create(run=run, number=1, task_id="claimed", worker="gone@host", started_at=long_ago,
                                         heartbeat_at=long_ago)
+    soon = save_job(Job(name="due-soon", kind="callable", target="builtin.noop", queue="nobody-listens"),
+                    {"type": "interval", "every_seconds": 3600})
     scheduler = JobScheduler(app=app, lazy=True)
     try:
         scheduler.tick()  # takes the lease; the database has been reachable for no time yet
@@ -100,7 +130,15 @@ def test_the_leader_looks_for_lost_runs_only_when_the_check_is_due(settings):
         assert JobRun.objects.get(pk=run.pk).status == RunStatus.RUNNING
         assert JobAttempt.objects.get(pk=attempt.pk).outcome == AttemptOutcome.RUNNING
 
-        scheduler._lost_check.next_at = 0.0
+        # Due, but its last pass took a second and a slot falls due in one: it waits, not to hold the slot up.
+        Job.objects.filter(pk=soon.pk).update(next_run_at=timezone.now() + timedelta(seconds=1))
+        scheduler._lost_check.took = 1.0
+        scheduler._lost_check.next_at = time.monotonic()
+        scheduler._next_housekeeping = 0.0
+        scheduler.tick()
+        assert JobAttempt.objects.get(pk=attempt.pk).outcome == AttemptOutcome.RUNNING
+
+        scheduler._lost_check.next_at = time.monotonic() - 10 * scheduler._lost_check.interval  # waited enough
         scheduler._next_housekeeping = 0.0
         scheduler.tick()
         attempt.refresh_from_db()

@@ -7,6 +7,9 @@ A backlog of queued runs, such as every worker down for an hour in a large deplo
 pass read all of it: 950 ms at 1,190,000 queued runs, once a second, was most of what the leader
 did at 10,000,000 schedules. Resting in proportion bounds each pass to 1/(REST + 1) of the leader's
 time whatever the backlog, while a pass of a few milliseconds still runs every interval.
+
+A slow pass also holds up the tick it runs in, and a slot falling due meanwhile waits for it: it waits
+instead while something falls due before it would end, for at most POSTPONE_INTERVALS of its intervals.
 """
 
 import contextlib
@@ -17,6 +20,8 @@ logger = logging.getLogger(__name__)
 
 # Two paced passes (the lost check and the monitor) at 1/41 each: at most ~5 % of the leader's time.
 REST = 40
+SLOW = 0.1  # seconds: a pass this long may hold up a slot (the scheduler wakes at least every 0.1 s)
+POSTPONE_INTERVALS = 10
 
 
 class Pace:
@@ -29,6 +34,15 @@ class Pace:
 
     def due(self, now=None):
         return (self.clock() if now is None else now) >= self.next_at
+
+    def may_run(self, now, until_due):
+        """Due, and clear of what falls due next: a slow pass runs only if ``until_due()`` (seconds until
+        the scheduler has work) leaves it twice its last duration, or once it has waited long enough."""
+        if not self.due(now):
+            return False
+        if self.took < SLOW or now - self.next_at >= POSTPONE_INTERVALS * self.interval:
+            return True
+        return until_due() > 2 * self.took
 
     @contextlib.contextmanager
     def timed(self):

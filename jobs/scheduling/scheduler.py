@@ -38,7 +38,7 @@ class JobScheduler(DatabaseScheduler):
         # and the rows it locked, once its lease could have passed to a standby.
         leases.limit_pauses(settings.JOBS_LEADER_TTL_SECONDS)
         self.leadership = leader.Leadership()
-        self._next_lease = self._next_housekeeping = self._next_ping_check = 0.0
+        self._next_lease = self._next_housekeeping = self._next_ping_check = self._next_monitor_duties = 0.0
         # The passes that read every unfinished run, paced by their own cost (pacing: a backlog of queued runs).
         self._lost_check = Pace("lost-run check", settings.JOBS_TICK_SECONDS)
         self._monitor = Pace("monitor pass", settings.JOBS_MONITOR_SECONDS)
@@ -108,7 +108,7 @@ class JobScheduler(DatabaseScheduler):
             if now >= self._next_housekeeping:
                 self._next_housekeeping = now + tick_seconds
                 lifecycle.queue_due_retries()
-                if self._lost_check.due(now):
+                if self._lost_check.may_run(now, dispatch.seconds_until_next_due):
                     # Every tick, not every monitor pass: a lost run is run again at once.
                     with self._lost_check.timed():
                         monitor.mark_lost(watched_seconds=now - self._database_since)
@@ -122,10 +122,12 @@ class JobScheduler(DatabaseScheduler):
                 duties.run("tick")
                 self._periodic_delay = super().tick(*args, **kwargs)
                 self.leadership.note_tick()
-            if self._monitor.due(now):
+            if self._monitor.may_run(now, dispatch.seconds_until_next_due):
                 with self._monitor.timed():
                     monitor.check_once(watched_seconds=now - self._database_since)
-                    duties.run("monitor")
+            if now >= self._next_monitor_duties:  # not paced: a notification's send may wait on the network
+                self._next_monitor_duties = now + settings.JOBS_MONITOR_SECONDS
+                duties.run("monitor")
             if settings.JOBS_SLOT_CHECK_SECONDS and now >= self._next_slot_check:
                 # On a worker, not here: it reads every enabled job and must not delay dispatching.
                 self._next_slot_check = now + settings.JOBS_SLOT_CHECK_SECONDS
