@@ -14,7 +14,8 @@ REPO = Path(__file__).resolve().parent.parent.parent
 
 
 def celery(app, *args):
-    return [sys.executable, "-m", "celery", "-A", app, *args, "-l", "WARNING"]
+    """A celery command line, logging at BENCH_LOG_LEVEL (WARNING; INFO shows what beat dispatched, and when)."""
+    return [sys.executable, "-m", "celery", "-A", app, *args, "-l", os.environ.get("BENCH_LOG_LEVEL", "WARNING")]
 
 
 def worker(app, queue, concurrency=2, name=None):
