@@ -109,9 +109,11 @@ def test_a_quick_pass_does_not_ask_what_falls_due():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_leader_looks_for_lost_runs_only_when_the_check_is_due(settings):
+def test_the_leader_looks_for_lost_runs_when_the_check_is_due_and_clear_of_a_slot(settings):
     settings.JOBS_SLOT_CHECK_SECONDS = 0
-    job = save_job(Job(name="silent-worker", kind="callable", target="builtin.noop"), {"type": "manual"})
+    # No lost budget: the lost run ends there, and no message of a rerun is left in the broker.
+    job = save_job(Job(name="silent-worker", kind="callable", target="builtin.noop", queue="nobody-listens",
+                       max_lost_attempts=0), {"type": "manual"})
     long_ago = timezone.now() - timedelta(minutes=10)
     run = JobRun.objects.create(job=job, status=RunStatus.RUNNING, attempt=1, scheduled_for=long_ago,
                                 created_at=long_ago, queued_at=long_ago, started_at=long_ago,
@@ -119,7 +121,7 @@ def test_the_leader_looks_for_lost_runs_only_when_the_check_is_due(settings):
     attempt = JobAttempt.objects.create(run=run, number=1, task_id="claimed", worker="gone@host", started_at=long_ago,
                                         heartbeat_at=long_ago)
     soon = save_job(Job(name="due-soon", kind="callable", target="builtin.noop", queue="nobody-listens"),
-                    {"type": "interval", "every_seconds": 3600})
+                    {"type": "cron", "cron": "0 0 1 1 *", "timezone": "UTC"})  # not due in the test: nothing is sent
     scheduler = JobScheduler(app=app, lazy=True)
     try:
         scheduler.tick()  # takes the lease; the database has been reachable for no time yet
@@ -137,6 +139,7 @@ def test_the_leader_looks_for_lost_runs_only_when_the_check_is_due(settings):
         scheduler._next_housekeeping = 0.0
         scheduler.tick()
         assert JobAttempt.objects.get(pk=attempt.pk).outcome == AttemptOutcome.RUNNING
+        Job.objects.filter(pk=soon.pk).update(next_run_at=timezone.now() + timedelta(days=1))
 
         scheduler._lost_check.next_at = time.monotonic() - 10 * scheduler._lost_check.interval  # waited enough
         scheduler._next_housekeeping = 0.0
@@ -144,7 +147,7 @@ def test_the_leader_looks_for_lost_runs_only_when_the_check_is_due(settings):
         attempt.refresh_from_db()
         assert attempt.outcome == AttemptOutcome.LOST
         assert attempt.error.startswith("Lost: no heartbeat from gone@host for 6")
-        assert JobRun.objects.get(pk=run.pk).status != RunStatus.RUNNING
+        assert JobRun.objects.get(pk=run.pk).status == RunStatus.LOST
         assert scheduler._lost_check.next_at > 0.0
     finally:
         scheduler.leadership.release()

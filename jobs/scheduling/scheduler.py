@@ -109,7 +109,7 @@ class JobScheduler(DatabaseScheduler):
                 self._next_housekeeping = now + tick_seconds
                 lifecycle.queue_due_retries()
                 if self._lost_check.may_run(now, dispatch.seconds_until_next_due):
-                    # Every tick, not every monitor pass: a lost run is run again at once.
+                    # Every tick while it is cheap, not every monitor pass: a lost run is run again at once.
                     with self._lost_check.timed():
                         monitor.mark_lost(watched_seconds=now - self._database_since)
                         lifecycle.skip_past_deadline()
