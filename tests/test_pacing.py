@@ -1,22 +1,31 @@
-"""The leader's passes over unfinished runs rest in proportion to what they cost (jobs.scheduling.pacing):
-a backlog of queued runs, which each pass reads, cannot take the leader's time from dispatching."""
+"""The leader's passes over unfinished runs rest in proportion to their time in the database
+(jobs.scheduling.pacing): a backlog of queued runs, which each pass reads, cannot take the leader's time
+from dispatching, and a broker that is down cannot make them rest."""
 
 import logging
 import time
 from datetime import timedelta
 
 import pytest
+import redis
+from django.db import connection
 from django.utils import timezone
 
 from jobs.definitions.jobs import save_job
+from jobs.execution import publishing
 from jobs.models import AttemptOutcome, Job, JobAttempt, JobRun, RunStatus
 from jobs.scheduling import pacing
 from jobs.scheduling.scheduler import JobScheduler
 from scheduler_site.celery import app
 
+from .cli_support import free_port
+from .conftest import wait_for
+
+pytestmark = pytest.mark.django_db  # a pass's cost is its statements' time: each test's pass sends one
+
 
 class Clock:
-    """The test's own clock: a pass moves it on by what the pass costs."""
+    """The test's own clock: a pass's statement moves it on by what the statement costs."""
 
     def __init__(self):
         self.seconds = 1000.0
@@ -25,9 +34,23 @@ class Clock:
         return self.seconds
 
 
-def one_pass(pace, clock, costs):
+def statement(clock, seconds, error=None):
+    """One statement that takes ``seconds`` on the test's clock (then raises ``error``, if given)."""
+    def slow(execute, sql, params, many, context):
+        clock.seconds += seconds
+        if error is not None:
+            raise error
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(slow), connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+
+
+def one_pass(pace, clock, in_database, elsewhere=0.0):
+    """A pass: ``in_database`` seconds in its statement, ``elsewhere`` seconds outside any (the broker's)."""
     with pace.timed():
-        clock.seconds += costs
+        statement(clock, in_database)
+        clock.seconds += elsewhere
 
 
 def test_a_cheap_pass_runs_once_per_interval():
@@ -62,12 +85,27 @@ def test_a_failing_pass_rests_too_and_its_error_is_raised(caplog):
 
     with caplog.at_level(logging.WARNING, logger="jobs.scheduling.pacing"), pytest.raises(ConnectionError), \
             pace.timed():
-        clock.seconds += 2.0
-        raise ConnectionError("the database went away")
+        statement(clock, 2.0, error=ConnectionError("the database went away"))
 
     assert not pace.due(clock.seconds + 79)
     assert pace.due(clock.seconds + 80)
-    assert "the monitor pass took 2.00 s" in caplog.text and "runs again in 80 s, not 5 s" in caplog.text
+    assert "the monitor pass took 2.00 s in the database" in caplog.text
+    assert "runs again in 80 s, not 5 s" in caplog.text
+
+
+def test_time_waiting_on_the_broker_does_not_count(caplog):
+    # With the broker down, a look at a queue's depth waits 2 s for a connection refused twice.
+    clock = Clock()
+    pace = pacing.Pace("monitor pass", interval=5.0, clock=clock)
+    started = clock.seconds
+
+    with caplog.at_level(logging.WARNING, logger="jobs.scheduling.pacing"):
+        one_pass(pace, clock, 0.003, elsewhere=2.0)
+
+    assert pace.took == pytest.approx(0.003)
+    assert not pace.due(started + 4.99)
+    assert pace.due(started + 5.0)  # once an interval, as if the broker had answered at once
+    assert caplog.text == ""
 
 
 def test_a_pass_that_rests_a_little_longer_than_its_interval_says_nothing(caplog):
@@ -150,4 +188,54 @@ def test_the_leader_looks_for_lost_runs_when_the_check_is_due_and_clear_of_a_slo
         assert JobRun.objects.get(pk=run.pk).status == RunStatus.LOST
         assert scheduler._lost_check.next_at > 0.0
     finally:
+        scheduler.leadership.release()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_waits_no_longer_for_its_message_after_the_monitor_met_a_broker_that_was_down(settings):
+    settings.JOBS_SLOT_CHECK_SECONDS = 0
+    settings.JOBS_MONITOR_SECONDS = 1.0
+    queue = "pacing-broker-down"
+    job = save_job(Job(name="message-lost", kind="callable", target="builtin.noop", queue=queue), {"type": "manual"})
+    # Queued ten minutes ago and still not claimed: its message went with the broker, to be published again.
+    long_ago = timezone.now() - timedelta(minutes=10)
+    run = JobRun.objects.create(job=job, status=RunStatus.QUEUED, attempt=1, scheduled_for=long_ago,
+                                created_at=long_ago, queued_at=long_ago)
+    broker_url = app.conf.broker_url
+    broker = redis.Redis.from_url(broker_url)
+    keys = [queue, *(f"{queue}\x06\x16{step}" for step in range(10))]  # kombu's lists, a priority each
+    broker.delete(*keys)
+
+    def waiting():
+        return sum(broker.llen(key) for key in keys)
+
+    scheduler = JobScheduler(app=app, lazy=True)
+    try:
+        scheduler.tick()  # takes the lease; the database has been reachable for no time yet
+        scheduler._database_since -= 3600  # as if reachable for an hour: the run has waited long
+        app.conf.broker_url = f"redis://127.0.0.1:{free_port(19500)}/0"  # nothing listens there: the broker is down
+        publishing.forget()
+        scheduler._monitor.next_at = 0.0
+        began = time.monotonic()
+        scheduler.tick()
+        assert time.monotonic() - began >= 2.0, "the monitor's pass did not wait on the broker"
+        assert waiting() == 0
+
+        app.conf.broker_url = broker_url  # the broker is back
+        publishing.forget()
+        back = time.monotonic()
+
+        def published():
+            scheduler.tick()
+            return waiting()
+
+        # Within two monitor intervals on the test's clock (it rested 80 s when the broker's wait counted).
+        wait_for(published, timeout=2 * settings.JOBS_MONITOR_SECONDS + 1, interval=0.1,
+                 message="the run's message published again")
+        assert time.monotonic() - back <= 2 * settings.JOBS_MONITOR_SECONDS + 1
+        assert JobRun.objects.get(pk=run.pk).status == RunStatus.QUEUED  # published, nobody listens there
+    finally:
+        app.conf.broker_url = broker_url
+        publishing.forget()
+        broker.delete(*keys)
         scheduler.leadership.release()

@@ -8,6 +8,11 @@ pass read all of it: 950 ms at 1,190,000 queued runs, once a second, was most of
 did at 10,000,000 schedules. Resting in proportion bounds each pass to 1/(REST + 1) of the leader's
 time whatever the backlog, while a pass of a few milliseconds still runs every interval.
 
+What a pass costs is its time in the database, its statements' durations added up: that is what
+grows with the backlog. Its time waiting on the broker is not: with the broker down, one look at a
+queue's depth waits 2 s for a connection that is refused twice, and a pass paced by that rested 80 s
+while its runs waited to be published again (tests/chaos/test_service_faults.py, RabbitMQ, 2026-11-30).
+
 A slow pass also holds up the tick it runs in, and a slot falling due meanwhile waits for it: it waits
 instead while something falls due before it would end, for at most POSTPONE_INTERVALS of its intervals.
 """
@@ -15,6 +20,8 @@ instead while something falls due before it would end, for at most POSTPONE_INTE
 import contextlib
 import logging
 import time
+
+from django.db import connection
 
 logger = logging.getLogger(__name__)
 
@@ -46,15 +53,27 @@ class Pace:
 
     @contextlib.contextmanager
     def timed(self):
-        """Around one pass: its cost sets the next (also when it fails, so a failing pass rests too)."""
+        """Around one pass: its time in the database (the statements it sends through Django's cursors)
+        sets when the next may run, also when it fails, so a failing pass rests for what it read."""
         started = self.clock()
+        in_database = [0.0]
+
+        def timed_statement(execute, sql, params, many, context):
+            began = self.clock()
+            try:
+                return execute(sql, params, many, context)
+            finally:
+                in_database[0] += self.clock() - began
+
         try:
-            yield
+            with connection.execute_wrapper(timed_statement):
+                yield
         finally:
             ended = self.clock()
-            self.took = ended - started
+            self.took = in_database[0]
             rest = REST * self.took
             self.next_at = max(started + self.interval, ended + rest)
             if rest > 10 * self.interval:  # a delay an operator would notice in when a lost run is seen
-                logger.warning("scheduler: the %s took %.2f s (it reads every unfinished run); it runs again in "
-                               "%.0f s, not %g s", self.name, self.took, self.next_at - ended, self.interval)
+                logger.warning("scheduler: the %s took %.2f s in the database (it reads every unfinished run); "
+                               "it runs again in %.0f s, not %g s", self.name, self.took, self.next_at - ended,
+                               self.interval)
