@@ -60,14 +60,15 @@ def require(ready, reason):
 
 
 def wait_for(predicate, timeout=30.0, interval=0.2, message="condition"):
-    """Poll ``predicate`` until it returns something truthy; fail the test after ``timeout``."""
+    """Poll ``predicate`` until it returns something truthy; fail the test after ``timeout``.
+    ``message`` may be a function: what it says is then read when the wait fails, not when it began."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {message}")
+            pytest.fail(f"timed out after {timeout}s waiting for {message() if callable(message) else message}")
         time.sleep(interval)
 
 

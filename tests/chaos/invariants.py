@@ -37,7 +37,8 @@ class Verdict:
 def wait_terminal(queryset, timeout):
     """Wait until every run of ``queryset`` is terminal; the bound is the scenario's promise."""
     wait_for(lambda: not queryset.exclude(status__in=_terminal()).exists(), timeout=timeout,
-             message=f"every run terminal (still active: {_active(queryset)})")
+             # When it failed: the runs still active then (an f-string listed them as the wait began).
+             message=lambda: f"every run terminal (still active: {_active(queryset)})")
 
 
 def _terminal():

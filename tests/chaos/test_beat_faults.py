@@ -54,7 +54,7 @@ def test_it_misses_no_slot_when_the_leader_is_killed(processes, ledger, scoreboa
     _, _, recovered = failover(signal.SIGKILL, processes, job, 3, dispatch)
     # No run waits for a message the dead leader held (the monitor would send it a minute later).
     past = job.runs.filter(status=RunStatus.QUEUED, scheduled_for__lt=timezone.now() - timedelta(seconds=3))
-    wait_for(lambda: not past.exists(), timeout=10, message=f"no run queued past its slot: {list(past)}")
+    wait_for(lambda: not past.exists(), timeout=10, message=lambda: f"no run queued past its slot: {list(past)}")
 
     no_slot_ran_twice(job, ledger, scoreboard, f"3 SIGKILL beat leader ({dispatch})", recovered)
 
