@@ -108,6 +108,26 @@ def test_time_waiting_on_the_broker_does_not_count(caplog):
     assert caplog.text == ""
 
 
+def test_a_pass_held_up_once_rests_as_the_one_before_it_and_a_backlog_read_twice_rests_in_full(caplog):
+    clock = Clock()
+    pace = pacing.Pace("lost-run check", interval=1.0, clock=clock)
+    one_pass(pace, clock, 0.004)
+    clock.seconds = pace.next_at
+
+    one_pass(pace, clock, 3.0)  # a statement waited 3 s for a lock, or for the database to come back
+
+    assert pace.took == 3.0 and pace.cost == pytest.approx(0.004)
+    assert pace.due(clock.seconds + 0.17)  # 40 times 0.004 s on, not 120 s
+    assert pace.may_run(clock.seconds + 0.17, lambda: pytest.fail("a pass held up once holds up no slot"))
+    clock.seconds = pace.next_at
+
+    with caplog.at_level(logging.WARNING, logger="jobs.scheduling.pacing"):
+        one_pass(pace, clock, 3.0)  # slow again: a backlog, every pass reads it
+    assert not pace.due(clock.seconds + 3.0 * pacing.REST - 0.01)
+    assert pace.due(clock.seconds + 3.0 * pacing.REST)
+    assert "the lost-run check took 3.00 s in the database, and 3.00 s the time before" in caplog.text
+
+
 def test_a_pass_that_rests_a_little_longer_than_its_interval_says_nothing(caplog):
     clock = Clock()
     pace = pacing.Pace("lost-run check", interval=1.0, clock=clock)
@@ -172,7 +192,7 @@ def test_the_leader_looks_for_lost_runs_when_the_check_is_due_and_clear_of_a_slo
 
         # Due, but its last pass took a second and a slot falls due in one: it waits, not to hold the slot up.
         Job.objects.filter(pk=soon.pk).update(next_run_at=timezone.now() + timedelta(seconds=1))
-        scheduler._lost_check.took = 1.0
+        scheduler._lost_check.took = scheduler._lost_check.cost = 1.0
         scheduler._lost_check.next_at = time.monotonic()
         scheduler._next_housekeeping = 0.0
         scheduler.tick()

@@ -1,5 +1,5 @@
 """How often the leader's passes over unfinished runs may run: at most once per interval, and then
-only after resting REST times as long as the last pass took.
+only after resting REST times as long as the last passes took.
 
 The lost-run check and the monitor find running and waiting runs among every unfinished one
 (run_active_idx holds queued and running runs under one phase, so that a claim writes no index).
@@ -12,6 +12,8 @@ What a pass costs is its time in the database, its statements' durations added u
 grows with the backlog. Its time waiting on the broker is not: with the broker down, one look at a
 queue's depth waits 2 s for a connection that is refused twice, and a pass paced by that rested 80 s
 while its runs waited to be published again (tests/chaos/test_service_faults.py, RabbitMQ, 2026-11-30).
+And what sets the rest is the lesser of the last two passes' times: a backlog makes every pass slow,
+while a statement held up once (a lock waited for, the database frozen for a moment) makes one.
 
 A slow pass also holds up the tick it runs in, and a slot falling due meanwhile waits for it: it waits
 instead while something falls due before it would end, for at most POSTPONE_INTERVALS of its intervals.
@@ -32,24 +34,25 @@ POSTPONE_INTERVALS = 10
 
 
 class Pace:
-    """When a pass may run next, from how long its last run took (``clock``: seconds, monotonic)."""
+    """When a pass may run next, from how long its last runs took (``clock``: seconds, monotonic)."""
 
     def __init__(self, name, interval, clock=time.monotonic):
         self.name, self.interval, self.clock = name, interval, clock
         self.next_at = 0.0
-        self.took = 0.0
+        self.took = None  # the last pass's time in the database
+        self.cost = 0.0  # what the rest is in proportion to: the lesser of the last two passes' times
 
     def due(self, now=None):
         return (self.clock() if now is None else now) >= self.next_at
 
     def may_run(self, now, until_due):
         """Due, and clear of what falls due next: a slow pass runs only if ``until_due()`` (seconds until
-        the scheduler has work) leaves it twice its last duration, or once it has waited long enough."""
+        the scheduler has work) leaves it twice its cost, or once it has waited long enough."""
         if not self.due(now):
             return False
-        if self.took < SLOW or now - self.next_at >= POSTPONE_INTERVALS * self.interval:
+        if self.cost < SLOW or now - self.next_at >= POSTPONE_INTERVALS * self.interval:
             return True
-        return until_due() > 2 * self.took
+        return until_due() > 2 * self.cost
 
     @contextlib.contextmanager
     def timed(self):
@@ -70,10 +73,12 @@ class Pace:
                 yield
         finally:
             ended = self.clock()
-            self.took = in_database[0]
-            rest = REST * self.took
+            took = in_database[0]
+            last = took if self.took is None else self.took  # the first pass: as if the one before took as long
+            self.took, self.cost = took, min(took, last)
+            rest = REST * self.cost
             self.next_at = max(started + self.interval, ended + rest)
             if rest > 10 * self.interval:  # a delay an operator would notice in when a lost run is seen
-                logger.warning("scheduler: the %s took %.2f s in the database (it reads every unfinished run); "
-                               "it runs again in %.0f s, not %g s", self.name, self.took, self.next_at - ended,
-                               self.interval)
+                logger.warning("scheduler: the %s took %.2f s in the database, and %.2f s the time before (it "
+                               "reads every unfinished run); it runs again in %.0f s, not %g s", self.name, took,
+                               last, self.next_at - ended, self.interval)
