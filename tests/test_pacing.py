@@ -118,7 +118,8 @@ def test_a_pass_held_up_once_rests_as_the_one_before_it_and_a_backlog_read_twice
 
     assert pace.took == 3.0 and pace.cost == pytest.approx(0.004)
     assert pace.due(clock.seconds + 0.17)  # 40 times 0.004 s on, not 120 s
-    assert pace.may_run(clock.seconds + 0.17, lambda: pytest.fail("a pass held up once holds up no slot"))
+    assert pace.may_run(clock.seconds + 0.17, lambda: 60)  # nothing falls due for a minute
+    assert not pace.may_run(clock.seconds + 0.17, lambda: 5)  # it lasted 3 s: not just before a slot
     clock.seconds = pace.next_at
 
     with caplog.at_level(logging.WARNING, logger="jobs.scheduling.pacing"):
@@ -158,6 +159,16 @@ def test_a_slow_pass_waits_while_a_slot_falls_due_before_it_would_end_but_not_fo
     assert asked == [0.5, 0.7, 0.1]
 
 
+def test_a_pass_that_waited_on_the_broker_waits_while_a_slot_falls_due_though_it_rests_no_longer():
+    clock = Clock()
+    pace = pacing.Pace("monitor pass", interval=5.0, clock=clock)
+    one_pass(pace, clock, 0.01, elsewhere=0.5)  # 1,000 messages published again: the tick is held that long
+
+    assert pace.due(clock.seconds + 4.5)  # rests for its 0.01 s in the database: once an interval
+    assert not pace.may_run(clock.seconds + 4.5, lambda: 0.8)  # would end 0.5 s in, too close to a slot
+    assert pace.may_run(clock.seconds + 4.5, lambda: 1.2)
+
+
 def test_a_quick_pass_does_not_ask_what_falls_due():
     clock = Clock()
     pace = pacing.Pace("monitor pass", interval=5.0, clock=clock)
@@ -192,7 +203,7 @@ def test_the_leader_looks_for_lost_runs_when_the_check_is_due_and_clear_of_a_slo
 
         # Due, but its last pass took a second and a slot falls due in one: it waits, not to hold the slot up.
         Job.objects.filter(pk=soon.pk).update(next_run_at=timezone.now() + timedelta(seconds=1))
-        scheduler._lost_check.took = scheduler._lost_check.cost = 1.0
+        scheduler._lost_check.took = scheduler._lost_check.cost = scheduler._lost_check.lasted = 1.0
         scheduler._lost_check.next_at = time.monotonic()
         scheduler._next_housekeeping = 0.0
         scheduler.tick()

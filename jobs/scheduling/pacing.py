@@ -41,18 +41,20 @@ class Pace:
         self.next_at = 0.0
         self.took = None  # the last pass's time in the database
         self.cost = 0.0  # what the rest is in proportion to: the lesser of the last two passes' times
+        self.lasted = 0.0  # the last pass from its start to its end, the broker's time included
 
     def due(self, now=None):
         return (self.clock() if now is None else now) >= self.next_at
 
     def may_run(self, now, until_due):
         """Due, and clear of what falls due next: a slow pass runs only if ``until_due()`` (seconds until
-        the scheduler has work) leaves it twice its cost, or once it has waited long enough."""
+        the scheduler has work) leaves it twice the last pass's length, or once it has waited long enough.
+        (Its length, not its cost: what holds a slot up is the whole pass, publishing included.)"""
         if not self.due(now):
             return False
-        if self.cost < SLOW or now - self.next_at >= POSTPONE_INTERVALS * self.interval:
+        if self.lasted < SLOW or now - self.next_at >= POSTPONE_INTERVALS * self.interval:
             return True
-        return until_due() > 2 * self.cost
+        return until_due() > 2 * self.lasted
 
     @contextlib.contextmanager
     def timed(self):
@@ -75,7 +77,7 @@ class Pace:
             ended = self.clock()
             took = in_database[0]
             last = took if self.took is None else self.took  # the first pass: as if the one before took as long
-            self.took, self.cost = took, min(took, last)
+            self.took, self.cost, self.lasted = took, min(took, last), ended - started
             rest = REST * self.cost
             self.next_at = max(started + self.interval, ended + rest)
             if rest > 10 * self.interval:  # a delay an operator would notice in when a lost run is seen
