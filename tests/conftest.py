@@ -218,6 +218,12 @@ def people(db):
     return make_personas()
 
 
+def kombu_lists(queue):
+    """The Redis lists of ``queue`` as kombu's transport names them, one a priority step: the queue
+    itself for step 0, then "<queue>\x06\x16<step>"."""
+    return [queue, *(f"{queue}\x06\x16{step}" for step in range(1, 10))]
+
+
 @pytest.fixture
 def redis_client():
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)

@@ -11,6 +11,7 @@ from jobs import lifecycle
 from jobs.models import AttemptOutcome, RunStatus
 from notifications.models import Delivery
 
+from .conftest import kombu_lists
 from .test_notifications_support import channel_with_rule, make_job
 
 
@@ -21,10 +22,9 @@ def claim(run, worker="w1@host", pid=4321):
 
 
 def published_attempts(redis_client, queue):
-    """The task ids on the queue, oldest first, from whichever of kombu's priority lists holds them
-    (the queue itself for step 0, then "<queue>\x06\x16<step>")."""
-    lists = [queue, *(f"{queue}\x06\x16{step}" for step in range(1, 10))]
-    return [json.loads(raw)["headers"]["id"] for key in lists for raw in reversed(redis_client.lrange(key, 0, -1))]
+    """The task ids on the queue, oldest first, from whichever of kombu's priority lists holds them."""
+    return [json.loads(raw)["headers"]["id"] for key in kombu_lists(queue)
+            for raw in reversed(redis_client.lrange(key, 0, -1))]
 
 
 @pytest.mark.django_db(transaction=True)

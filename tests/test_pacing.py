@@ -7,7 +7,6 @@ import time
 from datetime import timedelta
 
 import pytest
-import redis
 from django.db import connection
 from django.utils import timezone
 
@@ -19,7 +18,7 @@ from jobs.scheduling.scheduler import JobScheduler
 from scheduler_site.celery import app
 
 from .cli_support import free_port
-from .conftest import wait_for
+from .conftest import kombu_lists, wait_for
 
 pytestmark = pytest.mark.django_db  # a pass's cost is its statements' time: each test's pass sends one
 
@@ -223,7 +222,8 @@ def test_the_leader_looks_for_lost_runs_when_the_check_is_due_and_clear_of_a_slo
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_run_waits_no_longer_for_its_message_after_the_monitor_met_a_broker_that_was_down(settings):
+def test_a_run_waits_no_longer_for_its_message_after_the_monitor_met_a_broker_that_was_down(settings,
+                                                                                           redis_client):
     settings.JOBS_SLOT_CHECK_SECONDS = 0
     settings.JOBS_MONITOR_SECONDS = 1.0
     queue = "pacing-broker-down"
@@ -233,12 +233,9 @@ def test_a_run_waits_no_longer_for_its_message_after_the_monitor_met_a_broker_th
     run = JobRun.objects.create(job=job, status=RunStatus.QUEUED, attempt=1, scheduled_for=long_ago,
                                 created_at=long_ago, queued_at=long_ago)
     broker_url = app.conf.broker_url
-    broker = redis.Redis.from_url(broker_url)
-    keys = [queue, *(f"{queue}\x06\x16{step}" for step in range(10))]  # kombu's lists, a priority each
-    broker.delete(*keys)
 
     def waiting():
-        return sum(broker.llen(key) for key in keys)
+        return sum(redis_client.llen(key) for key in kombu_lists(queue))
 
     scheduler = JobScheduler(app=app, lazy=True)
     try:
@@ -268,5 +265,4 @@ def test_a_run_waits_no_longer_for_its_message_after_the_monitor_met_a_broker_th
     finally:
         app.conf.broker_url = broker_url
         publishing.forget()
-        broker.delete(*keys)
         scheduler.leadership.release()
