@@ -70,13 +70,18 @@ bash scripts/audit-deps.sh
 # The docs site (mkdocs.yml): a broken link or anchor, or a setting the reference lacks, fails it.
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
 
+suite_started=$SECONDS
 # One pass of pytest: pass NAME DATABASE_URL REDIS_DB PORT_BASE [pytest args]. Each pass has its own
 # database, Redis database and ports, so passes can run side by side.
 run_pass() {
   local name=$1 database=$2 redis_db=$3 ports=$4; shift 4
   echo "== $name ($database)"
+  local started=$SECONDS code=0
   DATABASE_URL="$database" REDIS_URL="${REDIS_URL%/*}/$redis_db" TEST_PORT_BASE="$ports" \
-    .venv/bin/python -m pytest "$@"
+    .venv/bin/python -m pytest "$@" || code=$?
+  # Each pass's wall time, to find the longest chain of passes (CI stops at 30 minutes).
+  echo "== $name: $((SECONDS - started)) s, from $((started - suite_started)) s to $((SECONDS - suite_started)) s"
+  return "$code"
 }
 postgres="${DATABASE_URL%/*}"
 sqlite_dir="$(mktemp -d)"
