@@ -338,7 +338,7 @@ def report(args, results, chunk_size):
             for kind, count, size in r["wal_kinds"][:10]:
                 say(f"  {count:7.2f} {size:8.0f}  {kind}")
             say(f"{system}, round 1: WAL by relation and record type (records per run, bytes per run)")
-            for relation, kind, count, size in r.get("wal_relations", [])[:25]:
+            for relation, kind, count, size in r.get("wal_relations", [])[:40]:
                 say(f"  {count:7.2f} {size:8.0f}  {relation}  {kind}")
     say("")
 

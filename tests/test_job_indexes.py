@@ -1,15 +1,22 @@
 """The jobs' schedule-row and team columns are indexed where set only (jobs.0039): a dispatch's update
 of a job's row is not HOT, and each index the row is in takes an entry, of a NULL too. What reads
 them by those columns still reads them through an index: the foreign keys' own checks when a
-schedule row or a team is deleted, a team's jobs, a member's jobs beside their own."""
+schedule row or a team is deleted, a team's jobs, a member's jobs beside their own. And (jobs.0040)
+no index holds what nothing asks of it: the ping URL's key only where set, still unique; the
+forecast's cron index only the enabled cron jobs; no pattern index on the name."""
+
+from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from jobs.actions.permissions import visible_jobs
 from jobs.definitions.jobs import save_job
 from jobs.models import Job
 from jobs.models.job import NULL_MOSTLY
+from jobs.operations import forecast
 from tests.api_personas import make_personas
 
 pytestmark = [pytest.mark.postgres("reads PostgreSQL's catalogue and plans"), pytest.mark.django_db]
@@ -67,3 +74,52 @@ def test_the_foreign_keys_checks_and_a_teams_jobs_read_them_by_index():
     sql, params = member_sees.values("pk").query.sql_with_params()
     assert "job_group_idx" in plan(sql, params)
     assert set(member_sees.values_list("name", flat=True)) == {"nightly-report", *(f"job-{n}" for n in range(0, 30, 3))}
+
+
+def index_definitions(column):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'jobs_job'")
+        return {name: definition for name, definition in cursor.fetchall() if f"({column})" in definition
+                or f"({column}," in definition or f", {column})" in definition}
+
+
+def test_a_ping_key_is_unique_where_set_and_finds_its_job_by_index():
+    assert index_definitions("ping_key") == {"job_ping_key_unique": "CREATE UNIQUE INDEX job_ping_key_unique ON "
+                                             "public.jobs_job USING btree (ping_key) WHERE (ping_key IS NOT NULL)"}
+    first, second = (save_job(Job(name=name, kind="checkin", target="box"), SCHEDULES[0]) for name in ("a", "b"))
+    plain = [save_job(Job(name=f"plain-{n}", kind="callable", target="builtin.noop"), SCHEDULES[n % 3]) for n in range(3)]
+    assert first.ping_key and second.ping_key and first.ping_key != second.ping_key
+    assert [job.ping_key for job in plain] == [None, None, None]
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Job.objects.filter(pk=second.pk).update(ping_key=first.ping_key)
+    sql, params = Job.objects.filter(ping_key=first.ping_key).values("pk").query.sql_with_params()
+    assert "job_ping_key_unique" in plan(sql, params)
+    assert list(Job.objects.filter(ping_key=first.ping_key).values_list("name", flat=True)) == ["a"]
+
+
+def test_the_forecast_reads_a_peaks_cron_jobs_by_the_cron_index_which_holds_only_them():
+    assert set(index_definitions("crontab_id")) == {"job_crontab_idx", "job_cron_offset_idx"}
+    assert index_definitions("crontab_id")["job_cron_offset_idx"].endswith(
+        "(crontab_id, spread_offset_seconds) WHERE (enabled AND ((schedule_type)::text = 'cron'::text))")
+    for n in range(12):
+        save_job(Job(name=f"job-{n}", kind="callable", target="builtin.noop", spread=3600 if n % 2 else 0),
+                 SCHEDULES[n % 3])
+    now = timezone.now()
+    jobs = Job.objects.all()
+    [group] = [g for g in forecast.cron_groups(jobs.filter(enabled=True), now, now + timedelta(days=1))
+               if g.key[-1] == 0]
+    with CaptureQueriesContext(connection) as queries:
+        listed = forecast.jobs_of(jobs.filter(enabled=True), group, now, 10)
+    assert sorted(name for _, name in listed) == sorted(
+        f"job-{n}" for n in range(0, 12, 3) if Job.objects.get(name=f"job-{n}").spread_offset_seconds < 60)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE jobs_job")
+    assert "job_cron_offset_idx" in plan(queries.captured_queries[-1]["sql"])
+
+
+def test_a_jobs_name_is_indexed_by_its_uniqueness_only():
+    assert list(index_definitions("name").values()) == [
+        "CREATE UNIQUE INDEX jobs_job_name_key ON public.jobs_job USING btree (name)"]
+    save_job(Job(name="only-one", kind="callable", target="builtin.noop"), SCHEDULES[1])
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Job.objects.create(name="only-one", kind="callable", target="builtin.noop")

@@ -236,7 +236,8 @@ class Job(models.Model):
         help_text="Check-in jobs: a slot with no ping within this many seconds ends failed and sends missed; "
                   "empty means an hour.",
     )
-    ping_key = models.UUIDField(null=True, blank=True, unique=True, editable=False)
+    # Unique where set (job_ping_key_unique): the jobs without one are not in its index.
+    ping_key = models.UUIDField(null=True, blank=True, editable=False)
     # A check-in's first slot still to be looked at for a missing ping (jobs.lifecycle.pings.fail_unpinged),
     # its next slot when resumed; null when not known (new, edited): from when the job was last saved.
     ping_check_from = models.DateTimeField(null=True, blank=True, editable=False)
@@ -268,6 +269,7 @@ class Job(models.Model):
         permissions = [("run_command_jobs", "Can create, change, run and cancel command jobs")]
         constraints = [
             exactly_one_schedule("job_exactly_one_schedule"),
+            models.UniqueConstraint(fields=["ping_key"], condition=Q(ping_key__isnull=False), name="job_ping_key_unique"),
             models.CheckConstraint(condition=_positive("timeout_seconds"), name="job_timeout_positive"),
             models.CheckConstraint(condition=Q(dst_skipped__in=DstSkipped.values), name="job_dst_skipped_valid"),
             models.CheckConstraint(condition=Q(dst_repeated__in=DstRepeated.values), name="job_dst_repeated_valid"),
@@ -309,10 +311,11 @@ class Job(models.Model):
                 name="job_due_idx",
                 condition=Q(enabled=True, next_run_at__isnull=False),
             ),
-            # The load forecast's cron groups (jobs.operations.forecast.cron_groups): jobs counted by
-            # schedule row and offset, from this index alone.
-            models.Index(fields=["schedule_type", "crontab", "spread_offset_seconds"], name="job_forecast_cron_idx",
-                         condition=Q(enabled=True)),
+            # The jobs of one of the load forecast's cron groups (jobs.operations.forecast.jobs_of): by
+            # schedule row and offset. Only enabled cron jobs are in it: a dispatch's update of a job's
+            # row is not a HOT one, and every index the row is in takes a new entry.
+            models.Index(fields=["crontab", "spread_offset_seconds"], name="job_cron_offset_idx",
+                         condition=Q(enabled=True, schedule_type=ScheduleType.CRON)),
             # And its interval and one-time jobs (forecast.timed_groups), by next slot: from this index alone.
             models.Index(fields=["schedule_type", "interval", "next_run_at"], name="job_forecast_timed_idx",
                          condition=Q(enabled=True, schedule_type__in=[ScheduleType.INTERVAL, ScheduleType.ONCE])),
