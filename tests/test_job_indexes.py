@@ -2,8 +2,9 @@
 of a job's row is not HOT, and each index the row is in takes an entry, of a NULL too. What reads
 them by those columns still reads them through an index: the foreign keys' own checks when a
 schedule row or a team is deleted, a team's jobs, a member's jobs beside their own. And (jobs.0040)
-no index holds what nothing asks of it: the ping URL's key only where set, still unique; the
-forecast's cron index only the enabled cron jobs; no pattern index on the name."""
+no index holds what nothing needs of it: the ping URL's key only where set, still unique; the
+forecast's cron index only the enabled cron jobs; the next slot only in the scheduler's index; no
+pattern index on the name."""
 
 from datetime import timedelta
 
@@ -115,6 +116,10 @@ def test_the_forecast_reads_a_peaks_cron_jobs_by_the_cron_index_which_holds_only
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE jobs_job")
     assert "job_cron_offset_idx" in plan(queries.captured_queries[-1]["sql"])
+
+
+def test_the_next_slot_is_indexed_for_the_scheduler_only():
+    assert list(index_definitions("next_run_at")) == ["job_due_idx"]
 
 
 def test_a_jobs_name_is_indexed_by_its_uniqueness_only():

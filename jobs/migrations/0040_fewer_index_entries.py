@@ -1,12 +1,14 @@
 """Fewer index entries a run (issue 46): a dispatch's update of a job's row is not a HOT one
-(next_run_at is indexed), so every index the row is in takes a new entry each run. Three of them
-held rows they are never asked for:
+(next_run_at is indexed), so every index the row is in takes a new entry each run. Four of them
+held entries no query needs:
 
 - the ping URL's key was unique over every job, a NULL for each one that is not a check-in: it is
   now unique where set (job_ping_key_unique);
 - the forecast's cron index held every enabled job, of any schedule: it now holds the enabled cron
-  jobs, by schedule row and offset (job_cron_offset_idx; the forecast's count of cron groups reads
-  their shape too, so it never read this index alone);
+  jobs, by schedule row and offset (job_cron_offset_idx), for the jobs of a peak. The forecast's
+  counts read each job's day rules and DST policy, so neither of its indexes served them alone; its
+  index of interval and one-time jobs by next slot is gone (their count read every page of the
+  table through it: a sequential scan reads the same pages);
 - the name's ``varchar_pattern_ops`` index, which PostgreSQL's backend makes for a unique text
   column, serves ``LIKE 'prefix%'`` only: nothing asks that (the jobs list's search is a case-blind
   ``icontains``, which no B-tree serves). The unique constraint's own index stays.
@@ -125,6 +127,10 @@ class Migration(migrations.Migration):
         RemoveIndexConcurrentlyOnPostgres(
             model_name='job',
             name='job_forecast_cron_idx',
+        ),
+        RemoveIndexConcurrentlyOnPostgres(
+            model_name='job',
+            name='job_forecast_timed_idx',
         ),
         DropIndexIfExists('jobs_job_name_84b28495_like'),
     ]

@@ -316,9 +316,6 @@ class Job(models.Model):
             # row is not a HOT one, and every index the row is in takes a new entry.
             models.Index(fields=["crontab", "spread_offset_seconds"], name="job_cron_offset_idx",
                          condition=Q(enabled=True, schedule_type=ScheduleType.CRON)),
-            # And its interval and one-time jobs (forecast.timed_groups), by next slot: from this index alone.
-            models.Index(fields=["schedule_type", "interval", "next_run_at"], name="job_forecast_timed_idx",
-                         condition=Q(enabled=True, schedule_type__in=[ScheduleType.INTERVAL, ScheduleType.ONCE])),
             # The slot check: only the jobs with a slot since its last pass (or none known yet).
             models.Index(fields=["slot_check_from"], name="job_slot_check_idx", condition=Q(enabled=True)),
             # The start-deadline sweep (lifecycle.skip_past_deadline), every second on the leader, starts

@@ -14,7 +14,8 @@ slots are computed once:
 - once: by the minute of the next slot (with the intervals, in one pass).
 
 Offsets come from the job's name (``jobs.timing.spread``), kept in ``Job.spread_offset_seconds`` so
-that one query (from one index) counts the cron jobs by schedule row and offset minute.
+that one query counts the cron jobs by schedule row and offset minute, and the jobs of a peak's
+group are found by the index of the enabled cron jobs by schedule row and offset (job_cron_offset_idx).
 """
 
 import math
@@ -80,8 +81,8 @@ class Group:
 
 
 def _by_offset_minute(jobs):
-    """[((crontab id, *shape, offset minute), count)] of the cron jobs of ``jobs``: one query, from
-    the index job_forecast_cron_idx when SHAPE_FIELDS is empty."""
+    """[((crontab id, *shape, offset minute), count)] of the cron jobs of ``jobs``: one query (it
+    reads each job's shape, so every cron job's row: no index of the jobs table holds them all)."""
     return [(tuple(_hashable(value) for value in row[:-1]), row[-1]) for row in
             jobs.filter(schedule_type=ScheduleType.CRON)
             .annotate(offset_minute=F("spread_offset_seconds") / 60)
