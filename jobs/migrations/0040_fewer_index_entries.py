@@ -74,28 +74,35 @@ class RemoveIndexConcurrentlyOnPostgres(RemoveIndexConcurrently):
         return migrations.RemoveIndex.database_backwards(self, app_label, schema_editor, from_state, to_state)
 
 
-class DropIndexIfExists(migrations.operations.base.Operation):
-    """An index Django's state does not know of (its PostgreSQL backend makes a ``_like`` index for a
-    unique text column itself, and drops it IF EXISTS when the column changes), dropped concurrently
-    where it can be. Undone, nothing is rebuilt: the index served no query."""
+class DropPatternIndex(migrations.operations.base.Operation):
+    """The ``varchar_pattern_ops`` index of a unique text column, which Django's state does not know
+    of (its PostgreSQL backend makes it itself, and drops it IF EXISTS when the column changes),
+    dropped, and made again when undone, on PostgreSQL (SQLite never has one); concurrently where it
+    can be."""
 
     reversible = True
 
-    def __init__(self, name):
-        self.name = name
+    def __init__(self, table, column, name):
+        self.table, self.column, self.name = table, column, name
+
+    def deconstruct(self):
+        return self.__class__.__name__, [self.table, self.column, self.name], {}
 
     def state_forwards(self, app_label, state):
         pass
 
     def database_forwards(self, app_label, schema_editor, from_state, to_state):
-        how = "CONCURRENTLY IF EXISTS" if concurrently(schema_editor) else "IF EXISTS"
-        schema_editor.execute(f"DROP INDEX {how} {self.name}")
+        if schema_editor.connection.vendor == "postgresql":
+            how = "CONCURRENTLY IF EXISTS" if concurrently(schema_editor) else "IF EXISTS"
+            schema_editor.execute(f"DROP INDEX {how} {self.name}")
 
     def database_backwards(self, app_label, schema_editor, from_state, to_state):
-        pass
+        if schema_editor.connection.vendor == "postgresql":
+            how = "CONCURRENTLY IF NOT EXISTS" if concurrently(schema_editor) else "IF NOT EXISTS"
+            schema_editor.execute(f"CREATE INDEX {how} {self.name} ON {self.table} ({self.column} varchar_pattern_ops)")
 
     def describe(self):
-        return f"Drop the index {self.name} if it exists"
+        return f"Drop the index {self.name}"
 
 
 class Migration(migrations.Migration):
@@ -132,5 +139,5 @@ class Migration(migrations.Migration):
             model_name='job',
             name='job_forecast_timed_idx',
         ),
-        DropIndexIfExists('jobs_job_name_84b28495_like'),
+        DropPatternIndex('jobs_job', 'name', 'jobs_job_name_84b28495_like'),
     ]
