@@ -170,6 +170,10 @@ def run_scheduler(seconds, ahead=0.0):
     window_start, window_end = datetime.fromtimestamp(start, UTC), datetime.fromtimestamp(t_end, UTC)
     in_window = {pk: at for pk, at in slots.items() if window_start <= at < window_end}
     lags = sorted(arrived[pk] - at.timestamp() for pk, at in in_window.items())
+    by_slot = {}  # slot: (runs, the latest lag), to tell which slot a late p99 came from
+    for pk, at in in_window.items():
+        runs, latest = by_slot.get(at, (0, 0.0))
+        by_slot[at] = (runs + 1, max(latest, arrived[pk] - at.timestamp()))
     expected = mix.expected_slots(window_start, window_end)
     idle_cpu = idle_time = total_cpu = 0.0
     pg_total = 0.0
@@ -182,7 +186,7 @@ def run_scheduler(seconds, ahead=0.0):
     wall = samples[-1][0] - samples[0][0]
     idle_rate = idle_cpu / idle_time if idle_time else float("nan")
     busy = total_cpu - idle_rate * wall
-    return {"sent": len(lags), "expected": expected, "lags": lags, "cpu": total_cpu / wall,
+    return {"sent": len(lags), "expected": expected, "lags": lags, "by_slot": by_slot, "cpu": total_cpu / wall,
             # Dispatching ahead, the runs are made from second 50 on: no span of the minute is idle.
             "idle": idle_rate, "per_run_ms": float("nan") if ahead else 1000 * busy / max(len(lags), 1), "rss": rss,
             "pg": pg_total / wall, "log": processes.logs["beat"]}
@@ -248,6 +252,9 @@ def one(n, args):
         s = row["schedulers"][ahead] = run_scheduler(args.seconds, ahead)
         say(f"  sent {s['sent']:,} of {s['expected']:,}, p99 lag {pct(s['lags'], 99):.3f} s, CPU {100 * s['cpu']:.1f} %, "
             f"idle {100 * s['idle']:.2f} %, {s['per_run_ms']:.3f} ms per run, RSS {s['rss']:.0f} MB")
+        late = sorted(s["by_slot"].items(), key=lambda item: -item[1][1])[:5]
+        say("  the latest slots: " + "; ".join(f"{slot:%H:%M:%S} {runs:,} runs, {latest:.3f} s"
+                                                for slot, (runs, latest) in late))
     row["passes"] = passes(args.between, args.ahead[-1]) if args.between else {}
     row["load average"] = readings.load_average()
     return row
